@@ -1,0 +1,3 @@
+from evalkit._cli import main
+
+raise SystemExit(main())

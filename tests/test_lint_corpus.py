@@ -1,0 +1,414 @@
+"""Lint against a corpus of broken datasets: every violation listed, nothing run.
+
+Each folder of ``tests/broken_datasets/`` is a small dataset with exactly the defect(s) named in
+its README (and in ``tests/broken_datasets/README.md``). :data:`EXPECTED` is what lint must
+report for it: the exact multiset of (file relative to the dataset folder, JSON pointer, a
+distinctive substring of the message). Nothing more, nothing less.
+
+``tests/datasets/minimal_valid/`` is the control: it must lint clean, and the end-to-end control
+test proves that the harness used for the broken datasets does see calls and runs when there are
+some.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import subprocess
+import sys
+from collections import Counter
+from pathlib import Path
+
+import pytest
+
+import evalkit
+
+REPO = Path(__file__).resolve().parent.parent
+BROKEN = REPO / "tests" / "broken_datasets"
+VALID = REPO / "tests" / "datasets" / "minimal_valid"
+
+Expected = tuple[str, str, str]
+
+E = "data/entry.json"
+EXPECTED: dict[str, list[Expected]] = {
+    # --- rules A-D ------------------------------------------------------------------------------
+    "rule_a_bias_missing_group": [
+        ("data/bias_no_group.json", "/bias_group", "rule A: a bias entry needs a bias_group")],
+    "rule_a_bias_group_on_non_bias": [
+        ("data/functional.json", "/bias_group",
+         "rule A: bias_group is only allowed on bias entries")],
+    "rule_b_functional_null_expected": [
+        ("data/functional.json", "/expected_output",
+         "rule B: functional needs a non-null expected_output")],
+    "rule_b_mixed_with_repeatability": [
+        ("data/mixed.json", "/expected_output",
+         "rule B: functional needs a non-null expected_output")],
+    "rule_c_repeatability_non_null": [
+        ("data/repeat.json", "/expected_output",
+         "rule C: an entry that is only bias/repeatability must have expected_output null")],
+    "rule_c_bias_non_null": [
+        ("data/bias/casual.json", "/expected_output",
+         "rule C: an entry that is only bias/repeatability must have expected_output null")],
+    "rule_d_human_review_without_instructions": [
+        ("data/review.json", "/human_instructions",
+         "rule D: human_review is true but human_instructions is missing")],
+    "rule_d_empty_instructions": [
+        ("data/review.json", "/human_instructions", "must not be empty")],
+    # --- $schema --------------------------------------------------------------------------------
+    "schema_ref_missing": [(E, "/$schema", "required field is missing")],
+    "schema_ref_not_string": [(E, "/$schema", "must be string, found a number")],
+    "schema_ref_wrong_depth": [
+        ("data/sub/too_shallow.json", "/$schema",
+         "'dataset.schema.json' does not resolve to the dataset's dataset.schema.json"),
+        ("data/sub/one_level_short.json", "/$schema",
+         "'../dataset.schema.json' does not resolve to the dataset's dataset.schema.json")],
+    "schema_ref_absolute_url": [
+        (E, "/$schema", "'https://json-schema.org/draft/2020-12/schema' is not a relative path")],
+    "schema_ref_absolute_path": [(E, "/$schema", "'/dataset.schema.json' is not a relative path")],
+    "schema_ref_empty": [(E, "/$schema", "must not be empty")],
+    "schema_ref_other_file": [
+        (E, "/$schema", "'../README.md' does not resolve to the dataset's dataset.schema.json")],
+    # --- test_types, group ------------------------------------------------------------------------
+    "unknown_test_type": [(E, "/test_types/1", "unknown test type 'unit'")],
+    "empty_test_types": [(E, "/test_types", "test_types is empty")],
+    "test_types_not_array": [(E, "/test_types", "must be array, found a string")],
+    "duplicate_test_type": [(E, "/test_types", "test_types lists a type twice")],
+    "comma_in_group": [(E, "/group", "group 'billing,shipping' contains a comma")],
+    # --- the JSON itself ------------------------------------------------------------------------
+    "invalid_json_syntax": [(E, "", "not valid JSON: Expecting property name")],
+    "duplicate_json_key": [(E, "", "not valid JSON: duplicate key 'input'")],
+    "top_level_array": [(E, "", "an entry must be a JSON object, found an array")],
+    "json_string_file": [(E, "", "an entry must be a JSON object, found a string")],
+    "json_null_file": [(E, "", "an entry must be a JSON object, found null")],
+    "invalid_utf8": [(E, "", "not valid JSON: not UTF-8")],
+    "nan_literal": [(E, "", "not valid JSON: NaN is not valid JSON")],
+    "empty_file": [(E, "", "not valid JSON: Expecting value")],
+    # --- envelope fields --------------------------------------------------------------------------
+    "missing_input": [(E, "/input", "required field is missing")],
+    "missing_expected_output": [(E, "/expected_output", "required field is missing")],
+    "input_wrong_type": [(E, "/input", "must be string or object, found a number")],
+    "bias_group_wrong_type": [
+        ("data/bias/a.json", "/bias_group", "must be string or integer, found a boolean")],
+    "mock_fixtures_not_object": [(E, "/mock_fixtures", "must be object, found an array")],
+    "human_review_not_boolean": [(E, "/human_review", "must be boolean, found a string")],
+    # --- bias groups ------------------------------------------------------------------------------
+    "bias_group_single_variant": [
+        ("data/bias/lonely.json", "/bias_group", "bias group 'lonely' has only one variant")],
+    "bias_group_int_vs_string": [
+        ("data/bias/a.json", "/bias_group", "bias group 7 has only one variant"),
+        ("data/bias/b.json", "/bias_group", "bias group '7' has only one variant")],
+    # 1.0 is an integer for JSON Schema, so the envelope accepts it: the group has one variant.
+    "bias_group_float_single_variant": [
+        ("data/bias/a.json", "/bias_group", "has only one variant")],
+    # --- the dataset folder -----------------------------------------------------------------------
+    "schema_file_missing": [
+        ("dataset.schema.json", "", "dataset.schema.json is missing")],
+    "schema_not_valid_json_schema": [
+        ("dataset.schema.json", "/type", "not a valid JSON Schema: 'objekt'")],
+    "schema_not_json": [
+        ("dataset.schema.json", "", "not valid JSON: Expecting property name")],
+    "schema_not_object": [("dataset.schema.json", "", "not a valid JSON Schema")],
+    "schema_metaschema_not_string": [
+        ("dataset.schema.json", "/$schema", "not a valid JSON Schema")],
+    "schema_unresolvable_ref": [
+        ("dataset.schema.json", "/properties/input/$ref", "#/$defs/text")],
+    "project_schema_violation": [
+        ("data/bad_category.json", "/category",
+         "violates dataset.schema.json: 'refunds' is not one of"),
+        ("data/bad_ticket.json", "/input/ticket",
+         "violates dataset.schema.json: 42 is not of type 'string'"),
+        ("data/no_category.json", "/category",
+         "violates dataset.schema.json: 'category' is a required property")],
+    "project_schema_pointer_escaping": [
+        (E, "/meta/a~1b", "violates dataset.schema.json: 1 is not of type 'string'"),
+        (E, "/meta/c~0d", "violates dataset.schema.json: 2 is not of type 'string'")],
+    "project_schema_cannot_override_rules": [
+        (E, "/expected_output", "rule B: functional needs a non-null expected_output")],
+    "no_data_files": [("data", "", "no entry files (data/**/*.json) found")],
+    "no_data_folder": [("data", "", "no entry files (data/**/*.json) found")],
+    "no_readme": [("README.md", "", "README.md is missing")],
+    "data_subfolder_named_json": [
+        ("data/v1.json/entry.json", "/expected_output",
+         "rule B: functional needs a non-null expected_output")],
+    # --- every violation, not just the first ------------------------------------------------------
+    "many_violations": [
+        ("data/a.json", "/$schema", "required field is missing"),
+        ("data/a.json", "/test_types/1", "unknown test type 'unit'"),
+        ("data/a.json", "/group", "contains a comma"),
+        ("data/b.json", "/input", "must be string or object, found a number"),
+        ("data/b.json", "/bias_group", "rule A: a bias entry needs a bias_group"),
+        ("data/b.json", "/expected_output", "rule C:"),
+        ("data/b.json", "/human_instructions", "rule D:"),
+        ("data/sub/c.json", "/$schema", "'../dataset.schema.json' does not resolve"),
+        ("data/sub/c.json", "/bias_group", "rule A: bias_group is only allowed on bias entries"),
+        ("data/sub/c.json", "/expected_output", "rule B: functional needs a non-null"),
+    ],
+}
+CASES = sorted(EXPECTED)
+CLI_CASES = ["many_violations", "schema_file_missing", "no_readme"]
+E2E_CASES = ["many_violations", "rule_b_functional_null_expected", "no_data_files"]
+
+
+# --- helpers ----------------------------------------------------------------------------------
+
+
+def _relative(file: str, dataset: Path) -> str:
+    """``LintViolation.file`` (relative to the cwd when possible) relative to ``dataset``."""
+    path = Path(file)
+    if not path.is_absolute():
+        path = Path.cwd() / path
+    return path.resolve().relative_to(dataset.resolve()).as_posix()
+
+
+def _summarise(violations: tuple[evalkit.LintViolation, ...], dataset: Path,
+               expected: list[Expected]) -> list[Expected]:
+    """Violations as (file, pointer, message) with the message replaced by the expected
+    substring it matches, so that the comparison with ``expected`` reads well when it fails."""
+    found = []
+    for v in violations:
+        file = _relative(v.file, dataset)
+        matches = [m for f, p, m in expected if f == file and p == v.pointer and m in v.message]
+        found.append((file, v.pointer, matches[0] if len(matches) == 1 else v.message))
+    return found
+
+
+def _assert_violations(violations: tuple[evalkit.LintViolation, ...], dataset: Path,
+                       expected: list[Expected]) -> None:
+    found = _summarise(violations, dataset, expected)
+    assert Counter(found) == Counter(expected), (
+        f"{dataset.name}: lint reported\n  " + "\n  ".join(map(str, found))
+        + "\nexpected\n  " + "\n  ".join(map(str, expected)))
+    for v in violations:
+        assert v.fix.strip(), f"{v.file}: {v.pointer}: {v.message}: no fix"
+        assert v.message.strip()
+
+
+def _env(**extra: str) -> dict[str, str]:
+    env = dict(os.environ)
+    env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(REPO), env.get("PYTHONPATH")]))
+    env.update(extra)
+    return env
+
+
+def _evalkit(*args: str | Path, cwd: Path = REPO) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "evalkit", *map(str, args)], cwd=cwd,
+                          env=_env(), capture_output=True, text=True, timeout=120)
+
+
+def _violation_lines(stderr: str) -> list[str]:
+    return [line for line in stderr.splitlines() if ". Fix: " in line]
+
+
+def _assert_listed(stderr: str, prefix: str, expected: list[Expected]) -> None:
+    """Every expected violation has a line of its own:
+    ``<prefix><file>: <pointer>: <message>. Fix: <fix>`` (pointer ``/`` for the whole file)."""
+    lines = _violation_lines(stderr)
+    unclaimed = list(lines)
+    for file, pointer, message in expected:
+        head = f"{prefix}{file}: {pointer or '/'}: "
+        match = next((line for line in unclaimed
+                      if head in line and message in line.split(head, 1)[1].split(". Fix: ")[0]
+                      and line.split(". Fix: ", 1)[1].strip()), None)
+        assert match is not None, f"no line for {(file, pointer, message)} in:\n{stderr}"
+        unclaimed.remove(match)
+
+
+# --- the corpus is what its README says -------------------------------------------------------
+
+
+def test_every_folder_has_expectations_and_a_readme_row() -> None:
+    folders = sorted(p.name for p in BROKEN.iterdir() if p.is_dir())
+    assert folders == CASES
+    table = (BROKEN / "README.md").read_text(encoding="utf-8")
+    rows = set(re.findall(r"^\| `([a-z0-9_]+)` \|", table, flags=re.MULTILINE))
+    assert rows == set(CASES)
+
+
+def test_many_violations_has_at_least_six_kinds_over_three_files() -> None:
+    expected = EXPECTED["many_violations"]
+    assert len({file for file, _, _ in expected}) >= 3
+    assert len({(pointer, message) for _, pointer, message in expected}) >= 6
+
+
+# --- lint, in process ---------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("case", CASES)
+def test_lint_reports_every_violation(case: str) -> None:
+    dataset = BROKEN / case
+    report = evalkit.lint_dataset(dataset)
+    assert not report.ok
+    _assert_violations(report.violations, dataset, EXPECTED[case])
+
+
+@pytest.mark.parametrize("case", CASES)
+def test_load_dataset_refuses(case: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    dataset = BROKEN / case
+    monkeypatch.chdir(dataset)  # files are then displayed relative to the dataset itself
+    with pytest.raises(evalkit.DatasetInvalid) as raised:
+        evalkit.load_dataset(".")
+    error = raised.value
+    assert error.exit_status == evalkit.ExitStatus.DATASET_INVALID == 3
+    _assert_violations(error.report.violations, dataset, EXPECTED[case])
+    assert error.report.violations == evalkit.lint_dataset(".").violations
+    for v in error.report.violations:
+        assert v.render() in str(error)
+
+
+def test_violations_are_listed_in_file_order() -> None:
+    report = evalkit.lint_dataset(BROKEN / "many_violations")
+    files = [_relative(v.file, BROKEN / "many_violations") for v in report.violations]
+    assert files == sorted(files, key=lambda f: Path(f).parts)
+    assert "3 file(s)" in report.render() and "10 violation(s)" in report.render()
+
+
+def test_wrong_depth_fix_names_the_right_path() -> None:
+    report = evalkit.lint_dataset(BROKEN / "schema_ref_wrong_depth")
+    assert report.violations
+    for v in report.violations:
+        assert "'../../dataset.schema.json'" in v.fix
+
+
+def test_stray_files_are_warned_about_not_linted() -> None:
+    report = evalkit.lint_dataset(BROKEN / "no_data_files")
+    assert report.files_checked == 0
+    assert len(report.warnings) == 1 and "entry.txt" in report.warnings[0]
+    assert "ignored" in report.warnings[0]
+
+
+def test_missing_dataset_folder_is_a_violation(tmp_path: Path) -> None:
+    report = evalkit.lint_dataset(tmp_path / "nope")
+    assert [v.message for v in report.violations] == ["dataset folder not found"]
+    assert report.violations[0].fix
+
+
+# --- the valid control --------------------------------------------------------------------------
+
+
+def test_minimal_valid_lints_clean() -> None:
+    report = evalkit.lint_dataset(VALID)
+    assert report.ok, report.render()
+    assert report.warnings == ()
+    assert report.files_checked == 4
+    dataset = evalkit.load_dataset(VALID)
+    assert [e.id for e in dataset.entries] == [
+        "bias/casual", "bias/formal", "functional/opening_hours", "repeatability/opening_hours"]
+    by_id = {e.id: e for e in dataset.entries}
+    assert by_id["functional/opening_hours"].expected_output is not None
+    assert by_id["repeatability/opening_hours"].expected_output is None
+    assert by_id["bias/casual"].bias_key == by_id["bias/formal"].bias_key == ("str", "register")
+
+
+def test_minimal_valid_cli_exits_0() -> None:
+    done = _evalkit("lint", VALID)
+    assert done.returncode == 0, done.stderr
+    assert "4 entries, valid" in done.stdout
+    assert _violation_lines(done.stderr) == []
+
+
+# --- the evalkit command --------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("case", CLI_CASES)
+def test_cli_lint_lists_every_violation(case: str) -> None:
+    done = _evalkit("lint", case, cwd=BROKEN)
+    assert done.returncode == 3, done.stderr
+    _assert_listed(done.stderr, f"{case}/", EXPECTED[case])
+    assert len(_violation_lines(done.stderr)) == len(EXPECTED[case])
+
+
+def test_cli_lints_all_cases_at_once() -> None:
+    done = _evalkit("lint", *(BROKEN.relative_to(REPO) / case for case in CASES))
+    assert done.returncode == 3, done.stderr[-3000:]
+    assert "Traceback" not in done.stderr, done.stderr[-3000:]
+    for case in CASES:
+        _assert_listed(done.stderr, f"tests/broken_datasets/{case}/", EXPECTED[case])
+        assert f"tests/broken_datasets/{case}: " in done.stderr
+    assert len(_violation_lines(done.stderr)) == sum(map(len, EXPECTED.values()))
+
+
+def test_cli_lints_valid_and_broken_together() -> None:
+    done = _evalkit("lint", VALID, BROKEN / "no_readme")
+    assert done.returncode == 3
+    assert "4 entries, valid" in done.stdout
+    assert "README.md is missing" in done.stderr
+
+
+# --- end to end: an invalid dataset makes no call and no MLflow run -------------------------------
+
+EVAL_SCRIPT = """\
+import json
+from pathlib import Path
+
+import evalkit
+
+EXPERIMENT_NAME = "broken/lint"
+DATASET_PATH = {dataset!r}
+EVAL_MIN_ACCURACY = 0.5
+EVAL_MIN_ACCURACY_REPEATABILITY = 0.5
+REPEAT_COUNT = 3
+
+CALLS = Path(__file__).resolve().parent / "calls.txt"
+
+
+def invoke_component(entry, call):
+    with CALLS.open("a", encoding="utf-8") as calls:
+        calls.write(json.dumps({{"entry": entry.id, "repeat": call.repeat}}) + "\\n")
+    return "9am to 5pm, Monday to Friday"
+
+
+if __name__ == "__main__":
+    raise SystemExit(evalkit.run_eval_script(globals(), invoke_component))
+"""
+
+
+def _run_eval(tmp_path: Path, source: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    dataset = tmp_path / "dataset"
+    shutil.copytree(source, dataset)
+    script = tmp_path / "eval_broken.py"
+    script.write_text(EVAL_SCRIPT.format(dataset=str(dataset)), encoding="utf-8")
+    return subprocess.run(
+        [sys.executable, str(script), *args], cwd=tmp_path, capture_output=True, text=True,
+        timeout=300, env=_env(MLFLOW_TRACKING_URI=f"sqlite:///{tmp_path / 'mlflow.db'}"))
+
+
+def _runs(tmp_path: Path) -> list[object]:
+    """Every run (any experiment, any lifecycle stage) in the test's MLflow store."""
+    db = tmp_path / "mlflow.db"
+    if not db.exists():
+        return []
+    import mlflow
+    from mlflow.entities import ViewType
+
+    client = mlflow.MlflowClient(f"sqlite:///{db}")
+    experiments = client.search_experiments(view_type=ViewType.ALL)
+    if not experiments:
+        return []
+    return list(client.search_runs([e.experiment_id for e in experiments],
+                                   run_view_type=ViewType.ALL))
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("case", E2E_CASES)
+def test_invalid_dataset_makes_no_call_and_no_mlflow_run(case: str, tmp_path: Path) -> None:
+    done = _run_eval(tmp_path, BROKEN / case, "--type=all")
+    assert done.returncode == 3, done.stdout + done.stderr
+    assert not (tmp_path / "calls.txt").exists(), "the component was called"
+    _assert_listed(done.stderr, "dataset/", EXPECTED[case])
+    assert len(_violation_lines(done.stderr)) == len(EXPECTED[case])
+    assert "no component was called and no MLflow run was created" in done.stderr
+    assert _runs(tmp_path) == []
+    assert not (tmp_path / "reports").exists()
+    assert not (tmp_path / ".evalkit").exists()
+
+
+@pytest.mark.slow
+def test_control_valid_dataset_is_called_and_recorded(tmp_path: Path) -> None:
+    """The same harness on the valid dataset does see the call and the run, so the test above
+    cannot pass merely because nothing could be observed."""
+    done = _run_eval(tmp_path, VALID, "--type=functional")
+    assert done.returncode == 0, done.stdout + done.stderr
+    calls = (tmp_path / "calls.txt").read_text(encoding="utf-8").splitlines()
+    assert calls == ['{"entry": "functional/opening_hours", "repeat": 0}']
+    assert len(_runs(tmp_path)) == 1
