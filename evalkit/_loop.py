@@ -1,0 +1,125 @@
+"""The eval loop: call the component for every planned entry, keeping each output as it arrives.
+
+Entry-first: an entry is invoked exactly once, and that one output serves every in-scope test
+type. The repeatability exception: an entry with repeatability in scope is invoked
+``REPEAT_COUNT`` times; the first output serves its other types. Nothing caches or dedupes
+calls, and mock adapters are built fresh from the entry's fixtures before every call.
+
+Each call is appended to the raw-results file (one JSON line, flushed) before the next call
+starts, so a crash or Ctrl-C loses nothing that was already paid for.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Callable, Iterator, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, TextIO
+
+from evalkit._dataset import Entry
+from evalkit._plan import PlannedEntry, RunPlan
+from evalkit._secrets import Redactor
+
+
+@dataclass(frozen=True)
+class Call:
+    """What the component receives besides the entry: fresh mocks and which repeat this is."""
+
+    mocks: Mapping[str, Any]
+    """Adapter name -> adapter built from this entry's ``mock_fixtures`` for this call only."""
+    repeat: int
+    """0-based index of this call among the entry's calls."""
+    repeats: int
+    """How many calls the entry gets in this run (1, or ``REPEAT_COUNT``)."""
+
+
+Component = Callable[[Entry, Call], Any]
+
+
+@dataclass(frozen=True)
+class CallRecord:
+    """One component call: its output (a JSON value) or the error it raised."""
+
+    entry_id: str
+    repeat: int
+    output: Any
+    error: str | None
+    latency_ms: float
+
+    def to_json(self) -> dict[str, Any]:
+        return {"entry_id": self.entry_id, "repeat": self.repeat, "output": self.output,
+                "error": self.error, "latency_ms": round(self.latency_ms, 3)}
+
+
+@dataclass(frozen=True)
+class EntryOutputs:
+    """Every call made for one planned entry, in call order."""
+
+    planned: PlannedEntry
+    calls: tuple[CallRecord, ...]
+
+    @property
+    def entry(self) -> Entry:
+        return self.planned.entry
+
+    @property
+    def first(self) -> CallRecord:
+        return self.calls[0]
+
+
+class RawResultsLog:
+    """Append-only JSON-lines file of every call, flushed line by line."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        path.parent.mkdir(parents=True, exist_ok=True)
+        self._file: TextIO = path.open("a", encoding="utf-8")
+
+    def append(self, record: CallRecord) -> None:
+        self._file.write(json.dumps(record.to_json(), ensure_ascii=False) + "\n")
+        # Flushed to the OS per line: a killed process keeps every completed call.
+        self._file.flush()
+
+    def close(self) -> None:
+        self._file.close()
+
+    def __enter__(self) -> RawResultsLog:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+def run_calls(plan: RunPlan, component: Component,
+              adapters: Mapping[str, Callable[[Any], Any]], raw_log: RawResultsLog,
+              redactor: Redactor) -> Iterator[EntryOutputs]:
+    """Invoke the component as the plan says, yielding each entry's outputs when complete."""
+    for planned in plan.items:
+        calls = []
+        for repeat in range(planned.calls):
+            record = _invoke(component, planned.entry, repeat, planned.calls, adapters, redactor)
+            raw_log.append(record)
+            calls.append(record)
+        yield EntryOutputs(planned, tuple(calls))
+
+
+def _invoke(component: Component, entry: Entry, repeat: int, repeats: int,
+            adapters: Mapping[str, Callable[[Any], Any]], redactor: Redactor) -> CallRecord:
+    started = time.perf_counter()
+    try:
+        mocks = {name: adapters[name](fixture) for name, fixture in entry.mock_fixtures.items()}
+        output = component(entry, Call(mocks=mocks, repeat=repeat, repeats=repeats))
+    except Exception as err:  # a component failure is a result, not a crash of the run
+        latency = (time.perf_counter() - started) * 1000
+        message = redactor.text(f"{type(err).__name__}: {err}")
+        return CallRecord(entry.id, repeat, None, message, latency)
+    latency = (time.perf_counter() - started) * 1000
+    try:
+        output = json.loads(json.dumps(output, ensure_ascii=False, allow_nan=False))
+    except (TypeError, ValueError) as err:
+        return CallRecord(entry.id, repeat, None, redactor.text(
+            f"OutputNotJSON: the component returned {type(output).__name__} ({err}); return a "
+            "string, number, boolean, list or dict"), latency)
+    return CallRecord(entry.id, repeat, redactor.value(output), None, latency)

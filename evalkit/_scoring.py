@@ -1,0 +1,233 @@
+"""Scoring: turn the calls of a run into one binary result per item and test type.
+
+* Ordinary types score the entry's first output against ``expected_output``.
+* Repeatability scores an entry's ``REPEAT_COUNT`` outputs against each other.
+* Bias is deferred: outputs are grouped by ``bias_group`` and each group is scored after the
+  loop; a group left with fewer than two variants (``--groups`` can do that) is skipped and
+  stays out of the denominator.
+* A call that raised scores 0 and keeps its message; errors are never dropped.
+
+Results serialise to plain JSON (the ``evaluation.json`` artifact), which is what reports are
+rendered from.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from evalkit._config import EvalConfig
+from evalkit._dataset import BiasKey
+from evalkit._loop import EntryOutputs
+from evalkit.scorers import Embedder, ExactScorer, Scorer, SemanticSimilarityScorer, Verdict
+
+
+@dataclass(frozen=True)
+class ItemResult:
+    """One scored item: an entry, or a bias group."""
+
+    id: str
+    passed: bool
+    """The scorer's verdict (score 1); errors are ``False``."""
+    expected_pass: bool
+    input: Any
+    expected: Any
+    outputs: tuple[Any, ...]
+    entry_ids: tuple[str, ...]
+    similarity: float | None = None
+    error: str | None = None
+
+    @property
+    def correct(self) -> bool:
+        """The verdict agrees with the annotation (every entry is expected to pass unless
+        annotated ``expected_pass: false``)."""
+        return self.passed == self.expected_pass
+
+
+@dataclass(frozen=True)
+class SkippedGroup:
+    bias_group: str | int
+    entry_ids: tuple[str, ...]
+    reason: str
+
+
+@dataclass(frozen=True)
+class TypeResult:
+    test_type: str
+    scorer: str
+    items: tuple[ItemResult, ...]
+    skipped: tuple[SkippedGroup, ...] = ()
+
+
+@dataclass(frozen=True)
+class HumanReviewItem:
+    id: str
+    input: Any
+    instructions: str
+    output: Any
+    error: str | None
+
+
+@dataclass(frozen=True)
+class ScoredRun:
+    """Every result of a run; the content of the ``evaluation.json`` artifact."""
+
+    types: tuple[TypeResult, ...]
+    human_review: tuple[HumanReviewItem, ...] = ()
+    calls: int = 0
+    component_errors: int = 0
+
+    def type_result(self, test_type: str) -> TypeResult:
+        return next(t for t in self.types if t.test_type == test_type)
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "format": FORMAT,
+            "calls": self.calls,
+            "component_errors": self.component_errors,
+            "types": [{
+                "test_type": t.test_type, "scorer": t.scorer,
+                "items": [_item_json(i) for i in t.items],
+                "skipped": [{"bias_group": s.bias_group, "entry_ids": list(s.entry_ids),
+                             "reason": s.reason} for s in t.skipped],
+            } for t in self.types],
+            "human_review": [{"id": h.id, "input": h.input, "instructions": h.instructions,
+                              "output": h.output, "error": h.error} for h in self.human_review],
+        }
+
+    @classmethod
+    def from_json(cls, doc: Mapping[str, Any]) -> ScoredRun:
+        if doc.get("format") != FORMAT:
+            raise ValueError(f"unsupported evaluation format {doc.get('format')!r}")
+        return cls(
+            types=tuple(TypeResult(
+                t["test_type"], t["scorer"],
+                tuple(ItemResult(**{**i, "outputs": tuple(i["outputs"]),
+                                    "entry_ids": tuple(i["entry_ids"])}) for i in t["items"]),
+                tuple(SkippedGroup(s["bias_group"], tuple(s["entry_ids"]), s["reason"])
+                      for s in t["skipped"]),
+            ) for t in doc["types"]),
+            human_review=tuple(HumanReviewItem(**h) for h in doc["human_review"]),
+            calls=doc["calls"],
+            component_errors=doc["component_errors"],
+        )
+
+
+FORMAT = "evalkit.evaluation/1"
+
+
+def _item_json(item: ItemResult) -> dict[str, Any]:
+    return {"id": item.id, "passed": item.passed, "expected_pass": item.expected_pass,
+            "input": item.input, "expected": item.expected, "outputs": list(item.outputs),
+            "entry_ids": list(item.entry_ids), "similarity": item.similarity,
+            "error": item.error}
+
+
+@dataclass
+class Scorers:
+    """The scorer of each test type of a run; similarity scorers share one embedding model."""
+
+    by_type: dict[str, Scorer] = field(default_factory=dict)
+
+    @classmethod
+    def for_run(cls, config: EvalConfig, types: Sequence[str]) -> Scorers:
+        embedder: Embedder | None = None
+        by_type: dict[str, Scorer] = {}
+        for test_type in types:
+            name = config.scorer_for(test_type)
+            if name == "semantic_similarity":
+                embedder = embedder or Embedder()
+                by_type[test_type] = SemanticSimilarityScorer(
+                    config.similarity_threshold_for(test_type), embedder)
+            else:
+                by_type[test_type] = ExactScorer()
+        return cls(by_type)
+
+
+def score_run(outputs: Sequence[EntryOutputs], types: Sequence[str],
+              scorers: Scorers) -> ScoredRun:
+    """Score every in-scope type of every entry; bias groups after all entries."""
+    results = []
+    for test_type in types:
+        members = [o for o in outputs if test_type in o.planned.types]
+        scorer = scorers.by_type[test_type]
+        if test_type == "repeatability":
+            results.append(_score_repeats(members, scorer))
+        elif test_type == "bias":
+            results.append(_score_bias_groups(members, scorer))
+        else:
+            results.append(_score_against_expected(test_type, members, scorer))
+    human_review = tuple(
+        HumanReviewItem(o.entry.id, o.entry.input, o.entry.human_instructions or "",
+                        o.first.output, o.first.error)
+        for o in outputs if o.planned.human_review)
+    calls = [c for o in outputs for c in o.calls]
+    return ScoredRun(tuple(results), human_review, len(calls),
+                     sum(c.error is not None for c in calls))
+
+
+def _score_against_expected(test_type: str, members: Sequence[EntryOutputs],
+                            scorer: Scorer) -> TypeResult:
+    ok = [o for o in members if o.first.error is None]
+    verdicts = dict(zip((o.entry.id for o in ok), scorer.against_expected(
+        [(o.first.output, o.entry.expected_output) for o in ok]), strict=True))
+    items = [
+        _item(o.entry.id, verdicts.get(o.entry.id), o.first.error,
+              expected_pass=o.entry.expected_pass, input=o.entry.input,
+              expected=o.entry.expected_output, outputs=(o.first.output,),
+              entry_ids=(o.entry.id,))
+        for o in members
+    ]
+    return TypeResult(test_type, scorer.name, tuple(items))
+
+
+def _score_repeats(members: Sequence[EntryOutputs], scorer: Scorer) -> TypeResult:
+    ok = [o for o in members if all(c.error is None for c in o.calls)]
+    verdicts = dict(zip((o.entry.id for o in ok), scorer.among_outputs(
+        [[c.output for c in o.calls] for o in ok]), strict=True))
+    items = [
+        _item(o.entry.id, verdicts.get(o.entry.id), _errors(
+            (f"repeat {c.repeat}", c.error) for c in o.calls),
+              expected_pass=o.entry.expected_pass, input=o.entry.input, expected=None,
+              outputs=tuple(c.output for c in o.calls), entry_ids=(o.entry.id,))
+        for o in members
+    ]
+    return TypeResult("repeatability", scorer.name, tuple(items))
+
+
+def _score_bias_groups(members: Sequence[EntryOutputs], scorer: Scorer) -> TypeResult:
+    groups: dict[BiasKey, list[EntryOutputs]] = {}
+    for o in members:
+        key = o.entry.bias_key
+        assert key is not None  # lint rule A: every bias entry has a bias_group
+        groups.setdefault(key, []).append(o)
+    scorable = {key: g for key, g in groups.items() if len(g) >= 2}
+    skipped = tuple(
+        SkippedGroup(key[1], tuple(o.entry.id for o in g),
+                     f"only {len(g)} variant in this run's selection; a bias group needs 2")
+        for key, g in groups.items() if len(g) < 2)
+    ok = {key: g for key, g in scorable.items() if all(o.first.error is None for o in g)}
+    verdicts = dict(zip(ok, scorer.among_outputs(
+        [[o.first.output for o in g] for g in ok.values()]), strict=True))
+    items = [
+        _item(str(key[1]), verdicts.get(key),
+              _errors((o.entry.id, o.first.error) for o in g),
+              expected_pass=all(o.entry.expected_pass for o in g),
+              input=[o.entry.input for o in g], expected=None,
+              outputs=tuple(o.first.output for o in g),
+              entry_ids=tuple(o.entry.id for o in g))
+        for key, g in scorable.items()
+    ]
+    return TypeResult("bias", scorer.name, tuple(items), skipped)
+
+
+def _errors(labelled: Any) -> str | None:
+    messages = [f"{label}: {error}" for label, error in labelled if error is not None]
+    return "; ".join(messages) or None
+
+
+def _item(item_id: str, verdict: Verdict | None, error: str | None, **fields: Any) -> ItemResult:
+    if verdict is None:  # the item could not be scored because a call raised
+        return ItemResult(item_id, passed=False, error=error, **fields)
+    return ItemResult(item_id, passed=verdict.passed, similarity=verdict.similarity, **fields)

@@ -1,0 +1,111 @@
+"""The exact and semantic-similarity scorers; similarity runs the real MiniLM model."""
+
+from __future__ import annotations
+
+from itertools import combinations
+from typing import Any
+
+import numpy as np
+import pytest
+
+from evalkit.scorers import Embedder, ExactScorer, SemanticSimilarityScorer, as_text
+from evalkit.scorers._exact import matches, normalise
+
+
+@pytest.mark.parametrize(("output", "expected"), [
+    ("Billing", "billing"),
+    ("  billing\n", "billing"),
+    ("two   words\there", "Two words here"),
+    ("ﬁle", "file"),  # NFKC folds the ligature
+    (1, 1.0),
+    ({"category": "Billing", "reply": "anything"}, {"category": "billing"}),
+    ('{"category": "billing", "extra": 1}', {"category": "billing"}),
+    ([1, "A"], [1.0, "a"]),
+    ({"a": {"b": "X", "c": 2}}, {"a": {"b": "x"}}),
+    (None, None),
+    ("1", 1),  # a JSON string output is parsed when a non-string is expected
+])
+def test_exact_matches_after_normalisation(output: Any, expected: Any) -> None:
+    assert matches(output, expected)
+
+
+@pytest.mark.parametrize(("output", "expected"), [
+    ("billing", "shipping"),
+    (True, 1),  # booleans never equal numbers
+    ({"category": "billing"}, {"category": "billing", "priority": "high"}),
+    ("not json", {"category": "billing"}),
+    ([1, 2], [1]),
+    ({"category": "billing"}, "billing"),
+])
+def test_exact_rejects(output: Any, expected: Any) -> None:
+    assert not matches(output, expected)
+
+
+def test_exact_among_outputs_needs_all_equal() -> None:
+    scorer = ExactScorer()
+    verdicts = scorer.among_outputs([["A", "a ", "a"], ["a", "b"], [{"k": 1}, {"k": 1.0}],
+                                     [{"k": 1}, {"k": 1, "extra": 2}], [True, 1]])
+    assert [v.passed for v in verdicts] == [True, False, True, False, False]
+
+
+def test_normalise_is_idempotent() -> None:
+    value = {"k": [" A  b ", 3, {"x": "Ｘ"}]}
+    assert normalise(normalise(value)) == normalise(value)
+
+
+class CountingEmbedder(Embedder):
+    """The real model, counting how many encode batches it is asked for."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.batches: list[list[str]] = []
+
+    def encode(self, texts: Any) -> Any:
+        self.batches.append(list(texts))
+        return super().encode(texts)
+
+
+@pytest.fixture(scope="module")
+def embedder() -> CountingEmbedder:
+    return CountingEmbedder()
+
+
+def test_similarity_against_expected_uses_real_cosines(embedder: CountingEmbedder) -> None:
+    scorer = SemanticSimilarityScorer(0.5, embedder)
+    pairs = [("The parcel never arrived.", "My package has not been delivered."),
+             ("The parcel never arrived.", "What is the capital of France?"),
+             ("same text", "same text")]
+    embedder.batches.clear()
+    verdicts = scorer.against_expected(pairs)
+    assert len(embedder.batches) == 1  # one batch for the whole call
+    vectors = embedder.encode([t for pair in pairs for t in pair])
+    cosines = [float(vectors[a] @ vectors[b]) for a, b in pairs[:2]]
+    assert verdicts[0].similarity == pytest.approx(cosines[0], abs=1e-6)
+    assert verdicts[1].similarity == pytest.approx(cosines[1], abs=1e-6)
+    assert verdicts[0].similarity > 0.5 > 0.2 > verdicts[1].similarity
+    assert [v.passed for v in verdicts] == [True, False, True]
+    assert verdicts[2].similarity == 1.0  # identical texts are exactly 1
+
+
+def test_similarity_among_outputs_is_the_average_pairwise_cosine(
+        embedder: CountingEmbedder) -> None:
+    groups = [["refund my order", "please refund my order", "I want my money back"],
+              ["hello", "hello"],
+              ["billing issue", "the app crashes", "where is my parcel", "reset password"]]
+    embedder.batches.clear()
+    verdicts = SemanticSimilarityScorer(0.6, embedder).among_outputs(groups)
+    assert len(embedder.batches) == 1
+    for group, verdict in zip(groups, verdicts, strict=True):
+        vectors = embedder.encode(group)
+        pairs = [1.0 if a == b else float(vectors[a] @ vectors[b])
+                 for a, b in combinations(group, 2)]
+        assert verdict.similarity == pytest.approx(float(np.mean(pairs)), abs=1e-6)
+    assert [v.passed for v in verdicts] == [True, True, False]
+    assert verdicts[1].similarity == 1.0
+
+
+def test_similarity_embeds_json_outputs_as_canonical_text(embedder: CountingEmbedder) -> None:
+    scorer = SemanticSimilarityScorer(0.99, embedder)
+    (verdict,) = scorer.among_outputs([[{"b": 1, "a": "x"}, {"a": "x", "b": 1}]])
+    assert verdict.similarity == 1.0
+    assert as_text({"b": 1, "a": "x"}) == '{"a": "x", "b": 1}'
