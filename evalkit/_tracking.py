@@ -1,0 +1,195 @@
+"""MLflow tracking: one run per evaluation, logged in batches, and read back whole.
+
+The local store (``sqlite:///mlflow.db`` in the working directory, MLflow's default) is used
+unless ``MLFLOW_TRACKING_URI`` names another, such as a team server. Everything a report needs
+is written to the run, so :meth:`Tracker.fetch` can rebuild any past run's reports.
+
+Artifact layout of a run::
+
+    results/evaluation.json     every scored item (the reports are rendered from it)
+    results/entries.json        per-entry results table (mlflow.log_table), for the UI
+    raw/raw-results.jsonl       every component call as it happened
+    reports/report-<type>.md    the reports of the run
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import tempfile
+import time
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from evalkit._errors import TrackingError
+from evalkit._metrics import MetricPoint, TypeMetrics
+from evalkit._scoring import ScoredRun
+
+EVALUATION_ARTIFACT = "results/evaluation.json"
+TABLE_ARTIFACT = "results/entries.json"
+RAW_ARTIFACT_DIR = "raw"
+REPORTS_ARTIFACT_DIR = "reports"
+_MAX_PARAM_LENGTH = 6000
+
+
+@dataclass(frozen=True)
+class RunRecord:
+    """Everything MLflow holds about one evaluation run."""
+
+    run_id: str
+    run_name: str
+    experiment_id: str
+    experiment_name: str
+    start_time_ms: int
+    status: str
+    params: Mapping[str, str]
+    tags: Mapping[str, str]
+    metrics: Mapping[str, float]
+    histories: Mapping[str, tuple[float, ...]]
+    evaluation: ScoredRun
+
+
+class Tracker:
+    """A thin, batched layer over :class:`mlflow.MlflowClient`."""
+
+    def __init__(self, tracking_uri: str | None = None) -> None:
+        import mlflow  # ~1 s import, paid only when a run is tracked
+
+        self.tracking_uri = tracking_uri or mlflow.get_tracking_uri()
+        self._client = mlflow.MlflowClient(self.tracking_uri)
+
+    def start_run(self, experiment_name: str, run_name: str, params: Mapping[str, str],
+                  tags: Mapping[str, str]) -> str:
+        """Create the run with its params and tags; return its id."""
+        from mlflow.entities import Param, RunTag
+
+        checked = [Param(k, _param(v)) for k, v in sorted(params.items())]
+        try:
+            experiment_id = self._experiment_id(experiment_name)
+            run = self._client.create_run(experiment_id, run_name=run_name)
+            self._client.log_batch(run.info.run_id, params=checked,
+                                   tags=[RunTag(k, v) for k, v in sorted(tags.items())])
+        except TrackingError:
+            raise
+        except Exception as err:  # any failure here means MLflow is unusable: say where
+            raise TrackingError(f"cannot start an MLflow run at {self.tracking_uri}: {err}. "
+                                "Check MLFLOW_TRACKING_URI (unset it to use the local store "
+                                "sqlite:///mlflow.db)") from err
+        return run.info.run_id
+
+    def log_metrics(self, run_id: str, points: Sequence[MetricPoint]) -> None:
+        """All metric points in one batched call (MLflow chunks it below its request limits)."""
+        from mlflow.entities import Metric
+
+        timestamp = _now_ms()
+        self._client.log_batch(run_id, metrics=[
+            Metric(key, float(value), timestamp, step) for key, value, step in points])
+
+    def log_evaluation(self, run_id: str, evaluation: ScoredRun) -> None:
+        self._client.log_text(run_id, json.dumps(evaluation.to_json(), ensure_ascii=False,
+                                                 indent=1), EVALUATION_ARTIFACT)
+        self._client.log_table(run_id, _table(evaluation), TABLE_ARTIFACT)
+
+    def log_file(self, run_id: str, path: Path, artifact_dir: str) -> None:
+        self._client.log_artifact(run_id, str(path), artifact_dir)
+
+    def log_text(self, run_id: str, text: str, artifact_file: str) -> None:
+        self._client.log_text(run_id, text, artifact_file)
+
+    def finish(self, run_id: str, status: str = "FINISHED") -> None:
+        self._client.set_terminated(run_id, status=status)
+
+    def fetch(self, run_id: str) -> RunRecord:
+        """Read a run back whole: params, tags, metrics, stepped histories and results."""
+        from mlflow.exceptions import MlflowException
+
+        try:
+            run = self._client.get_run(run_id)
+        except MlflowException as err:
+            raise TrackingError(f"run {run_id} not found at {self.tracking_uri}: "
+                                f"{err.message}") from None
+        experiment = self._client.get_experiment(run.info.experiment_id)
+        with tempfile.TemporaryDirectory() as scratch:
+            try:
+                local = self._client.download_artifacts(run_id, EVALUATION_ARTIFACT, scratch)
+            except (MlflowException, OSError) as err:
+                raise TrackingError(f"run {run_id} has no {EVALUATION_ARTIFACT}: it did not "
+                                    f"finish scoring ({err})") from None
+            evaluation = ScoredRun.from_json(json.loads(Path(local).read_text("utf-8")))
+        histories = {}
+        for result in evaluation.types:
+            for key in TypeMetrics.history_keys(result.test_type):
+                points = self._client.get_metric_history(run_id, key)
+                histories[key] = tuple(m.value for m in sorted(points, key=lambda m: m.step))
+        return RunRecord(
+            run_id=run_id, run_name=run.info.run_name, experiment_id=run.info.experiment_id,
+            experiment_name=experiment.name, start_time_ms=run.info.start_time,
+            status=run.info.status, params=dict(run.data.params), tags=dict(run.data.tags),
+            metrics=dict(run.data.metrics), histories=histories, evaluation=evaluation)
+
+    def _experiment_id(self, name: str) -> str:
+        from mlflow.exceptions import MlflowException
+
+        experiment = self._client.get_experiment_by_name(name)
+        if experiment is not None:
+            if experiment.lifecycle_stage == "deleted":
+                raise TrackingError(f"experiment {name!r} is deleted at {self.tracking_uri}: "
+                                    "restore it in MLflow or change EXPERIMENT_NAME")
+            return experiment.experiment_id
+        try:
+            return self._client.create_experiment(name)
+        except MlflowException:  # created concurrently by another evaluation
+            experiment = self._client.get_experiment_by_name(name)
+            if experiment is None:
+                raise
+            return experiment.experiment_id
+
+
+def source_tags(script: str) -> dict[str, str]:
+    """The script and the git commit it ran at (``unknown`` outside a git checkout)."""
+    def git(*args: str) -> str | None:
+        try:
+            done = subprocess.run(["git", *args], capture_output=True, text=True, timeout=10,
+                                  check=True)
+        except (OSError, subprocess.SubprocessError):
+            return None
+        return done.stdout.strip()
+
+    commit = git("rev-parse", "HEAD")
+    tags = {"mlflow.source.name": script, "git_commit": commit or "unknown"}
+    if commit:
+        tags["mlflow.source.git.commit"] = commit
+        dirty = git("status", "--porcelain", "--untracked-files=no")
+        tags["git_dirty"] = "true" if dirty else "false"
+    return tags
+
+
+def _param(value: str) -> str:
+    if len(value) > _MAX_PARAM_LENGTH:
+        raise TrackingError(f"a param value is {len(value)} characters long; MLflow keeps at "
+                            f"most {_MAX_PARAM_LENGTH}: shorten the constant")
+    return value
+
+
+def _now_ms() -> int:
+    return int(time.time() * 1000)
+
+
+def _table(evaluation: ScoredRun) -> dict[str, list[Any]]:
+    columns: dict[str, list[Any]] = {name: [] for name in (
+        "test_type", "id", "passed", "expected_pass", "correct", "similarity", "error",
+        "input", "expected", "outputs")}
+    for result in evaluation.types:
+        for item in result.items:
+            for name, value in (
+                ("test_type", result.test_type), ("id", item.id), ("passed", item.passed),
+                ("expected_pass", item.expected_pass), ("correct", item.correct),
+                ("similarity", item.similarity), ("error", item.error or ""),
+                ("input", json.dumps(item.input, ensure_ascii=False)),
+                ("expected", json.dumps(item.expected, ensure_ascii=False)),
+                ("outputs", json.dumps(list(item.outputs), ensure_ascii=False)),
+            ):
+                columns[name].append(value)
+    return columns
