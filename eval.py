@@ -1,0 +1,63 @@
+"""The eval script: scoring constants + invoke_component, wired to the example support router.
+
+Run it from the repository root:
+
+    python eval.py --type=all                    # every test type (what `make eval` runs)
+    python eval.py --type=repeatability          # one type (`make eval-repeatability`)
+    python eval.py --type=functional --groups=billing,shipping
+    python eval.py --type=all --human-review     # only entries flagged for human review
+
+All scoring parameters are the constants below; change them here, never through Makefile
+variables, command-line flags or dataset fields. To evaluate your own component, replace
+invoke_component (and MOCK_ADAPTERS, if it uses fixtures) and point DATASET_PATH at your data.
+"""
+
+from __future__ import annotations
+
+import functools
+
+import evalkit
+from evalkit import Call, Entry
+from examples.support_router import CrmLookup, SupportRouter, load_model
+
+# --- what is evaluated, and where it is recorded ------------------------------------------
+EXPERIMENT_NAME = "support-router/golden"  # MLflow experiment: <component>/<eval-name>
+DATASET_PATH = "datasets/support-tickets"
+REPORTS_DIR = "reports"
+
+# --- thresholds ------------------------------------------------------------------------------
+EVAL_MIN_ACCURACY = 0.8  # default for every type without its own threshold
+EVAL_MIN_ACCURACY_SMOKE = 1.0  # smoke entries must all pass
+EVAL_MIN_F1 = 0.8
+
+# --- repeatability ---------------------------------------------------------------------------
+REPEAT_COUNT = 5  # 3-5 for routine runs, 10-20 for focused passes
+EVAL_MIN_ACCURACY_REPEATABILITY = 0.6
+REPEAT_SEMANTIC_SIMILARITY_SCORE = 0.9  # min average pairwise cosine of an entry's repeats
+
+# --- scoring method per test type -------------------------------------------------------------
+SCORER = "exact"  # default: normalised equality with expected_output (expected keys only)
+SCORER_REPEATABILITY = "semantic_similarity"
+SCORER_BIAS = "semantic_similarity"
+BIAS_SEMANTIC_SIMILARITY_SCORE = 0.9  # min average pairwise cosine of a bias group's outputs
+
+# --- the component ---------------------------------------------------------------------------
+COMPONENT_TEMPERATURE = 0.05  # sampling temperature of the router's softmax
+COMPONENT_PARAMS = {"temperature": COMPONENT_TEMPERATURE}  # logged as MLflow params
+MOCK_ADAPTERS = {"crm": CrmLookup}  # mock_fixtures name -> factory, built fresh per call
+
+
+@functools.cache
+def _router() -> SupportRouter:
+    return SupportRouter(COMPONENT_TEMPERATURE, load_model())
+
+
+def invoke_component(entry: Entry, call: Call) -> dict[str, str]:
+    """Call the component once for ``entry``; ``call.mocks`` holds this call's fresh adapters."""
+    ticket = entry.input if isinstance(entry.input, str) else entry.input["ticket"]
+    email = None if isinstance(entry.input, str) else entry.input.get("customer_email")
+    return _router().route(ticket, email, call.mocks.get("crm"))
+
+
+if __name__ == "__main__":
+    raise SystemExit(evalkit.run_eval_script(globals(), invoke_component))

@@ -1,0 +1,1 @@
+"""Example components evaluated by the repository's eval.py."""
