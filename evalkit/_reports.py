@@ -102,7 +102,7 @@ def _type_report(record: RunRecord, result: TypeResult, metrics: TypeMetrics) ->
     lines = _header(record, f"Eval Report: {result.test_type}", extra)
     lines += _overall(metrics)
     lines += _convergence(metrics)
-    lines += _per_item(record, result)
+    lines += _per_item(result)
     lines += _notes(result, metrics)
     return "\n".join(lines).rstrip("\n") + "\n"
 
@@ -157,7 +157,7 @@ def _verdict(item: ItemResult) -> str:
     return mark if item.expected_pass else f"{mark} (expected to fail)"
 
 
-def _per_item(record: RunRecord, result: TypeResult) -> list[str]:
+def _per_item(result: TypeResult) -> list[str]:
     lines = ["## Per-item Results", ""]
     similarity = result.scorer == "semantic_similarity"
     if result.test_type == "repeatability":
@@ -187,7 +187,7 @@ def _per_item(record: RunRecord, result: TypeResult) -> list[str]:
 
 
 def _distinct(outputs: Sequence[Any], shown: int = 3) -> str:
-    counts = Counter(as_text(o) for o in outputs if o is not None)
+    counts = Counter(as_text(o) for o in outputs)
     parts = [f"{n}× {cell(text, 40)}" for text, n in counts.most_common(shown)]
     if len(counts) > shown:
         parts.append(f"+{len(counts) - shown} more")

@@ -325,3 +325,29 @@ def test_secrets_in_the_environment_never_reach_mlflow_or_reports(
     texts += [json.dumps(run_data.params), json.dumps(run_data.tags)]
     assert [text for text in texts if secret in text] == []
     assert any("[REDACTED:PROVIDER_API_KEY]" in text for text in texts)
+
+
+class ProcessCrash(BaseException):
+    """Not an Exception: escapes the per-call error capture, like a fatal fault would."""
+
+
+def test_a_crash_marks_the_run_failed_and_keeps_the_outputs(tmp_path: Path,
+                                                           tracking_uri: str) -> None:
+    dataset = write_dataset(tmp_path / "ds", {f"e{i}": entry("functional") for i in range(5)})
+
+    def crash_on_third(entry: Entry, call: Call) -> Any:
+        if entry.id == "e2":
+            raise ProcessCrash
+        return "a"
+
+    config = config_for(tmp_path, dataset)
+    with pytest.raises(ProcessCrash):
+        run(tmp_path, tracking_uri, config, crash_on_third)
+    client = mlflow.MlflowClient(tracking_uri)
+    experiment = client.get_experiment_by_name(config.experiment_name)
+    (crashed,) = client.search_runs([experiment.experiment_id])
+    assert crashed.info.status == "FAILED"
+    raw = Path(client.download_artifacts(crashed.info.run_id, "raw/raw-results.jsonl",
+                                         str(tmp_path / "dl")))
+    assert [json.loads(line)["entry_id"] for line in raw.read_text().splitlines()] == ["e0", "e1"]
+    assert not (tmp_path / "reports").exists()
