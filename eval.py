@@ -6,6 +6,7 @@ Run it from the repository root:
     python eval.py --type=repeatability          # one type (`make eval-repeatability`)
     python eval.py --type=functional --groups=billing,shipping
     python eval.py --type=all --human-review     # only entries flagged for human review
+    python eval.py --type=all --replicates       # REPLICATES runs: how far the result moves
 
 All scoring parameters are the constants below; change them here, never through Makefile
 variables, command-line flags or dataset fields. To evaluate your own component, replace
@@ -15,6 +16,7 @@ invoke_component (and MOCK_ADAPTERS, if it uses fixtures) and point DATASET_PATH
 from __future__ import annotations
 
 import functools
+import random
 
 import evalkit
 from evalkit import Call, Entry
@@ -35,6 +37,10 @@ REPEAT_COUNT = 5  # 3-5 for routine runs, 10-20 for focused passes
 EVAL_MIN_ACCURACY_REPEATABILITY = 0.6
 REPEAT_SEMANTIC_SIMILARITY_SCORE = 0.9  # min average pairwise cosine of an entry's repeats
 
+# --- replicates (python eval.py --type=all --replicates, `make eval-replicates`) ------------------
+REPLICATES = 2  # two is the smallest number that gives a spread; past 3-4, add items instead
+ROOT_SEED = 0  # seeds per replicate derive from it, the experiment name and the index
+
 # --- scoring method per test type -------------------------------------------------------------
 SCORER = "exact"  # default: normalised equality with expected_output (expected keys only)
 SCORER_REPEATABILITY = "semantic_similarity"
@@ -53,10 +59,15 @@ def _router() -> SupportRouter:
 
 
 def invoke_component(entry: Entry, call: Call) -> dict[str, str]:
-    """Call the component once for ``entry``; ``call.mocks`` holds this call's fresh adapters."""
+    """Call the component once for ``entry``; ``call.mocks`` holds this call's fresh adapters.
+
+    In replicate mode ``call.seed`` is set: the draw is seeded per replicate, entry and repeat,
+    so a rerun with the same seeds reproduces it; otherwise every call is a fresh draw.
+    """
     ticket = entry.input if isinstance(entry.input, str) else entry.input["ticket"]
     email = None if isinstance(entry.input, str) else entry.input.get("customer_email")
-    return _router().route(ticket, email, call.mocks.get("crm"))
+    rng = None if call.seed is None else random.Random(f"{call.seed}:{entry.id}:{call.repeat}")
+    return _router().route(ticket, email, call.mocks.get("crm"), rng)
 
 
 if __name__ == "__main__":

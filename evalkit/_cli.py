@@ -6,13 +6,14 @@ Both are thin: they parse arguments, call the library, print, and map errors to 
 from __future__ import annotations
 
 import argparse
+import json
 import logging
 import os
 import sys
 import traceback
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from evalkit._config import EvalConfig
 from evalkit._dataset import TEST_TYPES, lint_dataset
@@ -21,6 +22,9 @@ from evalkit._evaluation import EvaluationOutcome, evaluate
 from evalkit._loop import Component
 from evalkit._plan import ALL_TYPES, Selection
 
+if TYPE_CHECKING:
+    from evalkit._replicates import ReplicatesOutcome
+
 EXIT_STATUSES = """\
 exit status:
   0    every threshold of the run was met
@@ -28,6 +32,7 @@ exit status:
   2    usage or configuration error (bad option, missing or misspelt constant in eval.py)
   3    the golden dataset is invalid (every violation is listed; nothing was run)
   4    runtime failure (MLflow unreachable, unexpected error)
+  5    evalkit compare refused to call a winner (gap inside the noise, or no noise floor)
   130  interrupted (SIGINT/SIGTERM): the MLflow run is marked KILLED, outputs are kept
 """
 
@@ -54,6 +59,10 @@ def run_eval_script(constants: Mapping[str, Any], component: Component,
     parser.add_argument("--human-review", action="store_true",
                         help="only entries with human_review: true; writes "
                              "report-human-review.md")
+    parser.add_argument("--replicates", action="store_true",
+                        help="run the selection REPLICATES times (a constant, default 2) with "
+                             "per-replicate seeds, as nested MLflow runs; writes "
+                             "report-stability.md, stability.json and replicates.lock.json")
     args = parser.parse_args(argv)
     _configure_logging()
     return _guarded(lambda: _run(constants, component, script, args))
@@ -63,9 +72,29 @@ def _run(constants: Mapping[str, Any], component: Component, script: str,
          args: argparse.Namespace) -> int:
     config = EvalConfig.from_constants(constants, script)
     selection = Selection.parse(args.test_type, args.groups, args.human_review)
+    if args.replicates:
+        from evalkit._replicates import evaluate_replicates
+
+        series = evaluate_replicates(config, component, selection)
+        _print_replicates(series)
+        return ExitStatus.OK if series.passed else ExitStatus.THRESHOLD_FAILED
     outcome = evaluate(config, component, selection)
     _print_outcome(outcome)
     return ExitStatus.OK if outcome.passed else ExitStatus.THRESHOLD_FAILED
+
+
+def _print_replicates(series: ReplicatesOutcome) -> None:
+    for s in series.stability:
+        floor = "—" if s.noise_floor is None else f"{s.noise_floor:.2%}"
+        print(f"{s.metric} mean {s.mean:.3f} sd {'—' if s.sd is None else f'{s.sd:.4f}'} "
+              f"spread {s.spread:.3f} unstable items {s.unstable_items}/{s.repeated_items} "
+              f"noise floor {floor}")
+    for path in (*series.reports, series.stability_path, series.lock_path):
+        print(f"wrote: {path}")
+    print(f"mlflow: parent run {series.parent_run_id} with {len(series.replicates)} "
+          f"replicate runs in {series.experiment_name} ({series.tracking_uri})")
+    for failure in series.failures:
+        print(f"threshold missed: {failure}", file=sys.stderr)
 
 
 def _print_outcome(outcome: EvaluationOutcome) -> None:
@@ -87,7 +116,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     """The ``evalkit`` command."""
     parser = argparse.ArgumentParser(
         prog="evalkit", formatter_class=argparse.RawDescriptionHelpFormatter,
-        description="evalkit: lint golden datasets and re-render reports from MLflow. "
+        description="evalkit: lint golden datasets, re-render reports from MLflow, list run "
+                    "history and compare runs against the noise floor. "
                     "Evaluations themselves run from an eval script: python eval.py --type=all.",
         epilog=EXIT_STATUSES)
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
@@ -100,10 +130,27 @@ def main(argv: Sequence[str] | None = None) -> int:
     report.add_argument("run_id", metavar="RUN_ID")
     report.add_argument("--output", type=Path, default=Path("reports"),
                         help="folder to write report-<type>.md to (default: reports)")
+    compare = commands.add_parser(
+        "compare", help="compare two runs, refusing gaps inside the noise floor",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+        description="Compare A with B per test type: the accuracy gap, the items that flipped "
+                    "between them, and the noise floor (the largest disagreement rate between "
+                    "two replicates) measured behind A and/or B. A winner is named only when "
+                    "the gap clears twice the floor; otherwise the comparison is refused.",
+        epilog="exit status: 0 every metric decided, 5 a comparison was refused "
+               "(inside the noise, or no floor: run replicates first), 4 runtime failure")
+    compare.add_argument("a", metavar="A", help="run id, or experiment name (its latest run)")
+    compare.add_argument("b", metavar="B", help="run id, or experiment name (its latest run)")
+    compare.add_argument("--json", action="store_true", help="machine-readable output")
+    history = commands.add_parser("history", help="list an experiment's runs, newest first")
+    history.add_argument("experiment", metavar="EXPERIMENT",
+                         help="experiment name, e.g. support-router/golden")
+    history.add_argument("--limit", type=int, default=20, help="runs to list (default: 20)")
+    history.add_argument("--json", action="store_true", help="machine-readable output")
     args = parser.parse_args(argv)
     _configure_logging()
     handlers: dict[str, Callable[[argparse.Namespace], int]] = {
-        "lint": _lint, "report": _report}
+        "lint": _lint, "report": _report, "compare": _compare, "history": _history}
     return _guarded(lambda: handlers[args.command](args))
 
 
@@ -126,6 +173,51 @@ def _report(args: argparse.Namespace) -> int:
     for name, text in reports.items():
         (args.output / name).write_text(text, encoding="utf-8")
         print(f"report: {args.output / name}")
+    return ExitStatus.OK
+
+
+def _compare(args: argparse.Namespace) -> int:
+    from evalkit._compare import FLOOR_MULTIPLE, compare, load_side
+    from evalkit._tracking import Tracker
+
+    tracker = Tracker()
+    a, b = load_side(tracker, args.a), load_side(tracker, args.b)
+    results = compare(a, b)
+    if args.json:
+        print(json.dumps({"a": {"run_id": a.run_id, "label": a.label},
+                          "b": {"run_id": b.run_id, "label": b.label},
+                          "metrics": [r.to_json() for r in results]}, indent=1))
+    else:
+        print(f"A: {a.run_id} ({a.label})\nB: {b.run_id} ({b.label})")
+        for r in results:
+            floor = ("none" if r.floor is None
+                     else f"{r.floor:.2%} (a gap must exceed {FLOOR_MULTIPLE * r.floor:.2%})")
+            print(f"\n{r.test_type}_accuracy: A {r.a:.3f}, B {r.b:.3f}, gap {r.gap:+.3f}; "
+                  f"noise floor {floor}")
+            print(f"  items flipped over {r.shared_items} shared: {len(r.right_in_a_only)} "
+                  f"right in A only, {len(r.right_in_b_only)} right in B only")
+            for label, ids in (("right in A only", r.right_in_a_only),
+                               ("right in B only", r.right_in_b_only)):
+                if ids:
+                    print(f"    {label}: " + ", ".join(ids[:20])
+                          + (f" (+{len(ids) - 20} more)" if len(ids) > 20 else ""))
+            print(f"  verdict: {r.verdict}")
+    if not results:
+        print("error: A and B share no test type", file=sys.stderr)
+        return ExitStatus.INCONCLUSIVE
+    return ExitStatus.OK if all(r.verdict.decided for r in results) \
+        else ExitStatus.INCONCLUSIVE
+
+
+def _history(args: argparse.Namespace) -> int:
+    from evalkit._history import history, render_history
+    from evalkit._tracking import Tracker
+
+    rows = history(Tracker(), args.experiment, args.limit)
+    if args.json:
+        print(json.dumps([r.to_json() for r in rows], indent=1))
+    else:
+        print(render_history(rows))
     return ExitStatus.OK
 
 

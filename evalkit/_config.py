@@ -27,12 +27,14 @@ _PER_TYPE = ("EVAL_MIN_ACCURACY", "EVAL_MIN_F1", "SCORER")
 _SINGLE = (
     "EXPERIMENT_NAME", "DATASET_PATH", "REPORTS_DIR", "REPEAT_COUNT",
     "REPEAT_SEMANTIC_SIMILARITY_SCORE", "BIAS_SEMANTIC_SIMILARITY_SCORE",
-    "SEMANTIC_SIMILARITY_SCORE", "MOCK_ADAPTERS", "COMPONENT_PARAMS",
+    "SEMANTIC_SIMILARITY_SCORE", "MOCK_ADAPTERS", "COMPONENT_PARAMS", "REPLICATES", "ROOT_SEED",
 )
 KNOWN_CONSTANTS = frozenset(
     [*_SINGLE, *_PER_TYPE, *(f"{base}_{t.upper()}" for base in _PER_TYPE for t in TEST_TYPES)]
 )
-_RESERVED_PREFIXES = ("EVAL_", "REPEAT_", "SCORER", "BIAS_", "SEMANTIC_", "EXPERIMENT", "DATASET")
+_RESERVED_PREFIXES = ("EVAL_", "REPEAT_", "REPLICATE", "ROOT_SEED", "SCORER", "BIAS_", "SEMANTIC_",
+                      "EXPERIMENT", "DATASET")
+DEFAULT_REPLICATES = 2
 _EXPERIMENT_PATTERN = re.compile(r"^[^/\s][^/]*/[^/]*[^/\s]$")
 
 
@@ -53,6 +55,10 @@ class EvalConfig:
     script: str
     reports_dir: Path = Path("reports")
     repeat_count: int | None = None
+    replicates: int = DEFAULT_REPLICATES
+    """How many times replicate mode runs the whole selection (``--replicates``)."""
+    root_seed: int = 0
+    """Root of the per-replicate seeds (see :func:`evalkit._stability.replicate_seed`)."""
     min_accuracy: Mapping[str, float] = field(default_factory=dict)
     """Per type, plus ``"default"``."""
     min_f1: Mapping[str, float] = field(default_factory=dict)
@@ -90,6 +96,9 @@ class EvalConfig:
             script=script,
             reports_dir=Path(_string(known, "REPORTS_DIR", script, default="reports")),
             repeat_count=_repeat_count(known.get("REPEAT_COUNT"), script),
+            replicates=_count(known, "REPLICATES", script, DEFAULT_REPLICATES,
+                              "the smallest number that produces a spread at all"),
+            root_seed=_integer(known, "ROOT_SEED", script, 0),
             min_accuracy=_per_type(known, "EVAL_MIN_ACCURACY", script, _fraction),
             min_f1=_per_type(known, "EVAL_MIN_F1", script, _fraction),
             scorer=scorer,
@@ -194,9 +203,21 @@ def _cosine(known: Mapping[str, Any], name: str, script: str) -> float | None:
 def _repeat_count(value: Any, script: str) -> int | None:
     if value is None:
         return None
-    if isinstance(value, bool) or not isinstance(value, int) or value < 2:
-        raise ConfigError(f"{script}: REPEAT_COUNT={value!r} must be an integer of at least 2 "
-                          "(outputs are compared with each other)")
+    return _count({"REPEAT_COUNT": value}, "REPEAT_COUNT", script, 2,
+                  "outputs are compared with each other")
+
+
+def _integer(known: Mapping[str, Any], name: str, script: str, default: int) -> int:
+    value = known.get(name, default)
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise ConfigError(f"{script}: {name}={value!r} must be an integer")
+    return value
+
+
+def _count(known: Mapping[str, Any], name: str, script: str, default: int, why: str) -> int:
+    value = _integer(known, name, script, default)
+    if value < 2:
+        raise ConfigError(f"{script}: {name}={value!r} must be an integer of at least 2 ({why})")
     return value
 
 

@@ -21,6 +21,9 @@ class ExitStatus(IntEnum):
     USAGE = 2
     DATASET_INVALID = 3
     RUNTIME_FAILURE = 4
+    INCONCLUSIVE = 5
+    """``evalkit compare`` refused to call a winner: the gap is inside the noise, or no noise
+    floor was measured."""
     INTERRUPTED = 130
 
 

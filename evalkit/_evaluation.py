@@ -11,21 +11,21 @@ from __future__ import annotations
 import contextlib
 import logging
 import signal
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from importlib import metadata
 from pathlib import Path
 from types import FrameType
 
-from evalkit._config import EvalConfig
-from evalkit._dataset import load_dataset
+from evalkit._config import EvalConfig, Threshold
+from evalkit._dataset import Dataset, load_dataset
 from evalkit._errors import RunInterrupted
 from evalkit._loop import Component, EntryOutputs, RawResultsLog, run_calls
 from evalkit._metrics import MetricPoint, TypeMetrics, threshold_params
 from evalkit._plan import RunPlan, Selection, plan_run
 from evalkit._reports import render_reports
-from evalkit._scoring import Scorers, score_run
+from evalkit._scoring import ScoredRun, Scorers, score_run
 from evalkit._secrets import Redactor
 from evalkit._tracking import RAW_ARTIFACT_DIR, REPORTS_ARTIFACT_DIR, Tracker, source_tags
 
@@ -43,7 +43,9 @@ class EvaluationOutcome:
     experiment_name: str
     tracking_uri: str
     metrics: tuple[TypeMetrics, ...]
+    scored: ScoredRun
     reports: tuple[Path, ...]
+    """Reports written to the reports folder (none for a replicate: those stay in MLflow)."""
     raw_results: Path
 
     @property
@@ -55,32 +57,84 @@ class EvaluationOutcome:
         return not self.failures
 
 
+@dataclass(frozen=True)
+class Replicate:
+    """Where a run sits in a series of replicates (see :mod:`evalkit._replicates`)."""
+
+    index: int
+    seed: int
+    parent_run_id: str
+
+
+@dataclass(frozen=True)
+class PreparedEvaluation:
+    """An evaluation checked and ready to call the component: nothing below fails on input."""
+
+    config: EvalConfig
+    selection: Selection
+    dataset: Dataset
+    plan: RunPlan
+    thresholds: Mapping[str, Threshold]
+    scorers: Scorers
+    redactor: Redactor
+
+    def params(self) -> dict[str, str]:
+        """The run's MLflow params: the constants, the dataset identity, per-type settings."""
+        config = self.config
+        params = {**config.params(), "dataset_digest": self.dataset.digest,
+                  "dataset_entries": str(len(self.dataset.entries))}
+        for test_type in self.plan.types:
+            params.update(threshold_params(test_type, self.thresholds[test_type]))
+            params[f"{test_type}_scorer"] = config.scorer_for(test_type)
+            if config.scorer_for(test_type) == "semantic_similarity":
+                params[f"{test_type}_similarity_threshold"] = repr(
+                    config.similarity_threshold_for(test_type))
+        return {k: self.redactor.text(v) for k, v in params.items()}
+
+    def tags(self) -> dict[str, str]:
+        selection = self.selection
+        tags = {"test_types": ",".join(self.plan.types), "groups_filter": selection.groups_filter,
+                "eval_type": selection.test_type,
+                "human_review_only": str(selection.human_review_only).lower(),
+                "evalkit_version": metadata.version("evalkit"),
+                **source_tags(self.config.script)}
+        return {k: self.redactor.text(v) for k, v in tags.items()}
+
+    def run_name(self, suffix: str = "") -> str:
+        return f"{self.selection.test_type}-{datetime.now(UTC):%Y%m%d-%H%M%S}{suffix}"
+
+
+def prepare(config: EvalConfig, selection: Selection) -> PreparedEvaluation:
+    """Lint the dataset and check the constants against the selection, before any run exists.
+
+    Raises :class:`DatasetInvalid` or :class:`ConfigError`."""
+    dataset = load_dataset(config.dataset_path)
+    plan = plan_run(dataset, selection, config)
+    return PreparedEvaluation(
+        config=config, selection=selection, dataset=dataset, plan=plan,
+        thresholds={t: config.threshold_for(t) for t in plan.types},
+        scorers=Scorers.for_run(config, plan.types), redactor=Redactor.from_environment())
+
+
 def evaluate(config: EvalConfig, component: Component, selection: Selection, *,
              tracker: Tracker | None = None, runs_dir: Path = RUNS_DIR) -> EvaluationOutcome:
     """Run one evaluation; raise an :class:`EvalkitError` subclass on any failure."""
-    dataset = load_dataset(config.dataset_path)
-    plan = plan_run(dataset, selection, config)
-    thresholds = {t: config.threshold_for(t) for t in plan.types}
-    scorers = Scorers.for_run(config, plan.types)
-    redactor = Redactor.from_environment()
-    tracker = tracker or Tracker()
+    return run_prepared(prepare(config, selection), component, tracker or Tracker(), runs_dir)
 
-    params = {**config.params(), "dataset_digest": dataset.digest,
-              "dataset_entries": str(len(dataset.entries))}
-    for test_type in plan.types:
-        params.update(threshold_params(test_type, thresholds[test_type]))
-        params[f"{test_type}_scorer"] = config.scorer_for(test_type)
-        if config.scorer_for(test_type) == "semantic_similarity":
-            params[f"{test_type}_similarity_threshold"] = repr(
-                config.similarity_threshold_for(test_type))
-    tags = {"test_types": ",".join(plan.types), "groups_filter": selection.groups_filter,
-            "eval_type": selection.test_type,
-            "human_review_only": str(selection.human_review_only).lower(),
-            "evalkit_version": metadata.version("evalkit"), **source_tags(config.script)}
-    run_name = f"{selection.test_type}-{datetime.now(UTC):%Y%m%d-%H%M%S}"
-    run_id = tracker.start_run(config.experiment_name, run_name,
-                               {k: redactor.text(v) for k, v in params.items()},
-                               {k: redactor.text(v) for k, v in tags.items()})
+
+def run_prepared(prepared: PreparedEvaluation, component: Component, tracker: Tracker,
+                 runs_dir: Path = RUNS_DIR,
+                 replicate: Replicate | None = None) -> EvaluationOutcome:
+    """One MLflow run of a prepared evaluation (a nested child run when ``replicate`` is set)."""
+    config, plan = prepared.config, prepared.plan
+    tags = prepared.tags()
+    if replicate is not None:
+        tags.update({"mlflow.parentRunId": replicate.parent_run_id,
+                     "replicate": str(replicate.index), "seed": str(replicate.seed)})
+    run_id = tracker.start_run(
+        config.experiment_name,
+        prepared.run_name("" if replicate is None else f"-r{replicate.index}"),
+        prepared.params(), tags)
     raw_path = runs_dir / run_id / RAW_RESULTS_FILE
     logger.info("MLflow run %s in experiment %s (%s); %d entries, %d calls; raw results: %s",
                 run_id, config.experiment_name, tracker.tracking_uri, len(plan.items),
@@ -90,24 +144,21 @@ def evaluate(config: EvalConfig, component: Component, selection: Selection, *,
     try:
         with _sigterm_as_interrupt(), RawResultsLog(raw_path) as raw_log:
             outputs = list(_with_progress(plan, run_calls(
-                plan, component, config.mock_adapters, raw_log, redactor)))
-        scored = score_run(outputs, plan.types, scorers)
-        metrics = tuple(TypeMetrics.from_result(r, thresholds[r.test_type])
+                plan, component, config.mock_adapters, raw_log, prepared.redactor,
+                seed=None if replicate is None else replicate.seed,
+                replicate=None if replicate is None else replicate.index)))
+        scored = score_run(outputs, plan.types, prepared.scorers)
+        metrics = tuple(TypeMetrics.from_result(r, prepared.thresholds[r.test_type])
                         for r in scored.types)
         for result in scored.types:
             for skipped in result.skipped:
                 logger.warning("bias group %r skipped: %s", skipped.bias_group, skipped.reason)
-        tracker.log_metrics(run_id, _run_metrics(plan, config, metrics, scored.calls,
-                                                 scored.component_errors))
+        verdict = "PASS" if all(m.passed for m in metrics) else "FAIL"
+        tracker.log_results(run_id, _run_metrics(plan, config, metrics, scored.calls,
+                                                 scored.component_errors), {"verdict": verdict})
         tracker.log_evaluation(run_id, scored)
-        reports = render_reports(tracker.fetch(run_id))
-        written = []
-        config.reports_dir.mkdir(parents=True, exist_ok=True)
-        for name, text in reports.items():
-            path = config.reports_dir / name
-            path.write_text(text, encoding="utf-8")
-            tracker.log_text(run_id, text, f"{REPORTS_ARTIFACT_DIR}/{name}")
-            written.append(path)
+        written = publish_reports(tracker, run_id, render_reports(tracker.fetch(run_id)),
+                                   config.reports_dir if replicate is None else None)
         status = "FINISHED"
     except KeyboardInterrupt:
         status = "KILLED"
@@ -116,7 +167,21 @@ def evaluate(config: EvalConfig, component: Component, selection: Selection, *,
     finally:
         _close_run(tracker, run_id, raw_path, status)
     return EvaluationOutcome(run_id, config.experiment_name, tracker.tracking_uri, metrics,
-                             tuple(written), raw_path)
+                             scored, written, raw_path)
+
+
+def publish_reports(tracker: Tracker, run_id: str, reports: Mapping[str, str],
+                     folder: Path | None) -> tuple[Path, ...]:
+    """Log each report to the run and, when ``folder`` is given, write it there too."""
+    written = []
+    if folder is not None:
+        folder.mkdir(parents=True, exist_ok=True)
+    for name, text in reports.items():
+        tracker.log_text(run_id, text, f"{REPORTS_ARTIFACT_DIR}/{name}")
+        if folder is not None:
+            (folder / name).write_text(text, encoding="utf-8")
+            written.append(folder / name)
+    return tuple(written)
 
 
 def _run_metrics(plan: RunPlan, config: EvalConfig, metrics: tuple[TypeMetrics, ...],

@@ -14,7 +14,7 @@ from __future__ import annotations
 import json
 import time
 from collections.abc import Callable, Iterator, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, TextIO
 
@@ -33,6 +33,11 @@ class Call:
     """0-based index of this call among the entry's calls."""
     repeats: int
     """How many calls the entry gets in this run (1, or ``REPEAT_COUNT``)."""
+    seed: int | None = None
+    """The replicate's seed in replicate mode (derive per-call randomness from it together
+    with the entry id and ``repeat``); ``None`` in an ordinary run."""
+    replicate: int | None = None
+    """0-based replicate index in replicate mode; ``None`` in an ordinary run."""
 
 
 Component = Callable[[Entry, Call], Any]
@@ -94,23 +99,28 @@ class RawResultsLog:
 
 def run_calls(plan: RunPlan, component: Component,
               adapters: Mapping[str, Callable[[Any], Any]], raw_log: RawResultsLog,
-              redactor: Redactor) -> Iterator[EntryOutputs]:
+              redactor: Redactor, seed: int | None = None,
+              replicate: int | None = None) -> Iterator[EntryOutputs]:
     """Invoke the component as the plan says, yielding each entry's outputs when complete."""
     for planned in plan.items:
         calls = []
         for repeat in range(planned.calls):
-            record = _invoke(component, planned.entry, repeat, planned.calls, adapters, redactor)
+            call = Call(mocks={}, repeat=repeat, repeats=planned.calls, seed=seed,
+                        replicate=replicate)
+            record = _invoke(component, planned.entry, call, adapters, redactor)
             raw_log.append(record)
             calls.append(record)
         yield EntryOutputs(planned, tuple(calls))
 
 
-def _invoke(component: Component, entry: Entry, repeat: int, repeats: int,
+def _invoke(component: Component, entry: Entry, call: Call,
             adapters: Mapping[str, Callable[[Any], Any]], redactor: Redactor) -> CallRecord:
+    """One call, given everything of ``call`` but its mocks, which are built fresh here."""
+    repeat = call.repeat
     started = time.perf_counter()
     try:
         mocks = {name: adapters[name](fixture) for name, fixture in entry.mock_fixtures.items()}
-        output = component(entry, Call(mocks=mocks, repeat=repeat, repeats=repeats))
+        output = component(entry, replace(call, mocks=mocks))
     except Exception as err:  # a component failure is a result, not a crash of the run
         latency = (time.perf_counter() - started) * 1000
         message = redactor.text(f"{type(err).__name__}: {err}")

@@ -10,6 +10,13 @@ Artifact layout of a run::
     results/entries.json        per-entry results table (mlflow.log_table), for the UI
     raw/raw-results.jsonl       every component call as it happened
     reports/report-<type>.md    the reports of the run
+
+and of the parent run of a replicate series (``mode`` tag ``replicates``)::
+
+    stability/stability.json    per metric: rates, mean, sd, spread, variance split, flips
+    stability/items.json        every item's result in every replicate
+    stability/replicates.lock.json   the seeds of the replicates
+    reports/report-stability.md
 """
 
 from __future__ import annotations
@@ -28,6 +35,9 @@ from evalkit._metrics import MetricPoint, TypeMetrics
 from evalkit._scoring import ScoredRun
 
 EVALUATION_ARTIFACT = "results/evaluation.json"
+STABILITY_ARTIFACT = "stability/stability.json"
+STABILITY_ITEMS_ARTIFACT = "stability/items.json"
+LOCK_ARTIFACT = "stability/replicates.lock.json"
 TABLE_ARTIFACT = "results/entries.json"
 RAW_ARTIFACT_DIR = "raw"
 REPORTS_ARTIFACT_DIR = "reports"
@@ -36,7 +46,7 @@ _MAX_PARAM_LENGTH = 6000
 
 @dataclass(frozen=True)
 class RunRecord:
-    """Everything MLflow holds about one evaluation run."""
+    """Everything MLflow holds about one evaluation run, or one replicate series' parent."""
 
     run_id: str
     run_name: str
@@ -48,7 +58,16 @@ class RunRecord:
     tags: Mapping[str, str]
     metrics: Mapping[str, float]
     histories: Mapping[str, tuple[float, ...]]
-    evaluation: ScoredRun
+    evaluation: ScoredRun | None
+    """Scored items of an ordinary run; ``None`` for a replicate series' parent."""
+    stability: Mapping[str, Any] | None = None
+    """``stability.json`` of a replicate series' parent."""
+    stability_items: Mapping[str, Any] | None = None
+    """``items.json`` of a replicate series' parent."""
+
+    @property
+    def is_replicate_parent(self) -> bool:
+        return self.tags.get("mode") == "replicates"
 
 
 class Tracker:
@@ -79,13 +98,17 @@ class Tracker:
                                 "sqlite:///mlflow.db)") from err
         return run.info.run_id
 
-    def log_metrics(self, run_id: str, points: Sequence[MetricPoint]) -> None:
-        """All metric points in one batched call (MLflow chunks it below its request limits)."""
-        from mlflow.entities import Metric
+    def log_results(self, run_id: str, points: Sequence[MetricPoint],
+                    tags: Mapping[str, str] | None = None) -> None:
+        """All metric points (and closing tags) in one batched call; MLflow splits it below
+        its request limits."""
+        from mlflow.entities import Metric, RunTag
 
         timestamp = _now_ms()
-        self._client.log_batch(run_id, metrics=[
-            Metric(key, float(value), timestamp, step) for key, value, step in points])
+        self._client.log_batch(
+            run_id,
+            metrics=[Metric(key, float(value), timestamp, step) for key, value, step in points],
+            tags=[RunTag(k, v) for k, v in sorted((tags or {}).items())])
 
     def log_evaluation(self, run_id: str, evaluation: ScoredRun) -> None:
         self._client.log_text(run_id, json.dumps(evaluation.to_json(), ensure_ascii=False,
@@ -103,31 +126,56 @@ class Tracker:
 
     def fetch(self, run_id: str) -> RunRecord:
         """Read a run back whole: params, tags, metrics, stepped histories and results."""
-        from mlflow.exceptions import MlflowException
-
-        try:
-            run = self._client.get_run(run_id)
-        except MlflowException as err:
-            raise TrackingError(f"run {run_id} not found at {self.tracking_uri}: "
-                                f"{err.message}") from None
+        run = self.run_data(run_id)
         experiment = self._client.get_experiment(run.info.experiment_id)
-        with tempfile.TemporaryDirectory() as scratch:
-            try:
-                local = self._client.download_artifacts(run_id, EVALUATION_ARTIFACT, scratch)
-            except (MlflowException, OSError) as err:
-                raise TrackingError(f"run {run_id} has no {EVALUATION_ARTIFACT}: it did not "
-                                    f"finish scoring ({err})") from None
-            evaluation = ScoredRun.from_json(json.loads(Path(local).read_text("utf-8")))
+        tags = dict(run.data.tags)
+        evaluation, stability, items = None, None, None
+        if tags.get("mode") == "replicates":
+            stability = self.read_json(run_id, STABILITY_ARTIFACT)
+            items = self.read_json(run_id, STABILITY_ITEMS_ARTIFACT)
+        else:
+            evaluation = ScoredRun.from_json(self.read_json(run_id, EVALUATION_ARTIFACT))
         histories = {}
-        for result in evaluation.types:
+        for result in evaluation.types if evaluation else ():
             for key in TypeMetrics.history_keys(result.test_type):
                 points = self._client.get_metric_history(run_id, key)
                 histories[key] = tuple(m.value for m in sorted(points, key=lambda m: m.step))
         return RunRecord(
             run_id=run_id, run_name=run.info.run_name, experiment_id=run.info.experiment_id,
             experiment_name=experiment.name, start_time_ms=run.info.start_time,
-            status=run.info.status, params=dict(run.data.params), tags=dict(run.data.tags),
-            metrics=dict(run.data.metrics), histories=histories, evaluation=evaluation)
+            status=run.info.status, params=dict(run.data.params), tags=tags,
+            metrics=dict(run.data.metrics), histories=histories, evaluation=evaluation,
+            stability=stability, stability_items=items)
+
+    def read_json(self, run_id: str, artifact: str) -> Any:
+        """A JSON artifact of a run."""
+        from mlflow.exceptions import MlflowException
+
+        with tempfile.TemporaryDirectory() as scratch:
+            try:
+                local = self._client.download_artifacts(run_id, artifact, scratch)
+            except (MlflowException, OSError) as err:
+                raise TrackingError(f"run {run_id} has no {artifact}: it did not finish "
+                                    f"({err})") from None
+            return json.loads(Path(local).read_text("utf-8"))
+
+    def runs(self, experiment_name: str, limit: int = 1000) -> list[Any]:
+        """Runs of an experiment, newest first (MLflow ``Run`` objects, without artifacts)."""
+        experiment = self._client.get_experiment_by_name(experiment_name)
+        if experiment is None:
+            raise TrackingError(f"no experiment {experiment_name!r} at {self.tracking_uri}")
+        return list(self._client.search_runs([experiment.experiment_id], max_results=limit,
+                                             order_by=["attributes.start_time DESC"]))
+
+    def run_data(self, run_id: str) -> Any:
+        """One run's info, params, tags and latest metrics (MLflow ``Run``)."""
+        from mlflow.exceptions import MlflowException
+
+        try:
+            return self._client.get_run(run_id)
+        except MlflowException as err:
+            raise TrackingError(f"run {run_id} not found at {self.tracking_uri}: "
+                                f"{err.message}") from None
 
     def _experiment_id(self, name: str) -> str:
         from mlflow.exceptions import MlflowException

@@ -88,9 +88,11 @@ class SupportRouter:
         return dict(zip(self._categories, (weights / weights.sum()).tolist(), strict=True))
 
     def route(self, ticket: str, customer_email: str | None = None,
-              crm: CrmLookup | None = None) -> dict[str, str]:
+              crm: CrmLookup | None = None, rng: random.Random | None = None) -> dict[str, str]:
+        """Route one ticket; ``rng`` makes the draw reproducible (the router's own is not)."""
         probabilities = self.probabilities(ticket)
-        category = self._rng.choices(list(probabilities), weights=list(probabilities.values()))[0]
+        category = (rng or self._rng).choices(list(probabilities),
+                                              weights=list(probabilities.values()))[0]
         customer = crm.find(customer_email) if crm is not None and customer_email else None
         name = customer.get("name", "there") if customer else "there"
         priority = "high" if customer and customer.get("tier") == "premium" else "normal"
