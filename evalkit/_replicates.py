@@ -65,11 +65,11 @@ class SeedLock:
                    tuple(r["seed"] for r in sorted(doc["replicates"],
                                                    key=lambda r: r["replicate"])))
 
-    def to_json(self, run_ids: Sequence[str] = ()) -> dict[str, Any]:
+    def to_json(self) -> dict[str, Any]:
+        # No run ids: the lock is meant to be committed, and run ids belong to one store.
         return {"pack_id": self.pack_id, "root_seed": self.root_seed,
                 "derivation": SEED_DERIVATION,
-                "replicates": [{"replicate": r, "seed": seed,
-                                **({"run_id": run_ids[r]} if r < len(run_ids) else {})}
+                "replicates": [{"replicate": r, "seed": seed}
                                for r, seed in enumerate(self.seeds)]}
 
 
@@ -129,7 +129,7 @@ def evaluate_replicates(config: EvalConfig, component: Component, selection: Sel
             run_prepared(prepared, component, tracker, runs_dir, Replicate(r, seed, parent))
             for r, seed in enumerate(seeds.seeds))
         stability = _stability_of(prepared, children)
-        lock_doc = seeds.to_json([c.run_id for c in children])
+        lock_doc = seeds.to_json()
         tracker.log_results(parent, _parent_metrics(stability, config.replicates),
                             {"verdict": "PASS" if all(c.passed for c in children) else "FAIL"})
         tracker.log_text(parent, _dump(lock_doc), LOCK_ARTIFACT)
