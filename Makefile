@@ -9,12 +9,13 @@ STAMP := $(VENV)/.installed
 DATASETS := $(wildcard datasets/*/)
 MLFLOW_PORT ?= 5000
 
-.PHONY: help install lint eval eval-replicates run test dev-mlflow clean
+.PHONY: help install lint eval eval-replicates eval-calibrate run test dev-mlflow clean
 
 help:
 	@echo "make eval               lint the datasets, then evaluate every test type (python eval.py --type=all)"
 	@echo "make eval-<type>        evaluate one type, e.g. make eval-repeatability, make eval-smoke"
 	@echo "make eval-replicates    run every type REPLICATES times; writes reports/report-stability.md"
+	@echo "make eval-calibrate     find the REPEAT_COUNT where repeatability settles: report-calibration.md"
 	@echo "make run ARGS='...'     python eval.py with your own options, e.g. ARGS='--type=functional --groups=billing'"
 	@echo "make lint               lint every dataset under datasets/"
 	@echo "make test               run the test suite"
@@ -37,9 +38,12 @@ lint: install
 eval: lint
 	$(BIN)/python eval.py --type=all
 
-# Declared before the eval-<type> pattern, which would otherwise take it for a test type.
+# Declared before the eval-<type> pattern, which would otherwise take them for test types.
 eval-replicates: install
 	$(BIN)/python eval.py --type=all --replicates
+
+eval-calibrate: install
+	$(BIN)/python eval.py --type=repeatability --calibrate
 
 eval-%: install
 	$(BIN)/python eval.py --type=$*

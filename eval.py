@@ -7,6 +7,7 @@ Run it from the repository root:
     python eval.py --type=functional --groups=billing,shipping
     python eval.py --type=all --human-review     # only entries flagged for human review
     python eval.py --type=all --replicates       # REPLICATES runs: how far the result moves
+    python eval.py --type=repeatability --calibrate  # find the REPEAT_COUNT where results settle
 
 All scoring parameters are the constants below; change them here, never through Makefile
 variables, command-line flags or dataset fields. To evaluate your own component, replace
@@ -36,6 +37,7 @@ EVAL_MIN_F1 = 0.8
 REPEAT_COUNT = 5  # 3-5 for routine runs, 10-20 for focused passes
 EVAL_MIN_ACCURACY_REPEATABILITY = 0.6
 REPEAT_SEMANTIC_SIMILARITY_SCORE = 0.9  # min average pairwise cosine of an entry's repeats
+CALIBRATION_REPEAT_COUNT = 20  # calls per entry for --calibrate (`make eval-calibrate`)
 
 # --- replicates (python eval.py --type=all --replicates, `make eval-replicates`) ------------------
 REPLICATES = 2  # two is the smallest number that gives a spread; past 3-4, add items instead

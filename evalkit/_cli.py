@@ -59,10 +59,16 @@ def run_eval_script(constants: Mapping[str, Any], component: Component,
     parser.add_argument("--human-review", action="store_true",
                         help="only entries with human_review: true; writes "
                              "report-human-review.md")
-    parser.add_argument("--replicates", action="store_true",
-                        help="run the selection REPLICATES times (a constant, default 2) with "
-                             "per-replicate seeds, as nested MLflow runs; writes "
-                             "report-stability.md, stability.json and replicates.lock.json")
+    modes = parser.add_mutually_exclusive_group()
+    modes.add_argument("--replicates", action="store_true",
+                       help="run the selection REPLICATES times (a constant, default 2) with "
+                            "per-replicate seeds, as nested MLflow runs; writes "
+                            "report-stability.md, stability.json and replicates.lock.json")
+    modes.add_argument("--calibrate", action="store_true",
+                       help="calibrate REPEAT_COUNT: run the repeatability entries "
+                            "CALIBRATION_REPEAT_COUNT times (a constant, default 20), re-score "
+                            "every prefix k = 2..N without new calls; writes "
+                            "report-calibration.md and calibration.png")
     args = parser.parse_args(argv)
     _configure_logging()
     return _guarded(lambda: _run(constants, component, script, args))
@@ -78,6 +84,18 @@ def _run(constants: Mapping[str, Any], component: Component, script: str,
         series = evaluate_replicates(config, component, selection)
         _print_replicates(series)
         return ExitStatus.OK if series.passed else ExitStatus.THRESHOLD_FAILED
+    if args.calibrate:
+        from evalkit._calibrate import evaluate_calibration
+
+        calibrated = evaluate_calibration(config, component, selection)
+        for point in calibrated.calibration.points:
+            print(f"k={point.k:<3} pass rate {point.rate:.3f} ({point.passed}/{point.entries})")
+        print(f"recommended REPEAT_COUNT: {calibrated.calibration.recommended}")
+        for path in calibrated.reports:
+            print(f"wrote: {path}")
+        print(f"mlflow: calibration run {calibrated.run.run_id} in "
+              f"{calibrated.run.experiment_name} ({calibrated.run.tracking_uri})")
+        return ExitStatus.OK
     outcome = evaluate(config, component, selection)
     _print_outcome(outcome)
     return ExitStatus.OK if outcome.passed else ExitStatus.THRESHOLD_FAILED
@@ -117,7 +135,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
         prog="evalkit", formatter_class=argparse.RawDescriptionHelpFormatter,
         description="evalkit: lint golden datasets, re-render reports from MLflow, list run "
-                    "history and compare runs against the noise floor. "
+                    "history, compare runs against the noise floor and plan how many runs a "
+                    "claim needs. "
                     "Evaluations themselves run from an eval script: python eval.py --type=all.",
         epilog=EXIT_STATUSES)
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
@@ -142,6 +161,31 @@ def main(argv: Sequence[str] | None = None) -> int:
     compare.add_argument("a", metavar="A", help="run id, or experiment name (its latest run)")
     compare.add_argument("b", metavar="B", help="run id, or experiment name (its latest run)")
     compare.add_argument("--json", action="store_true", help="machine-readable output")
+    plan = commands.add_parser(
+        "plan", help="how many runs a claim needs, from an experiment's runs in MLflow",
+        description="Measure p (the per-run disagreement rate) from the repeats of the latest "
+                    "run with repeatability entries and from the latest replicate series; print "
+                    "the error of majority, unanimous and any-of votes for N = 1..20 with the "
+                    "N each needs, the items-vs-replicates optimum, and, with --against, "
+                    "intervals for the contrast between two systems. Calls no component; logs "
+                    "a planning run and writes reports/report-planning.md.")
+    plan.add_argument("experiment", metavar="EXPERIMENT")
+    plan.add_argument("--target-error", type=float, default=0.01,
+                      help="error an aggregated verdict may have (default: 0.01)")
+    plan.add_argument("--max-n", type=int, default=20, help="largest N in the table (20)")
+    plan.add_argument("--replicate-cost", type=float, default=1.0,
+                      help="cost a of one call (one replicate of one item); default 1")
+    plan.add_argument("--item-cost", type=float, default=1.0,
+                      help="cost b of one more item (writing and reviewing it); default 1")
+    plan.add_argument("--against", metavar="OTHER",
+                      help="a second system: experiment name or replicate-parent run id")
+    plan.add_argument("--contrasts", type=int, metavar="K",
+                      help="contrasts in the family for Bonferroni (default: shared types)")
+    plan.add_argument("--half-width", type=float, metavar="W",
+                      help="target half-width of a contrast interval, for replicate planning")
+    plan.add_argument("--output", type=Path, default=Path("reports"),
+                      help="folder for report-planning.md (default: reports)")
+    plan.add_argument("--json", action="store_true", help="machine-readable output")
     history = commands.add_parser("history", help="list an experiment's runs, newest first")
     history.add_argument("experiment", metavar="EXPERIMENT",
                          help="experiment name, e.g. support-router/golden")
@@ -150,7 +194,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parser.parse_args(argv)
     _configure_logging()
     handlers: dict[str, Callable[[argparse.Namespace], int]] = {
-        "lint": _lint, "report": _report, "compare": _compare, "history": _history}
+        "lint": _lint, "report": _report, "compare": _compare, "history": _history,
+        "plan": _plan}
     return _guarded(lambda: handlers[args.command](args))
 
 
@@ -168,11 +213,19 @@ def _report(args: argparse.Namespace) -> int:
     from evalkit._reports import render_reports
     from evalkit._tracking import Tracker
 
-    reports = render_reports(Tracker().fetch(args.run_id))
+    record = Tracker().fetch(args.run_id)
+    reports = render_reports(record)
     args.output.mkdir(parents=True, exist_ok=True)
     for name, text in reports.items():
         (args.output / name).write_text(text, encoding="utf-8")
         print(f"report: {args.output / name}")
+    if record.mode == "calibration":
+        from evalkit._calibration import CHART_FILE, Calibration, plot
+        from evalkit._tracking import CALIBRATION_ARTIFACT
+
+        plot(Calibration.from_json(record.documents[CALIBRATION_ARTIFACT]),
+             args.output / CHART_FILE)
+        print(f"chart: {args.output / CHART_FILE}")
     return ExitStatus.OK
 
 
@@ -207,6 +260,29 @@ def _compare(args: argparse.Namespace) -> int:
         return ExitStatus.INCONCLUSIVE
     return ExitStatus.OK if all(r.verdict.decided for r in results) \
         else ExitStatus.INCONCLUSIVE
+
+
+def _plan(args: argparse.Namespace) -> int:
+    from evalkit._planning import build_plan, record_plan
+    from evalkit._tracking import Tracker
+
+    tracker = Tracker()
+    plan = build_plan(tracker, args.experiment, target_error=args.target_error,
+                      max_n=args.max_n, against=args.against, contrast_count=args.contrasts,
+                      half_width=args.half_width, replicate_cost=args.replicate_cost,
+                      item_cost=args.item_cost)
+    parameters = {name: str(value) for name, value in (
+        ("target_error", args.target_error), ("max_n", args.max_n),
+        ("replicate_cost", args.replicate_cost), ("item_cost", args.item_cost),
+        ("against", args.against), ("contrasts", args.contrasts),
+        ("half_width", args.half_width)) if value is not None}
+    run_id, path, report = record_plan(tracker, plan, args.output, parameters)
+    if args.json:
+        print(json.dumps({"run_id": run_id, **plan.to_json()}, indent=1))
+    else:
+        print(report)
+        print(f"wrote: {path}\nmlflow: planning run {run_id} in {args.experiment}")
+    return ExitStatus.OK
 
 
 def _history(args: argparse.Namespace) -> int:

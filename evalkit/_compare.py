@@ -16,7 +16,7 @@ from enum import StrEnum
 from typing import Any
 
 from evalkit._errors import TrackingError
-from evalkit._tracking import Tracker
+from evalkit._tracking import STABILITY_ITEMS_ARTIFACT, Tracker
 
 FLOOR_MULTIPLE = 2.0
 _RUN_ID = re.compile(r"^[0-9a-f]{32}$")
@@ -105,9 +105,9 @@ def load_side(tracker: Tracker, reference: str) -> Side:
     types = [t for t in record.tags.get("test_types", "").split(",") if t]
     accuracy = {t: record.metrics[f"{t}_accuracy"] for t in types
                 if f"{t}_accuracy" in record.metrics}
-    if record.is_replicate_parent:
+    if record.mode == "replicates":
         items = {t: {item: _majority(cells) for item, cells in rows.items()}
-                 for t, rows in (record.stability_items or {}).items()}
+                 for t, rows in record.documents[STABILITY_ITEMS_ARTIFACT].items()}
         floor_metrics: Mapping[str, float] = record.metrics
     else:
         assert record.evaluation is not None
@@ -122,8 +122,8 @@ def load_side(tracker: Tracker, reference: str) -> Side:
 
 
 def _latest_run(tracker: Tracker, experiment_name: str) -> str:
-    for run in tracker.runs(experiment_name):
-        if run.info.status == "FINISHED" and "mlflow.parentRunId" not in run.data.tags:
+    for run in tracker.evaluation_runs(experiment_name):
+        if run.info.status == "FINISHED":
             return str(run.info.run_id)
     raise TrackingError(f"experiment {experiment_name!r} has no finished run to compare")
 

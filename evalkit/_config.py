@@ -28,13 +28,15 @@ _SINGLE = (
     "EXPERIMENT_NAME", "DATASET_PATH", "REPORTS_DIR", "REPEAT_COUNT",
     "REPEAT_SEMANTIC_SIMILARITY_SCORE", "BIAS_SEMANTIC_SIMILARITY_SCORE",
     "SEMANTIC_SIMILARITY_SCORE", "MOCK_ADAPTERS", "COMPONENT_PARAMS", "REPLICATES", "ROOT_SEED",
+    "CALIBRATION_REPEAT_COUNT",
 )
 KNOWN_CONSTANTS = frozenset(
     [*_SINGLE, *_PER_TYPE, *(f"{base}_{t.upper()}" for base in _PER_TYPE for t in TEST_TYPES)]
 )
 _RESERVED_PREFIXES = ("EVAL_", "REPEAT_", "REPLICATE", "ROOT_SEED", "SCORER", "BIAS_", "SEMANTIC_",
-                      "EXPERIMENT", "DATASET")
+                      "EXPERIMENT", "DATASET", "CALIBRATION")
 DEFAULT_REPLICATES = 2
+DEFAULT_CALIBRATION_REPEAT_COUNT = 20
 _EXPERIMENT_PATTERN = re.compile(r"^[^/\s][^/]*/[^/]*[^/\s]$")
 
 
@@ -59,6 +61,8 @@ class EvalConfig:
     """How many times replicate mode runs the whole selection (``--replicates``)."""
     root_seed: int = 0
     """Root of the per-replicate seeds (see :func:`evalkit._stability.replicate_seed`)."""
+    calibration_repeat_count: int = DEFAULT_CALIBRATION_REPEAT_COUNT
+    """Calls per repeatability entry in calibration mode (``--calibrate``)."""
     min_accuracy: Mapping[str, float] = field(default_factory=dict)
     """Per type, plus ``"default"``."""
     min_f1: Mapping[str, float] = field(default_factory=dict)
@@ -99,6 +103,9 @@ class EvalConfig:
             replicates=_count(known, "REPLICATES", script, DEFAULT_REPLICATES,
                               "the smallest number that produces a spread at all"),
             root_seed=_integer(known, "ROOT_SEED", script, 0),
+            calibration_repeat_count=_count(known, "CALIBRATION_REPEAT_COUNT", script,
+                                            DEFAULT_CALIBRATION_REPEAT_COUNT,
+                                            "prefixes k = 2..N are re-scored"),
             min_accuracy=_per_type(known, "EVAL_MIN_ACCURACY", script, _fraction),
             min_f1=_per_type(known, "EVAL_MIN_F1", script, _fraction),
             scorer=scorer,

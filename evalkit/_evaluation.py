@@ -12,7 +12,7 @@ import contextlib
 import logging
 import signal
 from collections.abc import Iterator, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from importlib import metadata
 from pathlib import Path
@@ -58,12 +58,16 @@ class EvaluationOutcome:
 
 
 @dataclass(frozen=True)
-class Replicate:
-    """Where a run sits in a series of replicates (see :mod:`evalkit._replicates`)."""
+class RunRole:
+    """How a run sits among others: a replicate of a series, a calibration run, or alone."""
 
-    index: int
-    seed: int
-    parent_run_id: str
+    tags: Mapping[str, str] = field(default_factory=dict)
+    name_suffix: str = ""
+    seed: int | None = None
+    """Handed to the component as ``call.seed``."""
+    replicate: int | None = None
+    local_reports: bool = True
+    """Write the reports to the reports folder too (always logged to MLflow)."""
 
 
 @dataclass(frozen=True)
@@ -123,18 +127,11 @@ def evaluate(config: EvalConfig, component: Component, selection: Selection, *,
 
 
 def run_prepared(prepared: PreparedEvaluation, component: Component, tracker: Tracker,
-                 runs_dir: Path = RUNS_DIR,
-                 replicate: Replicate | None = None) -> EvaluationOutcome:
-    """One MLflow run of a prepared evaluation (a nested child run when ``replicate`` is set)."""
+                 runs_dir: Path = RUNS_DIR, role: RunRole = RunRole()) -> EvaluationOutcome:
+    """One MLflow run of a prepared evaluation, in the given role."""
     config, plan = prepared.config, prepared.plan
-    tags = prepared.tags()
-    if replicate is not None:
-        tags.update({"mlflow.parentRunId": replicate.parent_run_id,
-                     "replicate": str(replicate.index), "seed": str(replicate.seed)})
-    run_id = tracker.start_run(
-        config.experiment_name,
-        prepared.run_name("" if replicate is None else f"-r{replicate.index}"),
-        prepared.params(), tags)
+    run_id = tracker.start_run(config.experiment_name, prepared.run_name(role.name_suffix),
+                               prepared.params(), {**prepared.tags(), **role.tags})
     raw_path = runs_dir / run_id / RAW_RESULTS_FILE
     logger.info("MLflow run %s in experiment %s (%s); %d entries, %d calls; raw results: %s",
                 run_id, config.experiment_name, tracker.tracking_uri, len(plan.items),
@@ -145,8 +142,7 @@ def run_prepared(prepared: PreparedEvaluation, component: Component, tracker: Tr
         with _sigterm_as_interrupt(), RawResultsLog(raw_path) as raw_log:
             outputs = list(_with_progress(plan, run_calls(
                 plan, component, config.mock_adapters, raw_log, prepared.redactor,
-                seed=None if replicate is None else replicate.seed,
-                replicate=None if replicate is None else replicate.index)))
+                seed=role.seed, replicate=role.replicate)))
         scored = score_run(outputs, plan.types, prepared.scorers)
         metrics = tuple(TypeMetrics.from_result(r, prepared.thresholds[r.test_type])
                         for r in scored.types)
@@ -158,7 +154,7 @@ def run_prepared(prepared: PreparedEvaluation, component: Component, tracker: Tr
                                                  scored.component_errors), {"verdict": verdict})
         tracker.log_evaluation(run_id, scored)
         written = publish_reports(tracker, run_id, render_reports(tracker.fetch(run_id)),
-                                   config.reports_dir if replicate is None else None)
+                                   config.reports_dir if role.local_reports else None)
         status = "FINISHED"
     except KeyboardInterrupt:
         status = "KILLED"

@@ -1,7 +1,8 @@
 """The run history of an experiment, newest first: the terminal view of what MLflow holds.
 
 Replicate children are folded into their parent (which carries the mean over replicates and
-the effective-n interval), so each line is one thing a user ran.
+the effective-n interval), so each line is one evaluation a user ran; planning runs, which
+evaluate nothing, are left out.
 """
 
 from __future__ import annotations
@@ -51,14 +52,7 @@ class HistoryRow:
 
 def history(tracker: Tracker, experiment_name: str, limit: int = 20) -> tuple[HistoryRow, ...]:
     """The ``limit`` newest top-level runs of an experiment."""
-    rows = []
-    for run in tracker.runs(experiment_name):
-        if "mlflow.parentRunId" in run.data.tags:
-            continue
-        rows.append(_row(run))
-        if len(rows) == limit:
-            break
-    return tuple(rows)
+    return tuple(_row(run) for run in tracker.evaluation_runs(experiment_name)[:limit])
 
 
 def _row(run: Any) -> HistoryRow:

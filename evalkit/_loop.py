@@ -74,6 +74,13 @@ class EntryOutputs:
         return self.calls[0]
 
 
+def read_raw_results(path: Path) -> list[CallRecord]:
+    """Every call recorded in a raw-results file, in the order made."""
+    with path.open(encoding="utf-8") as lines:
+        return [CallRecord(**record)
+                for record in map(json.loads, lines)]
+
+
 class RawResultsLog:
     """Append-only JSON-lines file of every call, flushed line by line."""
 

@@ -23,7 +23,7 @@ from evalkit._evaluation import (
     RUNS_DIR,
     EvaluationOutcome,
     PreparedEvaluation,
-    Replicate,
+    RunRole,
     prepare,
     publish_reports,
     run_prepared,
@@ -126,7 +126,9 @@ def evaluate_replicates(config: EvalConfig, component: Component, selection: Sel
     status = "FAILED"
     try:
         children = tuple(
-            run_prepared(prepared, component, tracker, runs_dir, Replicate(r, seed, parent))
+            run_prepared(prepared, component, tracker, runs_dir, RunRole(
+                tags={"mlflow.parentRunId": parent, "replicate": str(r), "seed": str(seed)},
+                name_suffix=f"-r{r}", seed=seed, replicate=r, local_reports=False))
             for r, seed in enumerate(seeds.seeds))
         stability = _stability_of(prepared, children)
         lock_doc = seeds.to_json()

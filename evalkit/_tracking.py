@@ -17,16 +17,22 @@ and of the parent run of a replicate series (``mode`` tag ``replicates``)::
     stability/items.json        every item's result in every replicate
     stability/replicates.lock.json   the seeds of the replicates
     reports/report-stability.md
+
+and of a calibration run (``mode`` tag ``calibration``), besides the ordinary artifacts::
+
+    calibration/calibration.json     pass rate by repeat count k, the recommended k
+    reports/report-calibration.md, reports/calibration.png
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
 import subprocess
 import tempfile
 import time
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -38,6 +44,15 @@ EVALUATION_ARTIFACT = "results/evaluation.json"
 STABILITY_ARTIFACT = "stability/stability.json"
 STABILITY_ITEMS_ARTIFACT = "stability/items.json"
 LOCK_ARTIFACT = "stability/replicates.lock.json"
+CALIBRATION_ARTIFACT = "calibration/calibration.json"
+PLAN_ARTIFACT = "planning/plan.json"
+MODE_DOCUMENTS: Mapping[str, tuple[str, ...]] = {
+    "replicates": (STABILITY_ARTIFACT, STABILITY_ITEMS_ARTIFACT),
+    "calibration": (CALIBRATION_ARTIFACT,),
+    "planning": (PLAN_ARTIFACT,),
+}
+"""The JSON artifacts a run of each mode holds beside (or instead of) evaluation.json."""
+_WITHOUT_EVALUATION = frozenset({"replicates", "planning"})
 TABLE_ARTIFACT = "results/entries.json"
 RAW_ARTIFACT_DIR = "raw"
 REPORTS_ARTIFACT_DIR = "reports"
@@ -59,15 +74,14 @@ class RunRecord:
     metrics: Mapping[str, float]
     histories: Mapping[str, tuple[float, ...]]
     evaluation: ScoredRun | None
-    """Scored items of an ordinary run; ``None`` for a replicate series' parent."""
-    stability: Mapping[str, Any] | None = None
-    """``stability.json`` of a replicate series' parent."""
-    stability_items: Mapping[str, Any] | None = None
-    """``items.json`` of a replicate series' parent."""
+    """Scored items; ``None`` for runs that call no component (a replicate parent, a plan)."""
+    documents: Mapping[str, Any] = field(default_factory=dict)
+    """The JSON artifacts of the run's mode (see :data:`MODE_DOCUMENTS`), by artifact path."""
 
     @property
-    def is_replicate_parent(self) -> bool:
-        return self.tags.get("mode") == "replicates"
+    def mode(self) -> str | None:
+        """``replicates``, ``calibration``, ``planning``, or ``None`` for an ordinary run."""
+        return self.tags.get("mode")
 
 
 class Tracker:
@@ -129,12 +143,14 @@ class Tracker:
         run = self.run_data(run_id)
         experiment = self._client.get_experiment(run.info.experiment_id)
         tags = dict(run.data.tags)
-        evaluation, stability, items = None, None, None
-        if tags.get("mode") == "replicates":
-            stability = self.read_json(run_id, STABILITY_ARTIFACT)
-            items = self.read_json(run_id, STABILITY_ITEMS_ARTIFACT)
-        else:
-            evaluation = ScoredRun.from_json(self.read_json(run_id, EVALUATION_ARTIFACT))
+        mode = tags.get("mode", "")
+        evaluation = None if mode in _WITHOUT_EVALUATION else ScoredRun.from_json(
+            self.read_json(run_id, EVALUATION_ARTIFACT))
+        documents = {}
+        for path in MODE_DOCUMENTS.get(mode, ()):
+            # A document may not be written yet: a calibration run renders twice.
+            with contextlib.suppress(TrackingError):
+                documents[path] = self.read_json(run_id, path)
         histories = {}
         for result in evaluation.types if evaluation else ():
             for key in TypeMetrics.history_keys(result.test_type):
@@ -145,7 +161,7 @@ class Tracker:
             experiment_name=experiment.name, start_time_ms=run.info.start_time,
             status=run.info.status, params=dict(run.data.params), tags=tags,
             metrics=dict(run.data.metrics), histories=histories, evaluation=evaluation,
-            stability=stability, stability_items=items)
+            documents=documents)
 
     def read_json(self, run_id: str, artifact: str) -> Any:
         """A JSON artifact of a run."""
@@ -166,6 +182,13 @@ class Tracker:
             raise TrackingError(f"no experiment {experiment_name!r} at {self.tracking_uri}")
         return list(self._client.search_runs([experiment.experiment_id], max_results=limit,
                                              order_by=["attributes.start_time DESC"]))
+
+    def evaluation_runs(self, experiment_name: str) -> list[Any]:
+        """Top-level evaluation runs, newest first: replicate children (folded into their
+        parent) and planning runs (they evaluate nothing) left out."""
+        return [run for run in self.runs(experiment_name)
+                if "mlflow.parentRunId" not in run.data.tags
+                and run.data.tags.get("mode") != "planning"]
 
     def run_data(self, run_id: str) -> Any:
         """One run's info, params, tags and latest metrics (MLflow ``Run``)."""

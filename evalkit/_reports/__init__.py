@@ -8,11 +8,21 @@ cannot break a table or the chart.
 
 from __future__ import annotations
 
+from evalkit._errors import TrackingError
 from evalkit._metrics import TypeMetrics, threshold_from_params
+from evalkit._reports._calibration import CALIBRATION_REPORT, calibration_report
 from evalkit._reports._human_review import human_review_report
 from evalkit._reports._per_type import type_report
+from evalkit._reports._planning import PLANNING_REPORT, planning_report
 from evalkit._reports._stability import STABILITY_REPORT, stability_report
-from evalkit._tracking import RunRecord
+from evalkit._tracking import (
+    CALIBRATION_ARTIFACT,
+    MODE_DOCUMENTS,
+    PLAN_ARTIFACT,
+    STABILITY_ARTIFACT,
+    STABILITY_ITEMS_ARTIFACT,
+    RunRecord,
+)
 
 HUMAN_REVIEW_REPORT = "report-human-review.md"
 
@@ -23,9 +33,17 @@ def report_name(test_type: str) -> str:
 
 def render_reports(record: RunRecord) -> dict[str, str]:
     """File name -> markdown for every report of the run."""
-    if record.stability is not None:
-        return {STABILITY_REPORT: stability_report(record, record.stability,
-                                                   record.stability_items or {})}
+    missing = [p for p in MODE_DOCUMENTS.get(record.mode or "", ())
+               if p not in record.documents and record.mode != "calibration"]
+    if missing:
+        raise TrackingError(f"run {record.run_id} has no {', '.join(missing)}: it did not "
+                            "finish, so there is nothing to render")
+    if record.mode == "replicates":
+        return {STABILITY_REPORT: stability_report(
+            record, record.documents[STABILITY_ARTIFACT],
+            record.documents[STABILITY_ITEMS_ARTIFACT])}
+    if record.mode == "planning":
+        return {PLANNING_REPORT: planning_report(record, record.documents[PLAN_ARTIFACT])}
     assert record.evaluation is not None
     reports = {}
     for result in record.evaluation.types:
@@ -35,7 +53,11 @@ def render_reports(record: RunRecord) -> dict[str, str]:
         reports[report_name(result.test_type)] = type_report(record, result, metrics)
     if record.evaluation.human_review:
         reports[HUMAN_REVIEW_REPORT] = human_review_report(record, record.evaluation.human_review)
+    if CALIBRATION_ARTIFACT in record.documents:
+        reports[CALIBRATION_REPORT] = calibration_report(
+            record, record.documents[CALIBRATION_ARTIFACT])
     return reports
 
 
-__all__ = ["HUMAN_REVIEW_REPORT", "STABILITY_REPORT", "render_reports", "report_name"]
+__all__ = ["CALIBRATION_REPORT", "HUMAN_REVIEW_REPORT", "PLANNING_REPORT", "STABILITY_REPORT",
+           "render_reports", "report_name"]

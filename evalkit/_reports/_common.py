@@ -24,8 +24,9 @@ def header(record: RunRecord, title: str, extra: Sequence[tuple[str, str]] = ())
     lines = [
         f"# {title}", "",
         f"- **Date:** {started:%Y-%m-%d %H:%M:%S} UTC",
-        f"- **Dataset:** {cell(params.get('DATASET_PATH', ''))} ({params.get('dataset_entries')} "
-        f"entries, sha256 {cell(params.get('dataset_digest', '')[:16])})",
+        f"- **Dataset:** {cell(params.get('DATASET_PATH', 'unknown'))} "
+        f"({params.get('dataset_entries', '?')} entries, sha256 "
+        f"{cell(params.get('dataset_digest', 'unknown')[:16])})",
         f"- **Script:** {source}",
         *(f"- **{label}:** {value}" for label, value in extra),
         f"- **MLflow:** experiment {cell(record.experiment_name)} (id {record.experiment_id}), "

@@ -1,0 +1,58 @@
+"""Calibration mode: run the repeatability entries once at ``CALIBRATION_REPEAT_COUNT``, then
+re-score every prefix of the recorded outputs (see :mod:`evalkit._calibration`).
+
+The calibration run is an ordinary MLflow run tagged ``mode=calibration``; its per-type report
+stays in MLflow so that the routine ``report-repeatability.md`` is not overwritten. Locally it
+writes ``report-calibration.md`` and ``calibration.png``.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+from dataclasses import dataclass
+from pathlib import Path
+
+from evalkit._calibration import CHART_FILE, Calibration, plot, prefix_pass_rates
+from evalkit._config import EvalConfig
+from evalkit._evaluation import RUNS_DIR, EvaluationOutcome, RunRole, prepare, run_prepared
+from evalkit._loop import CallRecord, Component, read_raw_results
+from evalkit._plan import Selection
+from evalkit._reports import CALIBRATION_REPORT, render_reports
+from evalkit._tracking import CALIBRATION_ARTIFACT, REPORTS_ARTIFACT_DIR, Tracker
+
+
+@dataclass(frozen=True)
+class CalibrationOutcome:
+    run: EvaluationOutcome
+    calibration: Calibration
+    reports: tuple[Path, ...]
+
+
+def evaluate_calibration(config: EvalConfig, component: Component, selection: Selection, *,
+                         tracker: Tracker | None = None,
+                         runs_dir: Path = RUNS_DIR) -> CalibrationOutcome:
+    """One run of the repeatability entries at ``CALIBRATION_REPEAT_COUNT``, then the prefix
+    re-scoring, logged to the same MLflow run with ``report-calibration.md`` and its chart."""
+    calibrated = dataclasses.replace(config, repeat_count=config.calibration_repeat_count)
+    # Only the repeatability entries, at the larger count; --groups and --human-review apply.
+    prepared = prepare(calibrated, dataclasses.replace(selection, test_type="repeatability"))
+    tracker = tracker or Tracker()
+    outcome = run_prepared(prepared, component, tracker, runs_dir, RunRole(
+        tags={"mode": "calibration"}, name_suffix="-calibration", local_reports=False))
+    recorded: dict[str, list[CallRecord]] = {}
+    for call in read_raw_results(outcome.raw_results):
+        recorded.setdefault(call.entry_id, []).append(call)
+    calibration = prefix_pass_rates(
+        [sorted(calls, key=lambda c: c.repeat) for calls in recorded.values()],
+        prepared.scorers.by_type["repeatability"])
+    tracker.log_text(outcome.run_id, json.dumps(calibration.to_json(), indent=1) + "\n",
+                     CALIBRATION_ARTIFACT)
+    report = render_reports(tracker.fetch(outcome.run_id))[CALIBRATION_REPORT]
+    config.reports_dir.mkdir(parents=True, exist_ok=True)
+    paths = (config.reports_dir / CALIBRATION_REPORT, config.reports_dir / CHART_FILE)
+    paths[0].write_text(report, encoding="utf-8")
+    plot(calibration, paths[1])
+    tracker.log_text(outcome.run_id, report, f"{REPORTS_ARTIFACT_DIR}/{CALIBRATION_REPORT}")
+    tracker.log_file(outcome.run_id, paths[1], REPORTS_ARTIFACT_DIR)
+    return CalibrationOutcome(outcome, calibration, paths)

@@ -1,0 +1,200 @@
+"""REPEAT_COUNT calibration and `evalkit plan`, end to end against real MLflow stores."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import mlflow
+import pytest
+
+from evalkit import Call, Entry, EvalConfig, Selection, evaluate
+from evalkit._calibrate import evaluate_calibration
+from evalkit._planning import build_plan, record_plan
+from evalkit._replicates import evaluate_replicates
+from evalkit._reports import render_reports
+from evalkit._tracking import Tracker
+from tests.conftest import entry, run_script, script_env, write_dataset, write_eval_script
+
+STABLE = [f"stable-{i}" for i in range(7)]
+LATE = [f"late-{i}" for i in range(3)]
+
+
+def late_changer(entry: Entry, call: Call) -> Any:
+    """Stable entries always answer "a"; late ones change their answer from the fourth call."""
+    return "b" if entry.id.startswith("late") and call.repeat >= 3 else "a"
+
+
+def calibration_config(tmp_path: Path, **extra: Any) -> EvalConfig:
+    dataset = write_dataset(tmp_path / "ds", {
+        **{i: entry("repeatability") for i in STABLE + LATE},
+        "other": entry("functional")})
+    return EvalConfig.from_constants({
+        "EXPERIMENT_NAME": "plan/calibration", "DATASET_PATH": str(dataset),
+        "REPORTS_DIR": str(tmp_path / "reports"), "EVAL_MIN_ACCURACY": 0.5, "REPEAT_COUNT": 3,
+        "EVAL_MIN_ACCURACY_REPEATABILITY": 0.5, "CALIBRATION_REPEAT_COUNT": 6, **extra},
+        "test_eval.py")
+
+
+def test_calibration_rescores_prefixes_without_new_calls(tmp_path: Path,
+                                                         tracking_uri: str) -> None:
+    calls: list[tuple[str, int]] = []
+
+    def component(entry: Entry, call: Call) -> Any:
+        calls.append((entry.id, call.repeat))
+        return late_changer(entry, call)
+
+    outcome = evaluate_calibration(calibration_config(tmp_path), component, Selection("all"),
+                                   tracker=Tracker(tracking_uri),
+                                   runs_dir=tmp_path / ".evalkit" / "runs")
+    assert sorted(calls) == sorted((i, r) for i in STABLE + LATE for r in range(6))
+    calibration = outcome.calibration
+    assert [(p.k, p.passed) for p in calibration.points] == [
+        (2, 10), (3, 10), (4, 7), (5, 7), (6, 7)]
+    assert calibration.recommended == 4
+    # k = N is the run's own repeatability accuracy.
+    (metrics,) = outcome.run.metrics
+    assert metrics.accuracy == calibration.points[-1].rate == 0.7
+
+    report_path, chart_path = outcome.reports
+    report = report_path.read_text()
+    assert "**Recommended REPEAT_COUNT:** 4" in report
+    assert "- **REPEAT_COUNT in the script:** 3" in report
+    assert 'x-axis "Repeat count k" [2, 3, 4, 5, 6]' in report
+    assert "line [1.000, 1.000, 0.700, 0.700, 0.700]" in report
+    assert chart_path.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    assert sorted(p.name for p in (tmp_path / "reports").iterdir()) == [
+        "calibration.png", "report-calibration.md"]  # the routine report is left alone
+    client = mlflow.MlflowClient(tracking_uri)
+    artifacts = {a.path for d in ("reports", "calibration")
+                 for a in client.list_artifacts(outcome.run.run_id, d)}
+    assert artifacts == {"reports/report-calibration.md", "reports/calibration.png",
+                         "reports/report-repeatability.md", "calibration/calibration.json"}
+    record = Tracker(tracking_uri).fetch(outcome.run.run_id)
+    assert record.tags["mode"] == "calibration" and record.metrics["repeat_count"] == 6
+    assert render_reports(record)["report-calibration.md"] == report
+
+
+def test_calibration_counts_an_error_as_a_failure_from_its_repeat(tmp_path: Path,
+                                                                  tracking_uri: str) -> None:
+    def fails_on_fifth(entry: Entry, call: Call) -> Any:
+        if entry.id == "stable-0" and call.repeat == 4:
+            raise TimeoutError("provider timeout")
+        return late_changer(entry, call)
+
+    outcome = evaluate_calibration(calibration_config(tmp_path), fails_on_fifth,
+                                   Selection("all"), tracker=Tracker(tracking_uri),
+                                   runs_dir=tmp_path / ".evalkit" / "runs")
+    assert [p.passed for p in outcome.calibration.points] == [10, 10, 7, 6, 6]
+
+
+def seeded(entry: Entry, call: Call) -> Any:
+    """Flaky items answer by the replicate's seed; the rest are fixed."""
+    if entry.id.startswith("flaky"):
+        return "a" if (call.seed or 0) % 3 != int(entry.id[-1]) % 3 else "wrong"
+    return "a"
+
+
+def test_plan_measures_p_from_repeats_and_replicates(tmp_path: Path,
+                                                     tracking_uri: str) -> None:
+    dataset = write_dataset(tmp_path / "ds", {
+        **{f"r{i}": entry("repeatability") for i in range(4)},
+        **{f"fixed{i}": entry("functional") for i in range(6)},
+        **{f"flaky{i}": entry("functional") for i in range(3)}})
+    base = {"EXPERIMENT_NAME": "plan/p", "DATASET_PATH": str(dataset),
+            "REPORTS_DIR": str(tmp_path / "reports"), "EVAL_MIN_ACCURACY": 0.0,
+            "REPEAT_COUNT": 5, "EVAL_MIN_ACCURACY_REPEATABILITY": 0.0, "REPLICATES": 4}
+    tracker = Tracker(tracking_uri)
+    runs_dir = tmp_path / ".evalkit" / "runs"
+
+    def answers(entry: Entry, call: Call) -> Any:
+        # r0: 5 x "a"; r1: 4 x "a", 1 x "b"; r2: a a b b c (minority 3); r3: an error.
+        if entry.id == "r3":
+            raise ValueError("broken")
+        pattern = {"r0": "aaaaa", "r1": "aaaab", "r2": "aabbc"}.get(entry.id)
+        return pattern[call.repeat] if pattern else seeded(entry, call)
+
+    evaluate(EvalConfig.from_constants(base, "eval.py"), answers, Selection("repeatability"),
+             tracker=tracker, runs_dir=runs_dir)
+    series = evaluate_replicates(EvalConfig.from_constants(base, "eval.py"), seeded,
+                                 Selection("functional"), tracker=tracker, runs_dir=runs_dir)
+    plan = build_plan(tracker, "plan/p", target_error=0.01)
+    repeats, replicates = plan.measured
+    assert (repeats.disagreement.minority, repeats.disagreement.observations) == (4, 15)
+    seeds = [int(mlflow.MlflowClient(tracking_uri).get_run(c.run_id).data.tags["seed"])
+             for c in series.replicates]
+    minority = 0
+    for i in range(3):
+        right = sum(s % 3 != i for s in seeds)
+        minority += min(right, 4 - right)
+    assert (replicates.disagreement.minority, replicates.disagreement.observations) == (
+        minority, 9 * 4)
+    assert repeats.table.recommended["majority (ties wrong)"] is not None
+    assert "functional" in plan.allocations
+
+    run_id, path, report = record_plan(tracker, plan, tmp_path / "reports",
+                                       {"target_error": "0.01"})
+    assert path.read_text() == report
+    assert f"| repeats | {repeats.run_id} | 0.2667 [" in report
+    assert render_reports(tracker.fetch(run_id)) == {"report-planning.md": report}
+    history = [r.info.run_id for r in tracker.evaluation_runs("plan/p")]
+    assert run_id not in history  # a plan is not an evaluation
+
+
+def test_contrast_between_two_systems_over_replicates(tmp_path: Path,
+                                                      tracking_uri: str) -> None:
+    dataset = write_dataset(tmp_path / "ds", {f"q{i}": entry("functional") for i in range(8)})
+    tracker = Tracker(tracking_uri)
+
+    def system(skill: int) -> Any:
+        def answer(entry: Entry, call: Call) -> Any:
+            return "a" if (int(entry.id[1:]) + (call.seed or 0)) % 8 < skill else "wrong"
+        return answer
+
+    for name, skill in (("plan/sys-a", 6), ("plan/sys-b", 3)):
+        config = EvalConfig.from_constants({
+            "EXPERIMENT_NAME": name, "DATASET_PATH": str(dataset),
+            "REPORTS_DIR": str(tmp_path / name), "EVAL_MIN_ACCURACY": 0.0, "REPLICATES": 3},
+            "eval.py")
+        evaluate_replicates(config, system(skill), Selection("all"), tracker=tracker,
+                            runs_dir=tmp_path / "runs")
+    plan = build_plan(tracker, "plan/sys-a", against="plan/sys-b", half_width=0.05)
+    (contrast,) = plan.contrasts
+    # Each system gets exactly `skill` of 8 items right in every replicate: A_r = (6-3)/8.
+    assert contrast.differences == pytest.approx((0.375, 0.375, 0.375))
+    assert contrast.t_interval.estimate == pytest.approx(0.375)
+    assert contrast.items == 8 and contrast.t_interval.n == 3
+    assert contrast.replicates_needed == 2  # zero SD: the floor of two
+    assert contrast.whole_replicate_variance == pytest.approx(0.0)
+    assert contrast.nested_variance > 0  # the items inside each row still vary
+
+
+@pytest.mark.slow
+def test_plan_command_on_a_project(tmp_path: Path) -> None:
+    write_dataset(tmp_path / "ds", {**{f"r{i}": entry("repeatability") for i in range(5)},
+                                    **{f"f{i}": entry("functional") for i in range(10)}})
+    write_eval_script(tmp_path, {
+        "EXPERIMENT_NAME": "plan/cli", "DATASET_PATH": "ds", "EVAL_MIN_ACCURACY": 0.0,
+        "REPEAT_COUNT": 4, "EVAL_MIN_ACCURACY_REPEATABILITY": 0.0, "REPLICATES": 3}, """
+        import random
+        def invoke_component(entry, call):
+            rng = random.Random(f"{call.seed}:{entry.id}:{call.repeat}")
+            return "a" if rng.random() < 0.8 else "b"
+        """)
+    assert run_script(tmp_path, "--type=all").returncode == 0
+    assert run_script(tmp_path, "--type=all", "--replicates").returncode == 0
+    done = subprocess.run([sys.executable, "-m", "evalkit", "plan", "plan/cli", "--json"],
+                          cwd=tmp_path, capture_output=True, text=True,
+                          env=script_env(tmp_path), timeout=120)
+    assert done.returncode == 0, done.stderr
+    document = json.loads(done.stdout)
+    assert [m["source"] for m in document["measured_p"]] == ["repeats", "replicates"]
+    for m in document["measured_p"]:
+        assert m["ci_lower"] <= m["p"] <= m["ci_upper"]
+        assert len(m["vote_error"]["errors"]["any-of"]) == 20
+    assert set(document["items_vs_replicates"]["types"]) <= {"functional", "repeatability"}
+    report = (tmp_path / "reports" / "report-planning.md").read_text()
+    assert "## Items or Replicates" in report
