@@ -24,7 +24,7 @@ from evalkit._errors import (
 )
 from evalkit._evaluation import EvaluationOutcome, evaluate
 from evalkit._loop import Call, CallRecord, Component
-from evalkit._plan import Selection
+from evalkit._selection import Selection
 from evalkit._statistics import (
     ConfusionMatrix,
     Convergence,

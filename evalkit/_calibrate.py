@@ -17,8 +17,8 @@ from evalkit._calibration import CHART_FILE, Calibration, plot, prefix_pass_rate
 from evalkit._config import EvalConfig
 from evalkit._evaluation import RUNS_DIR, EvaluationOutcome, RunRole, prepare, run_prepared
 from evalkit._loop import CallRecord, Component, read_raw_results
-from evalkit._plan import Selection
 from evalkit._reports import CALIBRATION_REPORT, render_reports
+from evalkit._selection import Selection
 from evalkit._tracking import CALIBRATION_ARTIFACT, REPORTS_ARTIFACT_DIR, Tracker
 
 

@@ -20,7 +20,7 @@ from evalkit._dataset import TEST_TYPES, lint_dataset
 from evalkit._errors import EvalkitError, ExitStatus
 from evalkit._evaluation import EvaluationOutcome, evaluate
 from evalkit._loop import Component
-from evalkit._plan import ALL_TYPES, Selection
+from evalkit._selection import ALL_TYPES, Selection
 
 if TYPE_CHECKING:
     from evalkit._replicates import ReplicatesOutcome

@@ -23,10 +23,10 @@ from evalkit._dataset import Dataset, load_dataset
 from evalkit._errors import RunInterrupted
 from evalkit._loop import Component, EntryOutputs, RawResultsLog, run_calls
 from evalkit._metrics import MetricPoint, TypeMetrics, threshold_params
-from evalkit._plan import RunPlan, Selection, plan_run
 from evalkit._reports import render_reports
 from evalkit._scoring import ScoredRun, Scorers, score_run
 from evalkit._secrets import Redactor
+from evalkit._selection import RunPlan, Selection, plan_run
 from evalkit._tracking import RAW_ARTIFACT_DIR, REPORTS_ARTIFACT_DIR, Tracker, source_tags
 
 logger = logging.getLogger("evalkit")

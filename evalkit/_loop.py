@@ -19,8 +19,8 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from evalkit._dataset import Entry
-from evalkit._plan import PlannedEntry, RunPlan
 from evalkit._secrets import Redactor
+from evalkit._selection import PlannedEntry, RunPlan
 
 
 @dataclass(frozen=True)

@@ -30,8 +30,8 @@ from evalkit._evaluation import (
 )
 from evalkit._loop import Component
 from evalkit._metrics import MetricPoint
-from evalkit._plan import Selection
 from evalkit._reports import render_reports
+from evalkit._selection import Selection
 from evalkit._stability import ReplicateStability, replicate_seed, replicate_stability
 from evalkit._tracking import (
     LOCK_ARTIFACT,
