@@ -221,3 +221,29 @@ def test_example_full_run_reports_every_type(example_copy: Path) -> None:
     assert latest.data.params["component.temperature"] == "0.05"
     for t in types:
         assert f"{t}_accuracy" in latest.data.metrics
+
+
+@pytest.mark.slow
+def test_example_calibration_and_plan(example_copy: Path) -> None:
+    done = run_script(example_copy, "--type=repeatability", "--calibrate")
+    assert done.returncode == 0, done.stderr
+    calibration_run = next(line.split()[3] for line in done.stdout.splitlines()
+                           if line.startswith("mlflow: calibration run"))
+    raw = example_copy / ".evalkit" / "runs" / calibration_run / "raw-results.jsonl"
+    calls = [json.loads(line)["entry_id"] for line in raw.read_text().splitlines()]
+    per_entry = {calls.count(entry_id) for entry_id in set(calls)}
+    assert per_entry == {20} and len(set(calls)) >= 10  # CALIBRATION_REPEAT_COUNT each
+    assert all(entry_id.startswith("repeatability/") for entry_id in calls)
+    report = (example_copy / "reports" / "report-calibration.md").read_text()
+    assert "**Recommended REPEAT_COUNT:** " in report
+    assert (example_copy / "reports" / "calibration.png").stat().st_size > 10_000
+
+    for args in (["--type=all"], ["--type=all", "--replicates"]):
+        assert run_script(example_copy, *args).returncode in (0, 1)
+    plan = subprocess.run([sys.executable, "-m", "evalkit", "plan", "support-router/golden"],
+                          cwd=example_copy, capture_output=True, text=True,
+                          env=script_env(example_copy), timeout=120)
+    assert plan.returncode == 0, plan.stderr
+    assert "| replicates |" in plan.stdout and "| repeats |" in plan.stdout
+    assert "## Items or Replicates" in plan.stdout
+    assert (example_copy / "reports" / "report-planning.md").exists()
