@@ -23,6 +23,7 @@ from evalkit._errors import (
     TrackingError,
 )
 from evalkit._evaluation import EvaluationOutcome, evaluate
+from evalkit._llm import ChatEndpoint, ProviderError, RetryPolicy
 from evalkit._loop import Call, CallRecord, Component
 from evalkit._selection import Selection
 from evalkit._statistics import (
@@ -37,7 +38,8 @@ from evalkit._statistics import (
 )
 
 __all__ = [
-    "TEST_TYPES", "Call", "CallRecord", "Component", "ConfigError", "ConfusionMatrix",
+    "TEST_TYPES", "Call", "CallRecord", "ChatEndpoint", "Component", "ConfigError",
+    "ConfusionMatrix", "ProviderError", "RetryPolicy",
     "Convergence", "Dataset", "DatasetInvalid", "Entry", "EvalConfig", "EvalkitError",
     "EvaluationOutcome", "ExitStatus", "LintReport", "LintViolation", "RunInterrupted",
     "Selection", "Threshold", "TrackingError", "WilsonInterval", "chart_points",

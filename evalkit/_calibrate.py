@@ -44,7 +44,8 @@ def evaluate_calibration(config: EvalConfig, component: Component, selection: Se
     for call in read_raw_results(outcome.raw_results):
         recorded.setdefault(call.entry_id, []).append(call)
     calibration = prefix_pass_rates(
-        [sorted(calls, key=lambda c: c.repeat) for calls in recorded.values()],
+        [(item.entry.input, sorted(recorded[item.entry.id], key=lambda c: c.repeat))
+         for item in prepared.plan.items],
         prepared.scorers.by_type["repeatability"])
     tracker.log_text(outcome.run_id, json.dumps(calibration.to_json(), indent=1) + "\n",
                      CALIBRATION_ARTIFACT)

@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from evalkit._loop import CallRecord
-from evalkit.scorers import Scorer
+from evalkit.scorers import OutputGroup, Scorer
 
 PLATEAU_RULE = ("the smallest k from which the pass rate stays within one entry (1/n) of its "
                 "value at the largest k for every larger k")
@@ -67,22 +67,25 @@ class Calibration:
                                               for p in doc["points"]))
 
 
-def prefix_pass_rates(calls_by_entry: Sequence[Sequence[CallRecord]],
+def prefix_pass_rates(entries: Sequence[tuple[Any, Sequence[CallRecord]]],
                       scorer: Scorer) -> Calibration:
-    """Score the first k recorded calls of every entry, for k = 2..N, with no new calls.
+    """Score the first k recorded calls of every entry (its input, its calls in order), for
+    k = 2..N, with no new calls.
 
     An entry whose first k calls include an error fails at k, as it would in a run."""
-    counts = {len(calls) for calls in calls_by_entry}
+    counts = {len(calls) for _, calls in entries}
     if len(counts) != 1 or min(counts) < 2:
         raise ValueError("calibration needs entries with the same number (>= 2) of calls")
     (repeat_count,) = counts
     points = []
     for k in range(2, repeat_count + 1):
-        clean = [calls[:k] for calls in calls_by_entry
+        clean = [(entry_input, calls[:k]) for entry_input, calls in entries
                  if all(c.error is None for c in calls[:k])]
-        verdicts = scorer.among_outputs([[c.output for c in calls] for calls in clean])
-        points.append(CalibrationPoint(k, sum(v.passed for v in verdicts),
-                                       len(calls_by_entry)))
+        verdicts = scorer.among_outputs([
+            OutputGroup((entry_input,) * k, tuple(c.output for c in calls))
+            for entry_input, calls in clean])
+        points.append(CalibrationPoint(k, sum(v.passed and v.error is None for v in verdicts),
+                                       len(entries)))
     return Calibration(repeat_count, tuple(points))
 
 

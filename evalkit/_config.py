@@ -19,7 +19,7 @@ from evalkit._dataset import TEST_TYPES
 from evalkit._errors import ConfigError
 
 DEFAULT_KEY = "default"
-SCORERS = ("exact", "semantic_similarity")
+SCORERS = ("exact", "semantic_similarity", "llm_judge")
 
 # Every constant name evalkit reads. Upper-case names in eval.py with one of the prefixes below
 # that are not listed here are treated as typos.
@@ -28,13 +28,15 @@ _SINGLE = (
     "EXPERIMENT_NAME", "DATASET_PATH", "REPORTS_DIR", "REPEAT_COUNT",
     "REPEAT_SEMANTIC_SIMILARITY_SCORE", "BIAS_SEMANTIC_SIMILARITY_SCORE",
     "SEMANTIC_SIMILARITY_SCORE", "MOCK_ADAPTERS", "COMPONENT_PARAMS", "REPLICATES", "ROOT_SEED",
-    "CALIBRATION_REPEAT_COUNT",
+    "CALIBRATION_REPEAT_COUNT", "MAX_CONCURRENCY", "JUDGE_MODEL", "JUDGE_MAX_TOKENS", "JUDGE_SEED",
+    "JUDGE_TIMEOUT", "JUDGE_MAX_ATTEMPTS", "JUDGE_MAX_WAIT", "JUDGE_PROMPTS",
+    "JUDGE_INVALID_IS_ERROR",
 )
 KNOWN_CONSTANTS = frozenset(
     [*_SINGLE, *_PER_TYPE, *(f"{base}_{t.upper()}" for base in _PER_TYPE for t in TEST_TYPES)]
 )
 _RESERVED_PREFIXES = ("EVAL_", "REPEAT_", "REPLICATE", "ROOT_SEED", "SCORER", "BIAS_", "SEMANTIC_",
-                      "EXPERIMENT", "DATASET", "CALIBRATION")
+                      "EXPERIMENT", "DATASET", "CALIBRATION", "JUDGE", "MAX_CONCURRENCY")
 DEFAULT_REPLICATES = 2
 DEFAULT_CALIBRATION_REPEAT_COUNT = 20
 _EXPERIMENT_PATTERN = re.compile(r"^[^/\s][^/]*/[^/]*[^/\s]$")
@@ -46,6 +48,23 @@ class Threshold:
 
     min_accuracy: float
     min_f1: float | None = None
+
+
+@dataclass(frozen=True)
+class JudgeSettings:
+    """The LLM judge: ``JUDGE_*`` constants. Temperature is always 0."""
+
+    model: str
+    max_tokens: int = 2
+    seed: int = 0
+    timeout: float = 30.0
+    """Seconds per call attempt."""
+    max_attempts: int = 6
+    max_wait: float = 120.0
+    """Seconds after which no further retry of a call starts."""
+    prompts: Mapping[str, Path] = field(default_factory=dict)
+    """``expected`` / ``repeatability`` / ``bias`` or a test type -> a YAML prompt file."""
+    invalid_is_error: bool = False
 
 
 @dataclass(frozen=True)
@@ -63,6 +82,10 @@ class EvalConfig:
     """Root of the per-replicate seeds (see :func:`evalkit._stability.replicate_seed`)."""
     calibration_repeat_count: int = DEFAULT_CALIBRATION_REPEAT_COUNT
     """Calls per repeatability entry in calibration mode (``--calibrate``)."""
+    max_concurrency: int = 8
+    """Component calls, and judge calls, in flight at once."""
+    judge: JudgeSettings | None = None
+    """``None`` unless ``JUDGE_MODEL`` is declared."""
     min_accuracy: Mapping[str, float] = field(default_factory=dict)
     """Per type, plus ``"default"``."""
     min_f1: Mapping[str, float] = field(default_factory=dict)
@@ -106,6 +129,8 @@ class EvalConfig:
             calibration_repeat_count=_count(known, "CALIBRATION_REPEAT_COUNT", script,
                                             DEFAULT_CALIBRATION_REPEAT_COUNT,
                                             "prefixes k = 2..N are re-scored"),
+            max_concurrency=_positive_int(known, "MAX_CONCURRENCY", script, 8),
+            judge=_judge(known, script),
             min_accuracy=_per_type(known, "EVAL_MIN_ACCURACY", script, _fraction),
             min_f1=_per_type(known, "EVAL_MIN_F1", script, _fraction),
             scorer=scorer,
@@ -160,6 +185,12 @@ class EvalConfig:
         params.update({f"component.{k}": _param_value(v)
                        for k, v in sorted(self.component_params.items())})
         return params
+
+    def judge_settings(self) -> JudgeSettings:
+        if self.judge is None:
+            raise ConfigError(f"{self.script}: a test type is scored by 'llm_judge' but "
+                              "JUDGE_MODEL is not declared: name the judge model")
+        return self.judge
 
     def _check_similarity_constants(self) -> None:
         # The policy: REPEAT_SEMANTIC_SIMILARITY_SCORE is declared only with semantic scoring.
@@ -219,6 +250,47 @@ def _integer(known: Mapping[str, Any], name: str, script: str, default: int) -> 
     if isinstance(value, bool) or not isinstance(value, int):
         raise ConfigError(f"{script}: {name}={value!r} must be an integer")
     return value
+
+
+def _positive_int(known: Mapping[str, Any], name: str, script: str, default: int) -> int:
+    value = _integer(known, name, script, default)
+    if value < 1:
+        raise ConfigError(f"{script}: {name}={value!r} must be at least 1")
+    return value
+
+
+def _positive_number(known: Mapping[str, Any], name: str, script: str, default: float) -> float:
+    value = known.get(name, default)
+    if isinstance(value, bool) or not isinstance(value, int | float) or value <= 0:
+        raise ConfigError(f"{script}: {name}={value!r} must be a positive number of seconds")
+    return float(value)
+
+
+def _judge(known: Mapping[str, Any], script: str) -> JudgeSettings | None:
+    if "JUDGE_MODEL" not in known:
+        stray = sorted(k for k in known if k.startswith("JUDGE_"))
+        if stray:
+            raise ConfigError(f"{script}: {', '.join(stray)} declared without JUDGE_MODEL: "
+                              "name the judge model")
+        return None
+    prompts = _mapping(known, "JUDGE_PROMPTS", script)
+    for key, path in prompts.items():
+        if key not in ("expected", "repeatability", "bias", *TEST_TYPES) or \
+                not isinstance(path, str | Path):
+            raise ConfigError(f"{script}: JUDGE_PROMPTS maps 'expected', 'repeatability', "
+                              f"'bias' or a test type to a YAML file; got {key!r}: {path!r}")
+    invalid_is_error = known.get("JUDGE_INVALID_IS_ERROR", False)
+    if not isinstance(invalid_is_error, bool):
+        raise ConfigError(f"{script}: JUDGE_INVALID_IS_ERROR must be True or False")
+    return JudgeSettings(
+        model=_string(known, "JUDGE_MODEL", script),
+        max_tokens=_positive_int(known, "JUDGE_MAX_TOKENS", script, 2),
+        seed=_integer(known, "JUDGE_SEED", script, 0),
+        timeout=_positive_number(known, "JUDGE_TIMEOUT", script, 30.0),
+        max_attempts=_positive_int(known, "JUDGE_MAX_ATTEMPTS", script, 6),
+        max_wait=_positive_number(known, "JUDGE_MAX_WAIT", script, 120.0),
+        prompts={k: Path(v) for k, v in prompts.items()},
+        invalid_is_error=invalid_is_error)
 
 
 def _count(known: Mapping[str, Any], name: str, script: str, default: int, why: str) -> int:

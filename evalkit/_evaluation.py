@@ -21,8 +21,10 @@ from types import FrameType
 from evalkit._config import EvalConfig, Threshold
 from evalkit._dataset import Dataset, load_dataset
 from evalkit._errors import RunInterrupted
+from evalkit._llm import latency_percentiles
 from evalkit._loop import Component, EntryOutputs, RawResultsLog, run_calls
 from evalkit._metrics import MetricPoint, TypeMetrics, threshold_params
+from evalkit._progress import Progress
 from evalkit._reports import render_reports
 from evalkit._scoring import ScoredRun, Scorers, score_run
 from evalkit._secrets import Redactor
@@ -93,6 +95,8 @@ class PreparedEvaluation:
             if config.scorer_for(test_type) == "semantic_similarity":
                 params[f"{test_type}_similarity_threshold"] = repr(
                     config.similarity_threshold_for(test_type))
+        params["max_concurrency"] = str(config.max_concurrency)
+        params.update(self.scorers.judge_params())
         return {k: self.redactor.text(v) for k, v in params.items()}
 
     def tags(self) -> dict[str, str]:
@@ -114,10 +118,13 @@ def prepare(config: EvalConfig, selection: Selection) -> PreparedEvaluation:
     Raises :class:`DatasetInvalid` or :class:`ConfigError`."""
     dataset = load_dataset(config.dataset_path)
     plan = plan_run(dataset, selection, config)
+    thresholds = {t: config.threshold_for(t) for t in plan.types}
+    scorers = Scorers.for_run(config, plan.types)
+    if scorers.judge is not None:
+        scorers.judge.preflight()  # seconds, not hundreds of paid calls, to find a bad key
     return PreparedEvaluation(
-        config=config, selection=selection, dataset=dataset, plan=plan,
-        thresholds={t: config.threshold_for(t) for t in plan.types},
-        scorers=Scorers.for_run(config, plan.types), redactor=Redactor.from_environment())
+        config=config, selection=selection, dataset=dataset, plan=plan, thresholds=thresholds,
+        scorers=scorers, redactor=Redactor.from_environment())
 
 
 def evaluate(config: EvalConfig, component: Component, selection: Selection, *,
@@ -138,20 +145,32 @@ def run_prepared(prepared: PreparedEvaluation, component: Component, tracker: Tr
                 plan.total_calls, raw_path)
 
     status = "FAILED"
+    prepared.scorers.reset_judge_stats()
+    progress = Progress({p.entry.id: p.calls for p in plan.items},
+                        retries=prepared.scorers.judge_retries)
     try:
         with _sigterm_as_interrupt(), RawResultsLog(raw_path) as raw_log:
-            outputs = list(_with_progress(plan, run_calls(
-                plan, component, config.mock_adapters, raw_log, prepared.redactor,
-                seed=role.seed, replicate=role.replicate)))
-        scored = score_run(outputs, plan.types, prepared.scorers)
+            try:
+                outputs = run_calls(
+                    plan, component, config.mock_adapters, raw_log, prepared.redactor,
+                    seed=role.seed, replicate=role.replicate,
+                    concurrency=config.max_concurrency,
+                    on_call=lambda r: progress.call_done(r.entry_id, r.error is not None))
+            finally:
+                progress.finish()
+            if prepared.scorers.judge is not None:
+                logger.info("judging with %s", prepared.scorers.judge.model)
+            # Judge errors can quote the provider; nothing leaves the run unredacted.
+            scored = ScoredRun.from_json(prepared.redactor.value(
+                score_run(outputs, plan.types, prepared.scorers).to_json()))
         metrics = tuple(TypeMetrics.from_result(r, prepared.thresholds[r.test_type])
                         for r in scored.types)
         for result in scored.types:
             for skipped in result.skipped:
                 logger.warning("bias group %r skipped: %s", skipped.bias_group, skipped.reason)
         verdict = "PASS" if all(m.passed for m in metrics) else "FAIL"
-        tracker.log_results(run_id, _run_metrics(plan, config, metrics, scored.calls,
-                                                 scored.component_errors), {"verdict": verdict})
+        tracker.log_results(run_id, _run_metrics(prepared, metrics, scored, outputs),
+                            {"verdict": verdict})
         tracker.log_evaluation(run_id, scored)
         written = publish_reports(tracker, run_id, render_reports(tracker.fetch(run_id)),
                                    config.reports_dir if role.local_reports else None)
@@ -180,12 +199,17 @@ def publish_reports(tracker: Tracker, run_id: str, reports: Mapping[str, str],
     return tuple(written)
 
 
-def _run_metrics(plan: RunPlan, config: EvalConfig, metrics: tuple[TypeMetrics, ...],
-                 calls: int, errors: int) -> list[MetricPoint]:
-    points: list[MetricPoint] = [("entries", len(plan.items), 0), ("calls", calls, 0),
-                                 ("component_errors", errors, 0)]
+def _run_metrics(prepared: PreparedEvaluation, metrics: tuple[TypeMetrics, ...],
+                 scored: ScoredRun, outputs: list[EntryOutputs]) -> list[MetricPoint]:
+    plan = prepared.plan
+    points: list[MetricPoint] = [("entries", len(plan.items), 0), ("calls", scored.calls, 0),
+                                 ("component_errors", scored.component_errors, 0)]
     if "repeatability" in plan.types:
-        points.append(("repeat_count", config.require_repeat_count(), 0))
+        points.append(("repeat_count", prepared.config.require_repeat_count(), 0))
+    latencies = [c.latency_ms for o in outputs for c in o.calls]
+    points += [(f"call_latency_{name}_ms", value, 0)
+               for name, value in latency_percentiles(latencies).items()]
+    points += [(key, value, 0) for key, value in prepared.scorers.judge_metrics(scored).items()]
     for m in metrics:
         points += m.to_mlflow()
     return points
@@ -202,17 +226,6 @@ def _close_run(tracker: Tracker, run_id: str, raw_path: Path, status: str) -> No
             raise
         logger.error("could not close MLflow run %s (%s); raw results remain in %s",
                      run_id, err, raw_path)
-
-
-def _with_progress(plan: RunPlan, outputs: Iterator[EntryOutputs]) -> Iterator[EntryOutputs]:
-    total = len(plan.items)
-    every = max(1, total // 10)
-    for done, entry_outputs in enumerate(outputs, start=1):
-        if done % every == 0 or done == total:
-            errors = sum(c.error is not None for c in entry_outputs.calls)
-            logger.info("[%d/%d] %s%s", done, total, entry_outputs.entry.id,
-                        f" ({errors} error(s))" if errors else "")
-        yield entry_outputs
 
 
 @contextlib.contextmanager

@@ -5,15 +5,20 @@ type. The repeatability exception: an entry with repeatability in scope is invok
 ``REPEAT_COUNT`` times; the first output serves its other types. Nothing caches or dedupes
 calls, and mock adapters are built fresh from the entry's fixtures before every call.
 
-Each call is appended to the raw-results file (one JSON line, flushed) before the next call
-starts, so a crash or Ctrl-C loses nothing that was already paid for.
+Calls run with a bounded number in flight (``MAX_CONCURRENCY``). Each is appended to the
+raw-results file (one JSON line, flushed) the moment it finishes, so a crash or Ctrl-C loses
+nothing already paid for; once the calls stop, the file is put back in dataset order.
 """
 
 from __future__ import annotations
 
 import json
+import logging
+import os
+import threading
 import time
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Mapping
+from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, TextIO
@@ -21,6 +26,8 @@ from typing import Any, TextIO
 from evalkit._dataset import Entry
 from evalkit._secrets import Redactor
 from evalkit._selection import PlannedEntry, RunPlan
+
+logger = logging.getLogger("evalkit")
 
 
 @dataclass(frozen=True)
@@ -82,17 +89,34 @@ def read_raw_results(path: Path) -> list[CallRecord]:
 
 
 class RawResultsLog:
-    """Append-only JSON-lines file of every call, flushed line by line."""
+    """Append-only JSON-lines file of every call, written by whichever thread made the call,
+    one flushed line at a time; put back in dataset order once the calls stop."""
 
     def __init__(self, path: Path) -> None:
         self.path = path
         path.parent.mkdir(parents=True, exist_ok=True)
         self._file: TextIO = path.open("a", encoding="utf-8")
+        self._lock = threading.Lock()
 
     def append(self, record: CallRecord) -> None:
-        self._file.write(json.dumps(record.to_json(), ensure_ascii=False) + "\n")
-        # Flushed to the OS per line: a killed process keeps every completed call.
-        self._file.flush()
+        line = json.dumps(record.to_json(), ensure_ascii=False) + "\n"
+        with self._lock:
+            self._file.write(line)
+            # Flushed to the OS per line: a killed process keeps every completed call.
+            self._file.flush()
+
+    def put_in_order(self, order: Mapping[str, int]) -> None:
+        """Rewrite the file sorted by (entry position, repeat); calls finish out of order when
+        several are in flight. The rewrite is atomic: a crash leaves the old file whole."""
+        with self._lock:
+            self._file.close()
+            records = read_raw_results(self.path)
+            records.sort(key=lambda r: (order.get(r.entry_id, len(order)), r.repeat))
+            scratch = self.path.with_suffix(".sorting")
+            scratch.write_text("".join(json.dumps(r.to_json(), ensure_ascii=False) + "\n"
+                                       for r in records), encoding="utf-8")
+            os.replace(scratch, self.path)
+            self._file = self.path.open("a", encoding="utf-8")
 
     def close(self) -> None:
         self._file.close()
@@ -106,18 +130,60 @@ class RawResultsLog:
 
 def run_calls(plan: RunPlan, component: Component,
               adapters: Mapping[str, Callable[[Any], Any]], raw_log: RawResultsLog,
-              redactor: Redactor, seed: int | None = None,
-              replicate: int | None = None) -> Iterator[EntryOutputs]:
-    """Invoke the component as the plan says, yielding each entry's outputs when complete."""
-    for planned in plan.items:
-        calls = []
-        for repeat in range(planned.calls):
-            call = Call(mocks={}, repeat=repeat, repeats=planned.calls, seed=seed,
-                        replicate=replicate)
-            record = _invoke(component, planned.entry, call, adapters, redactor)
-            raw_log.append(record)
-            calls.append(record)
-        yield EntryOutputs(planned, tuple(calls))
+              redactor: Redactor, *, seed: int | None = None, replicate: int | None = None,
+              concurrency: int = 1,
+              on_call: Callable[[CallRecord], None] | None = None) -> list[EntryOutputs]:
+    """Invoke the component as the plan says, at most ``concurrency`` calls in flight, and
+    return every entry's calls in dataset order.
+
+    Each call is logged the moment it finishes. On an interrupt (or a crash escaping a call)
+    the calls not started are cancelled, those in flight are awaited (a second Ctrl-C abandons
+    them), the raw results are put in dataset order, and the interrupt propagates.
+    """
+    records: dict[tuple[int, int], CallRecord] = {}
+
+    def work(index: int, repeat: int) -> CallRecord:
+        planned = plan.items[index]
+        call = Call(mocks={}, repeat=repeat, repeats=planned.calls, seed=seed,
+                    replicate=replicate)
+        record = _invoke(component, planned.entry, call, adapters, redactor)
+        raw_log.append(record)
+        return record
+
+    # A sliding window rather than submitting everything: at most `concurrency` calls exist
+    # beyond those finished, so a stop starts nothing new and only awaits what is in flight.
+    tasks = iter([(index, repeat) for index, planned in enumerate(plan.items)
+                  for repeat in range(planned.calls)])
+    in_flight: dict[Future[CallRecord], tuple[int, int]] = {}
+    pool = ThreadPoolExecutor(max_workers=concurrency, thread_name_prefix="evalkit-call")
+
+    def submit_next() -> None:
+        task = next(tasks, None)
+        if task is not None:
+            in_flight[pool.submit(work, *task)] = task
+
+    try:
+        for _ in range(concurrency):
+            submit_next()
+        while in_flight:
+            finished, _ = wait(in_flight, return_when=FIRST_COMPLETED)
+            for future in finished:
+                key = in_flight.pop(future)
+                records[key] = record = future.result()
+                if on_call is not None:
+                    on_call(record)
+                submit_next()
+    except BaseException:
+        if in_flight:
+            logger.warning("stopping: waiting for %d call(s) in flight to finish and be kept "
+                           "(Ctrl-C again to abandon them)", len(in_flight))
+            wait(in_flight)
+        raise
+    finally:
+        pool.shutdown(wait=False)
+        raw_log.put_in_order({p.entry.id: i for i, p in enumerate(plan.items)})
+    return [EntryOutputs(planned, tuple(records[(index, r)] for r in range(planned.calls)))
+            for index, planned in enumerate(plan.items)]
 
 
 def _invoke(component: Component, entry: Entry, call: Call,

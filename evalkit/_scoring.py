@@ -13,14 +13,25 @@ rendered from.
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from evalkit._config import EvalConfig
 from evalkit._dataset import BiasKey
+from evalkit._llm import ChatEndpoint, EndpointStats, RetryPolicy
 from evalkit._loop import EntryOutputs
-from evalkit.scorers import Embedder, ExactScorer, Scorer, SemanticSimilarityScorer, Verdict
+from evalkit.scorers import (
+    Case,
+    Embedder,
+    ExactScorer,
+    OutputGroup,
+    Scorer,
+    SemanticSimilarityScorer,
+    Verdict,
+)
+from evalkit.scorers._llm_judge import JudgeOptions, JudgePrompt, LLMJudgeScorer
 
 
 @dataclass(frozen=True)
@@ -37,6 +48,10 @@ class ItemResult:
     entry_ids: tuple[str, ...]
     similarity: float | None = None
     error: str | None = None
+    judge_reply: str | None = None
+    """The LLM judge's raw reply, when an LLM judged the item."""
+    invalid_judgement: bool = False
+    """The judge replied something other than exactly 0 or 1 (scored 0)."""
 
     @property
     def correct(self) -> bool:
@@ -121,28 +136,85 @@ def _item_json(item: ItemResult) -> dict[str, Any]:
     return {"id": item.id, "passed": item.passed, "expected_pass": item.expected_pass,
             "input": item.input, "expected": item.expected, "outputs": list(item.outputs),
             "entry_ids": list(item.entry_ids), "similarity": item.similarity,
-            "error": item.error}
+            "error": item.error, "judge_reply": item.judge_reply,
+            "invalid_judgement": item.invalid_judgement}
 
 
 @dataclass
 class Scorers:
-    """The scorer of each test type of a run; similarity scorers share one embedding model."""
+    """The scorer of each test type of a run. Similarity scorers share one embedding model;
+    judge scorers share one endpoint (and its counters)."""
 
     by_type: dict[str, Scorer] = field(default_factory=dict)
+    judge: ChatEndpoint | None = None
+    judge_prompts: dict[str, JudgePrompt] = field(default_factory=dict)
+    """Prompt of each test type scored by the judge."""
 
     @classmethod
     def for_run(cls, config: EvalConfig, types: Sequence[str]) -> Scorers:
         embedder: Embedder | None = None
-        by_type: dict[str, Scorer] = {}
+        scorers = cls()
         for test_type in types:
             name = config.scorer_for(test_type)
             if name == "semantic_similarity":
                 embedder = embedder or Embedder()
-                by_type[test_type] = SemanticSimilarityScorer(
+                scorers.by_type[test_type] = SemanticSimilarityScorer(
                     config.similarity_threshold_for(test_type), embedder)
+            elif name == "llm_judge":
+                scorers.by_type[test_type] = scorers._judge_scorer(config, test_type)
             else:
-                by_type[test_type] = ExactScorer()
-        return cls(by_type)
+                scorers.by_type[test_type] = ExactScorer()
+        return scorers
+
+    def judge_params(self) -> dict[str, str]:
+        """The judge's settings as MLflow params (never the key)."""
+        if self.judge is None:
+            return {}
+        scorer = next(s for s in self.by_type.values() if isinstance(s, LLMJudgeScorer))
+        combined = hashlib.sha256("".join(
+            f"{t}:{p.digest}" for t, p in sorted(self.judge_prompts.items())).encode())
+        return {
+            "judge_model": self.judge.model, "judge_base_url": self.judge.base_url,
+            "judge_temperature": "0", "judge_max_tokens": str(scorer.options.max_tokens),
+            "judge_seed": str(scorer.options.seed), "judge_timeout": repr(self.judge.timeout),
+            "judge_max_attempts": str(self.judge.retry.max_attempts),
+            "judge_max_wait": repr(self.judge.retry.max_total_seconds),
+            "judge_invalid_is_error": str(scorer.options.invalid_is_error),
+            "judge_prompt_digest": combined.hexdigest(),
+            **{f"{t}_judge_prompt": f"{p.source} sha256:{p.digest[:16]}"
+               for t, p in sorted(self.judge_prompts.items())},
+        }
+
+    def reset_judge_stats(self) -> None:
+        """Start the judge's counters afresh (one endpoint serves every run of a series)."""
+        if self.judge is not None:
+            self.judge.stats = EndpointStats()
+
+    def judge_retries(self) -> int:
+        return 0 if self.judge is None else self.judge.stats.retries
+
+    def judge_metrics(self, scored: ScoredRun) -> dict[str, float]:
+        """Judge calls, retries, failures, invalid replies and latency percentiles."""
+        if self.judge is None:
+            return {}
+        stats = self.judge.stats
+        invalid = sum(i.invalid_judgement for t in scored.types for i in t.items)
+        return {"judge_calls": stats.calls + stats.failures, "judge_retries": stats.retries,
+                "judge_failures": stats.failures, "judge_invalid": invalid,
+                **{f"judge_latency_{k}_ms": v for k, v in stats.percentiles().items()}}
+
+    def _judge_scorer(self, config: EvalConfig, test_type: str) -> LLMJudgeScorer:
+        settings = config.judge_settings()
+        if self.judge is None:
+            self.judge = ChatEndpoint(settings.model, timeout=settings.timeout, retry=RetryPolicy(
+                max_attempts=settings.max_attempts, max_total_seconds=settings.max_wait))
+        use = test_type if test_type in ("repeatability", "bias") else "expected"
+        path = settings.prompts.get(test_type, settings.prompts.get(use))
+        prompt = JudgePrompt.load(use, path)
+        self.judge_prompts[test_type] = prompt
+        return LLMJudgeScorer(self.judge, prompt, JudgeOptions(
+            max_tokens=settings.max_tokens, seed=settings.seed,
+            concurrency=config.max_concurrency, invalid_is_error=settings.invalid_is_error))
 
 
 def score_run(outputs: Sequence[EntryOutputs], types: Sequence[str],
@@ -171,7 +243,8 @@ def _score_against_expected(test_type: str, members: Sequence[EntryOutputs],
                             scorer: Scorer) -> TypeResult:
     ok = [o for o in members if o.first.error is None]
     verdicts = dict(zip((o.entry.id for o in ok), scorer.against_expected(
-        [(o.first.output, o.entry.expected_output) for o in ok]), strict=True))
+        [Case(o.entry.input, o.first.output, o.entry.expected_output) for o in ok]),
+        strict=True))
     items = [
         _item(o.entry.id, verdicts.get(o.entry.id), o.first.error,
               expected_pass=o.entry.expected_pass, input=o.entry.input,
@@ -185,7 +258,8 @@ def _score_against_expected(test_type: str, members: Sequence[EntryOutputs],
 def _score_repeats(members: Sequence[EntryOutputs], scorer: Scorer) -> TypeResult:
     ok = [o for o in members if all(c.error is None for c in o.calls)]
     verdicts = dict(zip((o.entry.id for o in ok), scorer.among_outputs(
-        [[c.output for c in o.calls] for o in ok]), strict=True))
+        [OutputGroup((o.entry.input,) * len(o.calls), tuple(c.output for c in o.calls))
+         for o in ok]), strict=True))
     items = [
         _item(o.entry.id, verdicts.get(o.entry.id), _errors(
             (f"repeat {c.repeat}", c.error) for c in o.calls),
@@ -209,7 +283,8 @@ def _score_bias_groups(members: Sequence[EntryOutputs], scorer: Scorer) -> TypeR
         for key, g in groups.items() if len(g) < 2)
     ok = {key: g for key, g in scorable.items() if all(o.first.error is None for o in g)}
     verdicts = dict(zip(ok, scorer.among_outputs(
-        [[o.first.output for o in g] for g in ok.values()]), strict=True))
+        [OutputGroup(tuple(o.entry.input for o in g), tuple(o.first.output for o in g))
+         for g in ok.values()]), strict=True))
     items = [
         _item(str(key[1]), verdicts.get(key),
               _errors((o.entry.id, o.first.error) for o in g),
@@ -230,4 +305,6 @@ def _errors(labelled: Any) -> str | None:
 def _item(item_id: str, verdict: Verdict | None, error: str | None, **fields: Any) -> ItemResult:
     if verdict is None:  # the item could not be scored because a call raised
         return ItemResult(item_id, passed=False, error=error, **fields)
-    return ItemResult(item_id, passed=verdict.passed, similarity=verdict.similarity, **fields)
+    return ItemResult(item_id, passed=verdict.passed and verdict.error is None,
+                      similarity=verdict.similarity, error=verdict.error,
+                      judge_reply=verdict.reply, invalid_judgement=verdict.invalid, **fields)

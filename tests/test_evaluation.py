@@ -331,8 +331,12 @@ class ProcessCrash(BaseException):
     """Not an Exception: escapes the per-call error capture, like a fatal fault would."""
 
 
-def test_a_crash_marks_the_run_failed_and_keeps_the_outputs(tmp_path: Path,
-                                                           tracking_uri: str) -> None:
+@pytest.mark.parametrize(("concurrency", "kept"), [
+    (1, ["e0", "e1"]),  # one at a time: the calls before the crash
+    (8, ["e0", "e1", "e3", "e4"]),  # all in flight together: every call but the crashed one
+])
+def test_a_crash_marks_the_run_failed_and_keeps_the_outputs(
+        tmp_path: Path, tracking_uri: str, concurrency: int, kept: list[str]) -> None:
     dataset = write_dataset(tmp_path / "ds", {f"e{i}": entry("functional") for i in range(5)})
 
     def crash_on_third(entry: Entry, call: Call) -> Any:
@@ -340,7 +344,7 @@ def test_a_crash_marks_the_run_failed_and_keeps_the_outputs(tmp_path: Path,
             raise ProcessCrash
         return "a"
 
-    config = config_for(tmp_path, dataset)
+    config = config_for(tmp_path, dataset, MAX_CONCURRENCY=concurrency)
     with pytest.raises(ProcessCrash):
         run(tmp_path, tracking_uri, config, crash_on_third)
     client = mlflow.MlflowClient(tracking_uri)
@@ -349,5 +353,5 @@ def test_a_crash_marks_the_run_failed_and_keeps_the_outputs(tmp_path: Path,
     assert crashed.info.status == "FAILED"
     raw = Path(client.download_artifacts(crashed.info.run_id, "raw/raw-results.jsonl",
                                          str(tmp_path / "dl")))
-    assert [json.loads(line)["entry_id"] for line in raw.read_text().splitlines()] == ["e0", "e1"]
+    assert [json.loads(line)["entry_id"] for line in raw.read_text().splitlines()] == kept
     assert not (tmp_path / "reports").exists()

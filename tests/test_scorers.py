@@ -8,8 +8,19 @@ from typing import Any
 import numpy as np
 import pytest
 
-from evalkit.scorers import Embedder, ExactScorer, SemanticSimilarityScorer, as_text
+from evalkit.scorers import (
+    Case,
+    Embedder,
+    ExactScorer,
+    OutputGroup,
+    SemanticSimilarityScorer,
+    as_text,
+)
 from evalkit.scorers._exact import matches, normalise
+
+
+def output_group(*outputs: Any) -> OutputGroup:
+    return OutputGroup(("q",) * len(outputs), outputs)
 
 
 @pytest.mark.parametrize(("output", "expected"), [
@@ -43,8 +54,9 @@ def test_exact_rejects(output: Any, expected: Any) -> None:
 
 def test_exact_among_outputs_needs_all_equal() -> None:
     scorer = ExactScorer()
-    verdicts = scorer.among_outputs([["A", "a ", "a"], ["a", "b"], [{"k": 1}, {"k": 1.0}],
-                                     [{"k": 1}, {"k": 1, "extra": 2}], [True, 1]])
+    verdicts = scorer.among_outputs([output_group(*outputs) for outputs in (
+        ["A", "a ", "a"], ["a", "b"], [{"k": 1}, {"k": 1.0}], [{"k": 1}, {"k": 1, "extra": 2}],
+        [True, 1])])
     assert [v.passed for v in verdicts] == [True, False, True, False, False]
 
 
@@ -76,7 +88,7 @@ def test_similarity_against_expected_uses_real_cosines(embedder: CountingEmbedde
              ("The parcel never arrived.", "What is the capital of France?"),
              ("same text", "same text")]
     embedder.batches.clear()
-    verdicts = scorer.against_expected(pairs)
+    verdicts = scorer.against_expected([Case("q", o, e) for o, e in pairs])
     assert len(embedder.batches) == 1  # one batch for the whole call
     vectors = embedder.encode([t for pair in pairs for t in pair])
     cosines = [float(vectors[a] @ vectors[b]) for a, b in pairs[:2]]
@@ -93,7 +105,8 @@ def test_similarity_among_outputs_is_the_average_pairwise_cosine(
               ["hello", "hello"],
               ["billing issue", "the app crashes", "where is my parcel", "reset password"]]
     embedder.batches.clear()
-    verdicts = SemanticSimilarityScorer(0.6, embedder).among_outputs(groups)
+    scorer = SemanticSimilarityScorer(0.6, embedder)
+    verdicts = scorer.among_outputs([output_group(*g) for g in groups])
     assert len(embedder.batches) == 1
     for group, verdict in zip(groups, verdicts, strict=True):
         vectors = embedder.encode(group)
@@ -106,6 +119,6 @@ def test_similarity_among_outputs_is_the_average_pairwise_cosine(
 
 def test_similarity_embeds_json_outputs_as_canonical_text(embedder: CountingEmbedder) -> None:
     scorer = SemanticSimilarityScorer(0.99, embedder)
-    (verdict,) = scorer.among_outputs([[{"b": 1, "a": "x"}, {"a": "x", "b": 1}]])
+    (verdict,) = scorer.among_outputs([output_group({"b": 1, "a": "x"}, {"a": "x", "b": 1})])
     assert verdict.similarity == 1.0
     assert as_text({"b": 1, "a": "x"}) == '{"a": "x", "b": 1}'

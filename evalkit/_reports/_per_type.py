@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from evalkit._markdown import cell, table
 from evalkit._metrics import TypeMetrics
 from evalkit._reports._common import FAIL, PASS, distinct, header, number
@@ -19,6 +21,10 @@ def _thresholds(metrics: TypeMetrics) -> str:
 
 def _scoring(record: RunRecord, result: TypeResult) -> str:
     similarity = record.params.get(f"{result.test_type}_similarity_threshold")
+    if result.scorer == "llm_judge":
+        model = record.params.get("judge_model", "?")
+        prompt = record.params.get(f"{result.test_type}_judge_prompt", "?")
+        return f"llm_judge ({cell(model)} at temperature 0; prompt {cell(prompt)})"
     if result.scorer == "semantic_similarity" and similarity is not None:
         how = ("average pairwise cosine" if result.test_type in ("repeatability", "bias")
                else "cosine with expected_output")
@@ -97,32 +103,45 @@ def _verdict(item: ItemResult) -> str:
     return mark if item.expected_pass else f"{mark} (expected to fail)"
 
 
+def _measure(result: TypeResult) -> tuple[list[str], Callable[[ItemResult], list[str]]]:
+    """The column of what the scorer measured: a cosine, or the judge's reply."""
+    if result.scorer == "semantic_similarity":
+        label = "Cosine" if result.test_type not in ("repeatability", "bias") \
+            else "Avg pairwise cosine"
+        return [label], lambda i: [number(i.similarity)]
+    if result.scorer == "llm_judge":
+        return ["Judge"], lambda i: [_judgement(i)]
+    return [], lambda i: []
+
+
+def _judgement(item: ItemResult) -> str:
+    if item.judge_reply is None:
+        return "—"
+    if item.invalid_judgement:
+        return f"invalid: {cell(repr(item.judge_reply), 40)}"
+    return cell(item.judge_reply)
+
+
 def _per_item(result: TypeResult) -> list[str]:
     lines = ["## Per-item Results", ""]
-    similarity = result.scorer == "semantic_similarity"
+    measured, measure = _measure(result)
     if result.test_type == "repeatability":
-        header = ["ID", "Input", "Outputs (distinct of all repeats)"]
-        header += ["Avg pairwise cosine"] if similarity else []
-        rows = [[cell(i.id), cell(i.input, 60), distinct(i.outputs),
-                 *([number(i.similarity)] if similarity else []), _verdict(i)]
+        rows = [[cell(i.id), cell(i.input, 60), distinct(i.outputs), *measure(i), _verdict(i)]
                 for i in result.items]
-        lines.append(table([*header, "Result"], rows))
+        lines.append(table(["ID", "Input", "Outputs (distinct of all repeats)", *measured,
+                            "Result"], rows))
     elif result.test_type == "bias":
-        header = ["Bias group", "Variants", "Entry IDs", "Outputs"]
-        header += ["Avg pairwise cosine"] if similarity else []
         rows = [[cell(i.id), str(len(i.entry_ids)), "<br>".join(cell(e) for e in i.entry_ids),
-                 "<br>".join(cell(o, 60) for o in i.outputs),
-                 *([number(i.similarity)] if similarity else []), _verdict(i)]
+                 "<br>".join(cell(o, 60) for o in i.outputs), *measure(i), _verdict(i)]
                 for i in result.items]
-        lines.append(table([*header, "Consistent"], rows) if rows else "No group was scored.")
+        lines.append(table(["Bias group", "Variants", "Entry IDs", "Outputs", *measured,
+                            "Consistent"], rows) if rows else "No group was scored.")
     else:
-        header = ["ID", "Input", "Expected", "Actual"]
-        header += ["Cosine"] if similarity else []
         rows = [[cell(i.id), cell(i.input, 60), cell(i.expected, 60),
-                 cell(i.outputs[0], 80) if not i.error else "—",
-                 *([number(i.similarity)] if similarity else []), _verdict(i)]
+                 "—" if i.outputs[0] is None and i.error else cell(i.outputs[0], 80),
+                 *measure(i), _verdict(i)]
                 for i in result.items]
-        lines.append(table([*header, "Correct"], rows))
+        lines.append(table(["ID", "Input", "Expected", "Actual", *measured, "Correct"], rows))
     return [*lines, ""]
 
 
@@ -133,6 +152,11 @@ def _notes(result: TypeResult, metrics: TypeMetrics) -> list[str]:
     if result.test_type == "repeatability":
         notes.append("Each entry was invoked the repeat count times and its outputs were "
                      "compared with each other; expected_output is not used.")
+    invalid = [i.id for i in result.items if i.invalid_judgement]
+    if invalid:
+        notes.append(f"{len(invalid)} invalid judgement(s), scored 0 and never a pass (the "
+                     "judge must reply exactly 0 or 1): " + ", ".join(cell(i) for i in invalid)
+                     + ".")
     annotated = [i.id for i in result.items if not i.expected_pass]
     if annotated:
         notes.append("Annotated as expected to fail (negatives for precision): "

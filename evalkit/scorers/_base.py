@@ -1,13 +1,13 @@
 """The scorer interface every scoring method implements.
 
 A scorer answers two questions, both in batches so that a method with a per-call cost
-(embedding, an LLM judge) can amortise it over the whole run:
+(embedding, an LLM judge) can amortise or parallelise it over the whole run:
 
 * :meth:`Scorer.against_expected` — does each output match its entry's ``expected_output``?
 * :meth:`Scorer.among_outputs` — do the outputs of each group agree with each other?
   (the repeats of a repeatability entry, or the variants of a bias group)
 
-Each answer is a binary :class:`Verdict`; a method that measures a similarity reports it too.
+Each answer is a binary :class:`Verdict`, with what the method measured on the way.
 """
 
 from __future__ import annotations
@@ -19,24 +19,47 @@ from typing import Any, Protocol
 
 
 @dataclass(frozen=True)
+class Case:
+    """One output to score against its entry's expected output."""
+
+    input: Any
+    output: Any
+    expected: Any
+
+
+@dataclass(frozen=True)
+class OutputGroup:
+    """Outputs that should agree, each with the input that produced it."""
+
+    inputs: tuple[Any, ...]
+    outputs: tuple[Any, ...]
+
+
+@dataclass(frozen=True)
 class Verdict:
     """A binary score (``passed`` is score 1) with what the scorer measured on the way."""
 
     passed: bool
     similarity: float | None = None
     """Cosine against expected, or the average pairwise cosine among outputs."""
+    reply: str | None = None
+    """An LLM judge's raw reply."""
+    invalid: bool = False
+    """The judge's reply was not exactly ``0`` or ``1``: scored 0, never a pass."""
+    error: str | None = None
+    """Scoring itself failed (a judge unreachable after its retries): scored 0."""
 
 
 class Scorer(Protocol):
-    """A scoring method (``exact``, ``semantic_similarity``, ...)."""
+    """A scoring method (``exact``, ``semantic_similarity``, ``llm_judge``)."""
 
     name: str
 
-    def against_expected(self, pairs: Sequence[tuple[Any, Any]]) -> list[Verdict]:
-        """One verdict per ``(output, expected_output)`` pair."""
+    def against_expected(self, cases: Sequence[Case]) -> list[Verdict]:
+        """One verdict per case."""
         ...
 
-    def among_outputs(self, groups: Sequence[Sequence[Any]]) -> list[Verdict]:
+    def among_outputs(self, groups: Sequence[OutputGroup]) -> list[Verdict]:
         """One verdict per group of two or more outputs."""
         ...
 

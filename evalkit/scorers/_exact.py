@@ -20,7 +20,7 @@ import unicodedata
 from collections.abc import Sequence
 from typing import Any
 
-from evalkit.scorers._base import Verdict
+from evalkit.scorers._base import Case, OutputGroup, Verdict
 
 
 def normalise(value: Any) -> Any:
@@ -68,12 +68,12 @@ class ExactScorer:
 
     name = "exact"
 
-    def against_expected(self, pairs: Sequence[tuple[Any, Any]]) -> list[Verdict]:
-        return [Verdict(matches(output, expected)) for output, expected in pairs]
+    def against_expected(self, cases: Sequence[Case]) -> list[Verdict]:
+        return [Verdict(matches(case.output, case.expected)) for case in cases]
 
-    def among_outputs(self, groups: Sequence[Sequence[Any]]) -> list[Verdict]:
+    def among_outputs(self, groups: Sequence[OutputGroup]) -> list[Verdict]:
         verdicts = []
-        for outputs in groups:
-            first = normalise(outputs[0])
-            verdicts.append(Verdict(all(_same(normalise(o), first) for o in outputs[1:])))
+        for group in groups:
+            first = normalise(group.outputs[0])
+            verdicts.append(Verdict(all(_same(normalise(o), first) for o in group.outputs[1:])))
         return verdicts

@@ -17,7 +17,7 @@ from collections.abc import Sequence
 from itertools import combinations
 from typing import TYPE_CHECKING, Any
 
-from evalkit.scorers._base import Verdict, as_text
+from evalkit.scorers._base import Case, OutputGroup, Verdict, as_text
 
 if TYPE_CHECKING:
     import numpy as np
@@ -69,13 +69,13 @@ class SemanticSimilarityScorer:
         self.threshold = threshold
         self._embedder = embedder
 
-    def against_expected(self, pairs: Sequence[tuple[Any, Any]]) -> list[Verdict]:
-        texts = [(as_text(output), as_text(expected)) for output, expected in pairs]
+    def against_expected(self, cases: Sequence[Case]) -> list[Verdict]:
+        texts = [(as_text(case.output), as_text(case.expected)) for case in cases]
         vectors = self._embedder.encode([t for pair in texts for t in pair])
         return [self._verdict(_cosine(o, e, vectors)) for o, e in texts]
 
-    def among_outputs(self, groups: Sequence[Sequence[Any]]) -> list[Verdict]:
-        texts = [[as_text(o) for o in outputs] for outputs in groups]
+    def among_outputs(self, groups: Sequence[OutputGroup]) -> list[Verdict]:
+        texts = [[as_text(o) for o in group.outputs] for group in groups]
         vectors = self._embedder.encode([t for group in texts for t in group])
         verdicts = []
         for group in texts:

@@ -1,0 +1,151 @@
+"""``llm_judge``: an LLM at temperature 0 answers exactly ``0`` or ``1``.
+
+Three uses, each with its own prompt (YAML data files under ``evalkit/prompts``, overridable
+with ``JUDGE_PROMPTS`` in eval.py): an output against ``expected_output``; the repeats of a
+repeatability entry against each other (one judge call with all of them); the variants of a
+bias group against each other.
+
+Every text under judgement is given as a JSON string with ``<`` and ``>`` escaped, inside
+``<data>`` delimiters, so nothing inside an output can close the data block or pose as an
+instruction outside it. The reply is parsed strictly: after trimming whitespace it must be
+``0`` or ``1``. Anything else (``"1."``, ``"yes"``, ``""``, prose) scores 0 and is counted as
+an invalid judgement, never as a pass.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from importlib import resources
+from pathlib import Path
+from string import Template
+from typing import Any
+
+from evalkit._errors import ConfigError
+from evalkit._llm import ChatEndpoint, ProviderError
+from evalkit.scorers._base import Case, OutputGroup, Verdict, as_text
+
+PROMPT_USES = ("expected", "repeatability", "bias")
+_PLACEHOLDERS = {"expected": {"input", "expected", "output"},
+                 "repeatability": {"input", "outputs"},
+                 "bias": {"inputs", "outputs"}}
+
+
+@dataclass(frozen=True)
+class JudgePrompt:
+    use: str
+    """``expected``, ``repeatability`` or ``bias``: which placeholders it may use."""
+    source: str
+    system: str
+    user: str
+    digest: str
+    """sha256 of the prompt file, logged as an MLflow param."""
+
+    @classmethod
+    def load(cls, use: str, path: str | Path | None = None) -> JudgePrompt:
+        """The prompt for ``use``: the YAML file at ``path``, or the one shipped with evalkit."""
+        import yaml
+
+        if path is None:
+            source = f"evalkit/prompts/{use}.yaml"
+            raw = resources.files("evalkit").joinpath("prompts", f"{use}.yaml").read_bytes()
+        else:
+            source = str(path)
+            try:
+                raw = Path(path).read_bytes()
+            except OSError as err:
+                raise ConfigError(f"JUDGE_PROMPTS[{use!r}]: cannot read {path}: {err}") from None
+        doc = yaml.safe_load(raw)
+        if not isinstance(doc, dict) or not all(isinstance(doc.get(k), str)
+                                                for k in ("system", "user")):
+            raise ConfigError(f"{source}: a judge prompt needs string fields 'system' and "
+                              "'user'")
+        allowed = _PLACEHOLDERS[use]
+        used = {m.group("named") or m.group("braced")
+                for m in Template.pattern.finditer(doc["user"])
+                if m.group("named") or m.group("braced")}
+        if not used <= allowed:
+            raise ConfigError(f"{source}: unknown placeholder(s) "
+                              + ", ".join(f"${{{u}}}" for u in sorted(used - allowed))
+                              + f"; a {use} prompt may use "
+                              + ", ".join(f"${{{a}}}" for a in sorted(allowed)))
+        return cls(use, source, doc["system"], doc["user"], hashlib.sha256(raw).hexdigest())
+
+    def messages(self, **values: str) -> list[dict[str, str]]:
+        return [{"role": "system", "content": self.system},
+                {"role": "user", "content": Template(self.user).safe_substitute(values)}]
+
+
+def quoted(value: Any) -> str:
+    """A JSON string literal of a value's text; ``<`` and ``>`` escaped so that no output can
+    spell the closing ``</data>`` delimiter."""
+    return _escape_angles(json.dumps(as_text(value), ensure_ascii=False))
+
+
+def quoted_list(values: Sequence[Any]) -> str:
+    return _escape_angles(json.dumps([as_text(v) for v in values], ensure_ascii=False))
+
+
+def _escape_angles(text: str) -> str:
+    return text.replace("<", "\\u003c").replace(">", "\\u003e")
+
+
+def parse_judgement(reply: str) -> int | None:
+    """``0`` or ``1`` when the trimmed reply is exactly that, else ``None`` (invalid)."""
+    stripped = reply.strip()
+    return int(stripped) if stripped in ("0", "1") else None
+
+
+@dataclass(frozen=True)
+class JudgeOptions:
+    max_tokens: int = 2
+    seed: int = 0
+    concurrency: int = 8
+    invalid_is_error: bool = False
+    """Record an invalid reply as a scoring error rather than only counting it."""
+
+
+class LLMJudgeScorer:
+    """Temperature-0 binary judgements over an OpenAI-compatible endpoint."""
+
+    name = "llm_judge"
+
+    def __init__(self, endpoint: ChatEndpoint, prompt: JudgePrompt,
+                 options: JudgeOptions = JudgeOptions()) -> None:
+        self.endpoint = endpoint
+        self.prompt = prompt
+        self.options = options
+
+    def against_expected(self, cases: Sequence[Case]) -> list[Verdict]:
+        return self._judge_all([
+            {"input": quoted(c.input), "expected": quoted(c.expected), "output": quoted(c.output)}
+            for c in cases])
+
+    def among_outputs(self, groups: Sequence[OutputGroup]) -> list[Verdict]:
+        return self._judge_all([
+            {"input": quoted(g.inputs[0]), "inputs": quoted_list(g.inputs),
+             "outputs": quoted_list(g.outputs)} for g in groups])
+
+    def _judge_all(self, values: Sequence[Mapping[str, str]]) -> list[Verdict]:
+        if not values:
+            return []
+        with ThreadPoolExecutor(max_workers=self.options.concurrency,
+                                thread_name_prefix="evalkit-judge") as pool:
+            return list(pool.map(self._judge, values))
+
+    def _judge(self, values: Mapping[str, str]) -> Verdict:
+        try:
+            reply = self.endpoint.complete(self.prompt.messages(**values), temperature=0,
+                                           max_tokens=self.options.max_tokens,
+                                           seed=self.options.seed)
+        except ProviderError as err:
+            return Verdict(False, error=f"judge failed: {err}")
+        judgement = parse_judgement(reply)
+        if judgement is None:
+            error = (f"invalid judgement {reply[:80]!r}: the judge must reply exactly 0 or 1"
+                     if self.options.invalid_is_error else None)
+            return Verdict(False, reply=reply[:200], invalid=True, error=error)
+        return Verdict(judgement == 1, reply=reply.strip())
