@@ -114,7 +114,7 @@ def safe_url(url: str | None) -> str:
     host = parts.hostname or ""
     if parts.port:
         host += f":{parts.port}"
-    return urlunsplit((parts.scheme, host, parts.path, "", ""))
+    return urlunsplit((parts.scheme, host, parts.path.rstrip("/"), "", ""))
 
 
 class ChatEndpoint:

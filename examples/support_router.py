@@ -10,6 +10,7 @@ through a CRM lookup, an adapter that evals feed from each entry's ``mock_fixtur
 from __future__ import annotations
 
 import random
+import threading
 from collections.abc import Mapping
 from typing import Any
 
@@ -80,9 +81,13 @@ class SupportRouter:
             prototypes.append(centre / np.linalg.norm(centre))
         self._prototypes = np.stack(prototypes)
         self._rng = random.Random()  # seeded from the OS: every call is a fresh draw
+        # evalkit calls the component from several threads; a fast tokenizer must not be
+        # entered twice at once ("Already borrowed").
+        self._encode_lock = threading.Lock()
 
     def probabilities(self, ticket: str) -> dict[str, float]:
-        vector = self._model.encode([ticket], normalize_embeddings=True)[0]
+        with self._encode_lock:
+            vector = self._model.encode([ticket], normalize_embeddings=True)[0]
         logits = self._prototypes @ vector / self.temperature
         weights = np.exp(logits - logits.max())
         return dict(zip(self._categories, (weights / weights.sum()).tolist(), strict=True))
