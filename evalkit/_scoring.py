@@ -180,6 +180,7 @@ class Scorers:
             "judge_max_attempts": str(self.judge.retry.max_attempts),
             "judge_max_wait": repr(self.judge.retry.max_total_seconds),
             "judge_invalid_is_error": str(scorer.options.invalid_is_error),
+            "judge_system_in_user": str(scorer.options.system_in_user),
             "judge_prompt_digest": combined.hexdigest(),
             **{f"{t}_judge_prompt": f"{p.source} sha256:{p.digest[:16]}"
                for t, p in sorted(self.judge_prompts.items())},
@@ -214,7 +215,8 @@ class Scorers:
         self.judge_prompts[test_type] = prompt
         return LLMJudgeScorer(self.judge, prompt, JudgeOptions(
             max_tokens=settings.max_tokens, seed=settings.seed,
-            concurrency=config.max_concurrency, invalid_is_error=settings.invalid_is_error))
+            concurrency=config.max_concurrency, invalid_is_error=settings.invalid_is_error,
+            system_in_user=settings.system_in_user))
 
 
 def score_run(outputs: Sequence[EntryOutputs], types: Sequence[str],

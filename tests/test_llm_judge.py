@@ -415,3 +415,16 @@ def test_judge_settings_and_counts_are_tracked_and_the_key_never_is(
                outcome.raw_results]
     leaks = [p for p in written if p.is_file() and api_key.encode() in p.read_bytes()]
     assert leaks == []
+
+
+def test_system_prompt_can_travel_in_the_user_message(
+        tmp_path: Path, tracking_uri: str, monkeypatch: pytest.MonkeyPatch, api_key: str) -> None:
+    with OpenAIStub() as stub:
+        config = judged_config(tmp_path, stub, {"e": entry("functional")}, monkeypatch,
+                               JUDGE_SYSTEM_IN_USER=True)
+        run(tmp_path, tracking_uri, config)
+    (request,) = judge_requests(stub)
+    (message,) = request.body["messages"]
+    assert message["role"] == "user"
+    assert message["content"].startswith("You are a strict evaluator")
+    assert message["content"].rstrip().endswith("Reply 1 or 0.")

@@ -74,9 +74,11 @@ class JudgePrompt:
                               + ", ".join(f"${{{a}}}" for a in sorted(allowed)))
         return cls(use, source, doc["system"], doc["user"], hashlib.sha256(raw).hexdigest())
 
-    def messages(self, **values: str) -> list[dict[str, str]]:
-        return [{"role": "system", "content": self.system},
-                {"role": "user", "content": Template(self.user).safe_substitute(values)}]
+    def messages(self, system_in_user: bool = False, **values: str) -> list[dict[str, str]]:
+        user = Template(self.user).safe_substitute(values)
+        if system_in_user:  # for chat templates that have no system role
+            return [{"role": "user", "content": f"{self.system.rstrip()}\n\n{user}"}]
+        return [{"role": "system", "content": self.system}, {"role": "user", "content": user}]
 
 
 def quoted(value: Any) -> str:
@@ -106,6 +108,7 @@ class JudgeOptions:
     concurrency: int = 8
     invalid_is_error: bool = False
     """Record an invalid reply as a scoring error rather than only counting it."""
+    system_in_user: bool = False
 
 
 class LLMJudgeScorer:
@@ -138,7 +141,8 @@ class LLMJudgeScorer:
 
     def _judge(self, values: Mapping[str, str]) -> Verdict:
         try:
-            reply = self.endpoint.complete(self.prompt.messages(**values), temperature=0,
+            reply = self.endpoint.complete(self.prompt.messages(self.options.system_in_user,
+                                                                **values), temperature=0,
                                            max_tokens=self.options.max_tokens,
                                            seed=self.options.seed)
         except ProviderError as err:
