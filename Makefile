@@ -9,7 +9,8 @@ STAMP := $(VENV)/.installed
 DATASETS := $(wildcard datasets/*/)
 MLFLOW_PORT ?= 5000
 
-.PHONY: help install lint eval eval-replicates eval-calibrate run test test-llm dev-mlflow clean
+.PHONY: help install lint eval eval-replicates eval-calibrate run test test-llm dev-mlflow \
+	dev-mlflow-server clean
 
 help:
 	@echo "make eval               lint the datasets, then evaluate every test type (python eval.py --type=all)"
@@ -21,6 +22,7 @@ help:
 	@echo "make test               run the test suite"
 	@echo "make test-llm           run examples/eval_llm.py against a real local LLM (llama.cpp, offline)"
 	@echo "make dev-mlflow         MLflow UI on http://127.0.0.1:$(MLFLOW_PORT) over the local store"
+	@echo "make dev-mlflow-server  a throwaway team server (PostgreSQL + MLflow) on loopback; Ctrl-C stops it"
 	@echo "make install            create .venv and install evalkit (done by every target)"
 	@echo "make clean              remove .venv and caches (keeps mlflow.db, mlruns/ and reports/)"
 
@@ -77,6 +79,11 @@ test-llm: install $(LLM_STAMP)
 
 dev-mlflow: install
 	$(BIN)/mlflow ui --backend-store-uri sqlite:///mlflow.db --host 127.0.0.1 --port $(MLFLOW_PORT)
+
+# A team tracking server for development: PostgreSQL (a throwaway cluster) behind an MLflow
+# server with an artifact store in .cache/team-server; prints the MLFLOW_TRACKING_URI to export.
+dev-mlflow-server: install
+	$(BIN)/python tools/team_server.py .cache/team-server
 
 clean:
 	rm -rf $(VENV) build *.egg-info .pytest_cache .hypothesis .ruff_cache

@@ -33,6 +33,8 @@ exit status:
   3    the golden dataset is invalid (every violation is listed; nothing was run)
   4    runtime failure (MLflow unreachable, unexpected error)
   5    evalkit compare refused to call a winner (gap inside the noise, or no noise floor)
+  6    the tracking server became unreachable mid-run: the run is saved as a local bundle
+       (named in the message); upload it with evalkit sync BUNDLE
   130  interrupted (SIGINT/SIGTERM): the MLflow run is marked KILLED, outputs are kept
 """
 
@@ -50,9 +52,10 @@ def run_eval_script(constants: Mapping[str, Any], component: Component,
                     "log the run to MLflow and write reports/report-<type>.md. Scoring "
                     "parameters are constants in this script, not options.",
         epilog=EXIT_STATUSES)
-    parser.add_argument("--type", required=True, metavar="TYPE", dest="test_type",
+    parser.add_argument("--type", metavar="TYPE", dest="test_type",
                         choices=[ALL_TYPES, *TEST_TYPES],
-                        help="test type to evaluate, or 'all': " + ", ".join(TEST_TYPES))
+                        help="test type to evaluate, or 'all' (required unless --resume): "
+                             + ", ".join(TEST_TYPES))
     parser.add_argument("--groups", metavar="A,B",
                         help="only entries whose 'group' is one of these (exact match; entries "
                              "without a group are excluded)")
@@ -69,7 +72,14 @@ def run_eval_script(constants: Mapping[str, Any], component: Component,
                             "CALIBRATION_REPEAT_COUNT times (a constant, default 20), re-score "
                             "every prefix k = 2..N without new calls; writes "
                             "report-calibration.md and calibration.png")
+    modes.add_argument("--resume", metavar="RUN_ID",
+                       help="continue an interrupted run: its recorded calls are reused, only "
+                            "the missing ones are made (selection and constants as the run's)")
     args = parser.parse_args(argv)
+    if args.test_type is None and args.resume is None:
+        parser.error("the following arguments are required: --type (or --resume RUN_ID)")
+    if args.resume is not None and (args.test_type or args.groups or args.human_review):
+        parser.error("--resume takes the run's own --type, --groups and --human-review")
     _configure_logging()
     return _guarded(lambda: _run(constants, component, script, args))
 
@@ -77,6 +87,12 @@ def run_eval_script(constants: Mapping[str, Any], component: Component,
 def _run(constants: Mapping[str, Any], component: Component, script: str,
          args: argparse.Namespace) -> int:
     config = EvalConfig.from_constants(constants, script)
+    if args.resume is not None:
+        from evalkit._evaluation import resume
+
+        outcome = resume(config, component, args.resume)
+        _print_outcome(outcome)
+        return ExitStatus.OK if outcome.passed else ExitStatus.THRESHOLD_FAILED
     selection = Selection.parse(args.test_type, args.groups, args.human_review)
     if args.replicates:
         from evalkit._replicates import evaluate_replicates
@@ -135,8 +151,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
         prog="evalkit", formatter_class=argparse.RawDescriptionHelpFormatter,
         description="evalkit: lint golden datasets, re-render reports from MLflow, list run "
-                    "history, compare runs against the noise floor and plan how many runs a "
-                    "claim needs. "
+                    "history, compare runs against the noise floor, plan how many runs a "
+                    "claim needs, resume interrupted runs and upload bundles left by a "
+                    "tracking outage. "
                     "Evaluations themselves run from an eval script: python eval.py --type=all.",
         epilog=EXIT_STATUSES)
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
@@ -186,6 +203,21 @@ def main(argv: Sequence[str] | None = None) -> int:
     plan.add_argument("--output", type=Path, default=Path("reports"),
                       help="folder for report-planning.md (default: reports)")
     plan.add_argument("--json", action="store_true", help="machine-readable output")
+    sync = commands.add_parser(
+        "sync", help="upload run bundles that a tracking outage left on local disk",
+        description="Upload each BUNDLE (a folder under .evalkit/bundles/) to the tracking "
+                    "server (MLFLOW_TRACKING_URI): into its own run when the server still has "
+                    "it (an outage left it RUNNING), else into a new run of the same "
+                    "experiment. Without BUNDLE, every bundle not yet uploaded.")
+    sync.add_argument("bundles", nargs="*", metavar="BUNDLE", type=Path)
+    resume = commands.add_parser(
+        "resume", help="continue an interrupted run (runs SCRIPT --resume RUN_ID)",
+        description="Continue an interrupted run: the calls it recorded are reused and only "
+                    "the missing ones are made. Runs the eval script that made the run, which "
+                    "holds the component.")
+    resume.add_argument("run_id", metavar="RUN_ID")
+    resume.add_argument("--script", type=Path, default=Path("eval.py"),
+                        help="the eval script that made the run (default: eval.py)")
     history = commands.add_parser("history", help="list an experiment's runs, newest first")
     history.add_argument("experiment", metavar="EXPERIMENT",
                          help="experiment name, e.g. support-router/golden")
@@ -195,7 +227,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     _configure_logging()
     handlers: dict[str, Callable[[argparse.Namespace], int]] = {
         "lint": _lint, "report": _report, "compare": _compare, "history": _history,
-        "plan": _plan}
+        "plan": _plan, "sync": _sync, "resume": _resume}
     return _guarded(lambda: handlers[args.command](args))
 
 
@@ -282,6 +314,38 @@ def _plan(args: argparse.Namespace) -> int:
     else:
         print(report)
         print(f"wrote: {path}\nmlflow: planning run {run_id} in {args.experiment}")
+    return ExitStatus.OK
+
+
+def _sync(args: argparse.Namespace) -> int:
+    from evalkit._bundle import unsynced_bundles
+    from evalkit._tracking import Tracker
+
+    tracker = Tracker()
+    bundles = args.bundles or unsynced_bundles(tracker.bundles_dir)
+    if not bundles:
+        print("no bundle to upload")
+    for bundle in bundles:
+        run_id = tracker.sync(bundle)
+        print(f"uploaded {bundle} as run {run_id} at {tracker.tracking_uri}")
+    return ExitStatus.OK
+
+
+def _resume(args: argparse.Namespace) -> int:
+    import runpy
+
+    if not args.script.is_file():
+        print(f"error: {args.script} not found: pass the eval script that made the run with "
+              "--script", file=sys.stderr)
+        return ExitStatus.USAGE
+    saved = sys.argv
+    sys.argv = [str(args.script), "--resume", args.run_id]
+    try:
+        runpy.run_path(str(args.script), run_name="__main__")
+    except SystemExit as done:
+        return int(done.code or 0) if not isinstance(done.code, str) else ExitStatus.USAGE
+    finally:
+        sys.argv = saved
     return ExitStatus.OK
 
 

@@ -24,6 +24,8 @@ class ExitStatus(IntEnum):
     INCONCLUSIVE = 5
     """``evalkit compare`` refused to call a winner: the gap is inside the noise, or no noise
     floor was measured."""
+    TRACKING_OFFLINE = 6
+    """The tracking server became unreachable mid-run; the run is saved as a local bundle."""
     INTERRUPTED = 130
 
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 import contextlib
 import logging
 import signal
+import time
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -18,18 +19,32 @@ from importlib import metadata
 from pathlib import Path
 from types import FrameType
 
+from evalkit._bundle import unsynced_bundles
 from evalkit._config import EvalConfig, Threshold
 from evalkit._dataset import Dataset, load_dataset
-from evalkit._errors import RunInterrupted
+from evalkit._errors import ConfigError, RunInterrupted
 from evalkit._llm import latency_percentiles
-from evalkit._loop import Component, EntryOutputs, RawResultsLog, run_calls
+from evalkit._loop import (
+    CallRecord,
+    Component,
+    EntryOutputs,
+    RawResultsLog,
+    read_raw_results,
+    run_calls,
+)
 from evalkit._metrics import MetricPoint, TypeMetrics, threshold_params
 from evalkit._progress import Progress
 from evalkit._reports import render_reports
 from evalkit._scoring import ScoredRun, Scorers, score_run
 from evalkit._secrets import Redactor
 from evalkit._selection import RunPlan, Selection, plan_run
-from evalkit._tracking import RAW_ARTIFACT_DIR, REPORTS_ARTIFACT_DIR, Tracker, source_tags
+from evalkit._tracking import (
+    RAW_ARTIFACT_DIR,
+    REPORTS_ARTIFACT_DIR,
+    Tracker,
+    TrackingOffline,
+    source_tags,
+)
 
 logger = logging.getLogger("evalkit")
 
@@ -49,6 +64,8 @@ class EvaluationOutcome:
     reports: tuple[Path, ...]
     """Reports written to the reports folder (none for a replicate: those stay in MLflow)."""
     raw_results: Path
+    timings: Mapping[str, float] = field(default_factory=dict)
+    """Seconds spent per phase: calls, scoring, logging, reports, closing."""
 
     @property
     def failures(self) -> tuple[str, ...]:
@@ -136,17 +153,75 @@ def evaluate(config: EvalConfig, component: Component, selection: Selection, *,
 def run_prepared(prepared: PreparedEvaluation, component: Component, tracker: Tracker,
                  runs_dir: Path = RUNS_DIR, role: RunRole = RunRole()) -> EvaluationOutcome:
     """One MLflow run of a prepared evaluation, in the given role."""
-    config, plan = prepared.config, prepared.plan
-    run_id = tracker.start_run(config.experiment_name, prepared.run_name(role.name_suffix),
-                               prepared.params(), {**prepared.tags(), **role.tags})
+    run_id = tracker.start_run(prepared.config.experiment_name,
+                               prepared.run_name(role.name_suffix), prepared.params(),
+                               {**prepared.tags(), **role.tags})
+    for bundle in unsynced_bundles(tracker.bundles_dir):
+        logger.warning("bundle %s has not been uploaded yet: evalkit sync %s", bundle, bundle)
+    return _complete(prepared, component, tracker, run_id, runs_dir, role)
+
+
+def resume(config: EvalConfig, component: Component, run_id: str, *,
+           tracker: Tracker | None = None, runs_dir: Path = RUNS_DIR) -> EvaluationOutcome:
+    """Continue an interrupted run: every call it recorded is reused, only the missing calls
+    are made, and the run ends as an uninterrupted run with the same outputs would have.
+
+    The run must have been made by this eval script with the same constants and dataset."""
+    tracker = tracker or Tracker()
+    run = tracker.run_data(run_id)
+    tags = run.data.tags
+    if run.info.status == "FINISHED":
+        raise ConfigError(f"run {run_id} finished: there is nothing to resume")
+    if tags.get("mode") or "mlflow.parentRunId" in tags:
+        raise ConfigError(f"run {run_id} is part of a {tags.get('mode') or 'replicate'} "
+                          "series; only ordinary runs can be resumed")
+    if "eval_type" not in tags:
+        raise ConfigError(f"run {run_id} was not made by evalkit (no eval_type tag)")
+    groups = tags.get("groups_filter", "all")
+    prepared = prepare(config, Selection.parse(tags["eval_type"],
+                                               None if groups == "all" else groups,
+                                               tags.get("human_review_only") == "true"))
+    changed = sorted(k for k, v in prepared.params().items()
+                     if k in run.data.params and run.data.params[k] != v)
+    if changed:
+        raise ConfigError(f"run {run_id} was made with other settings ({', '.join(changed)} "
+                          "differ): resuming would mix two evaluations. Restore them, or "
+                          "start a new run")
     raw_path = runs_dir / run_id / RAW_RESULTS_FILE
+    if not raw_path.exists():
+        raw_path.parent.mkdir(parents=True, exist_ok=True)
+        raw_path.write_text(tracker.read_text(run_id, f"{RAW_ARTIFACT_DIR}/{RAW_RESULTS_FILE}"),
+                            encoding="utf-8")
+    recorded = {(c.entry_id, c.repeat): c for c in read_raw_results(raw_path)}
+    total = prepared.plan.total_calls
+    saved = sum((p.entry.id, r) in recorded for p in prepared.plan.items
+                for r in range(p.calls))
+    tracker.resume_run(run_id, {"resumed": "true", "resume_calls_saved": str(saved),
+                                "resume_calls_made": str(total - saved)})
+    logger.info("resuming run %s: %d of %d calls recorded, %d to make", run_id, saved, total,
+                total - saved)
+    return _complete(prepared, component, tracker, run_id, runs_dir, RunRole(), recorded)
+
+
+def _complete(prepared: PreparedEvaluation, component: Component, tracker: Tracker,
+              run_id: str, runs_dir: Path, role: RunRole,
+              recorded: Mapping[tuple[str, int], CallRecord] | None = None
+              ) -> EvaluationOutcome:
+    """The calls, scores, metrics and reports of a started (or resumed) run."""
+    config, plan = prepared.config, prepared.plan
+    recorded = recorded or {}
+    raw_path = runs_dir / run_id / RAW_RESULTS_FILE
+    missing = {p.entry.id: sum((p.entry.id, r) not in recorded for r in range(p.calls))
+               for p in plan.items}
     logger.info("MLflow run %s in experiment %s (%s); %d entries, %d calls; raw results: %s",
                 run_id, config.experiment_name, tracker.tracking_uri, len(plan.items),
-                plan.total_calls, raw_path)
+                sum(missing.values()), raw_path)
 
     status = "FAILED"
+    timings: dict[str, float] = {}
+    clock = time.perf_counter()
     prepared.scorers.reset_judge_stats()
-    progress = Progress({p.entry.id: p.calls for p in plan.items},
+    progress = Progress({entry_id: n for entry_id, n in missing.items() if n},
                         retries=prepared.scorers.judge_retries)
     try:
         with _sigterm_as_interrupt(), RawResultsLog(raw_path) as raw_log:
@@ -154,10 +229,11 @@ def run_prepared(prepared: PreparedEvaluation, component: Component, tracker: Tr
                 outputs = run_calls(
                     plan, component, config.mock_adapters, raw_log, prepared.redactor,
                     seed=role.seed, replicate=role.replicate,
-                    concurrency=config.max_concurrency,
+                    concurrency=config.max_concurrency, recorded=recorded,
                     on_call=lambda r: progress.call_done(r.entry_id, r.error is not None))
             finally:
                 progress.finish()
+            clock = _lap(timings, "calls", clock)
             if prepared.scorers.judge is not None:
                 logger.info("judging with %s", prepared.scorers.judge.model)
             # Judge errors can quote the provider; nothing leaves the run unredacted.
@@ -168,21 +244,32 @@ def run_prepared(prepared: PreparedEvaluation, component: Component, tracker: Tr
         for result in scored.types:
             for skipped in result.skipped:
                 logger.warning("bias group %r skipped: %s", skipped.bias_group, skipped.reason)
+        clock = _lap(timings, "scoring", clock)
         verdict = "PASS" if all(m.passed for m in metrics) else "FAIL"
         tracker.log_results(run_id, _run_metrics(prepared, metrics, scored, outputs),
                             {"verdict": verdict})
         tracker.log_evaluation(run_id, scored)
+        clock = _lap(timings, "logging", clock)
         written = publish_reports(tracker, run_id, render_reports(tracker.fetch(run_id)),
-                                   config.reports_dir if role.local_reports else None)
+                                  config.reports_dir if role.local_reports else None)
+        clock = _lap(timings, "reports", clock)
         status = "FINISHED"
     except KeyboardInterrupt:
         status = "KILLED"
         raise RunInterrupted(f"interrupted: run {run_id} marked KILLED; every completed call "
-                             f"is kept in {raw_path} and in the run's artifacts") from None
+                             f"is kept in {raw_path} and in the run's artifacts; continue it "
+                             f"with --resume {run_id}") from None
     finally:
         _close_run(tracker, run_id, raw_path, status)
+    _lap(timings, "closing", clock)
     return EvaluationOutcome(run_id, config.experiment_name, tracker.tracking_uri, metrics,
-                             scored, written, raw_path)
+                             scored, written, raw_path, timings)
+
+
+def _lap(timings: dict[str, float], phase: str, since: float) -> float:
+    now = time.perf_counter()
+    timings[phase] = now - since
+    return now
 
 
 def publish_reports(tracker: Tracker, run_id: str, reports: Mapping[str, str],
@@ -222,7 +309,7 @@ def _close_run(tracker: Tracker, run_id: str, raw_path: Path, status: str) -> No
             tracker.log_file(run_id, raw_path, RAW_ARTIFACT_DIR)
         tracker.finish(run_id, status)
     except Exception as err:  # never mask the error that brought us here
-        if status == "FINISHED":
+        if status == "FINISHED" or isinstance(err, TrackingOffline):
             raise
         logger.error("could not close MLflow run %s (%s); raw results remain in %s",
                      run_id, err, raw_path)

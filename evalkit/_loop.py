@@ -132,13 +132,17 @@ def run_calls(plan: RunPlan, component: Component,
               adapters: Mapping[str, Callable[[Any], Any]], raw_log: RawResultsLog,
               redactor: Redactor, *, seed: int | None = None, replicate: int | None = None,
               concurrency: int = 1,
-              on_call: Callable[[CallRecord], None] | None = None) -> list[EntryOutputs]:
+              on_call: Callable[[CallRecord], None] | None = None,
+              recorded: Mapping[tuple[str, int], CallRecord] | None = None
+              ) -> list[EntryOutputs]:
     """Invoke the component as the plan says, at most ``concurrency`` calls in flight, and
     return every entry's calls in dataset order.
 
-    Each call is logged the moment it finishes. On an interrupt (or a crash escaping a call)
-    the calls not started are cancelled, those in flight are awaited (a second Ctrl-C abandons
-    them), the raw results are put in dataset order, and the interrupt propagates.
+    Calls in ``recorded`` (entry id, repeat) were made by an earlier, interrupted attempt at
+    this run and are reused, not made again. Each new call is logged the moment it finishes.
+    On an interrupt (or a crash escaping a call) no new call starts, those in flight are
+    awaited (a second Ctrl-C abandons them), the raw results are put in dataset order, and
+    the interrupt propagates.
     """
     records: dict[tuple[int, int], CallRecord] = {}
 
@@ -152,8 +156,13 @@ def run_calls(plan: RunPlan, component: Component,
 
     # A sliding window rather than submitting everything: at most `concurrency` calls exist
     # beyond those finished, so a stop starts nothing new and only awaits what is in flight.
+    recorded = recorded or {}
+    for index, planned in enumerate(plan.items):
+        for repeat in range(planned.calls):
+            if (planned.entry.id, repeat) in recorded:
+                records[(index, repeat)] = recorded[(planned.entry.id, repeat)]
     tasks = iter([(index, repeat) for index, planned in enumerate(plan.items)
-                  for repeat in range(planned.calls)])
+                  for repeat in range(planned.calls) if (index, repeat) not in records])
     in_flight: dict[Future[CallRecord], tuple[int, int]] = {}
     pool = ThreadPoolExecutor(max_workers=concurrency, thread_name_prefix="evalkit-call")
 

@@ -355,3 +355,17 @@ def test_a_crash_marks_the_run_failed_and_keeps_the_outputs(
                                          str(tmp_path / "dl")))
     assert [json.loads(line)["entry_id"] for line in raw.read_text().splitlines()] == kept
     assert not (tmp_path / "reports").exists()
+
+
+def test_a_large_report_shows_failures_first_and_points_to_the_full_table(
+        tmp_path: Path, tracking_uri: str) -> None:
+    ids = [f"e{i:03d}" for i in range(450)]
+    dataset = write_dataset(tmp_path / "ds", {i: entry("functional") for i in ids})
+    failing = {i for i in ids if int(i[1:]) % 50 == 7}  # 9 failures spread through the set
+    component = RecordingComponent({i: "wrong" for i in failing})
+    run(tmp_path, tracking_uri, config_for(tmp_path, dataset), component)
+    report = (tmp_path / "reports" / "report-functional.md").read_text()
+    rows = [line.split("|")[1].strip() for line in table_rows(report, "Per-item Results")[2:]]
+    assert len(rows) == 200
+    assert rows[:9] == sorted(failing) and rows[9:] == [i for i in ids if i not in failing][:191]
+    assert "Showing 200 of 450 items, failures first." in report

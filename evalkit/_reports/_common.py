@@ -12,6 +12,9 @@ from evalkit._tracking import RunRecord
 from evalkit.scorers import as_text
 
 PASS, FAIL = "✓", "✗"
+MAX_ROWS = 200
+"""Item rows a report shows; beyond them it shows failures first and points to the artifact
+that holds every item, so that a 10,000-entry report stays readable."""
 
 
 def header(record: RunRecord, title: str, extra: Sequence[tuple[str, str]] = ()) -> list[str]:

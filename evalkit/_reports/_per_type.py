@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 
 from evalkit._markdown import cell, table
 from evalkit._metrics import TypeMetrics
-from evalkit._reports._common import FAIL, PASS, distinct, header, number
+from evalkit._reports._common import FAIL, MAX_ROWS, PASS, distinct, header, number
 from evalkit._scoring import ItemResult, TypeResult
 from evalkit._statistics import STABILITY_TOLERANCE_PP, chart_points
 from evalkit._tracking import RunRecord
@@ -122,27 +122,44 @@ def _judgement(item: ItemResult) -> str:
     return cell(item.judge_reply)
 
 
+def _shown(items: Sequence[ItemResult]) -> tuple[Sequence[ItemResult], list[str]]:
+    """Every item up to :data:`MAX_ROWS`; beyond that, failures first and a pointer to the
+    full table, so that a 10,000-entry report stays readable."""
+    if len(items) <= MAX_ROWS:
+        return items, []
+    ordered = [i for i in items if not i.correct] + [i for i in items if i.correct]
+    return ordered[:MAX_ROWS], ["", f"Showing {MAX_ROWS} of {len(items)} items, failures "
+                                "first. Every item is in the run's results/entries.json "
+                                "(per-entry table) and results/evaluation.json artifacts."]
+
+
 def _per_item(result: TypeResult) -> list[str]:
     lines = ["## Per-item Results", ""]
     measured, measure = _measure(result)
+    items, note = _shown(result.items)
     if result.test_type == "repeatability":
         rows = [[cell(i.id), cell(i.input, 60), distinct(i.outputs), *measure(i), _verdict(i)]
-                for i in result.items]
+                for i in items]
         lines.append(table(["ID", "Input", "Outputs (distinct of all repeats)", *measured,
                             "Result"], rows))
     elif result.test_type == "bias":
         rows = [[cell(i.id), str(len(i.entry_ids)), "<br>".join(cell(e) for e in i.entry_ids),
                  "<br>".join(cell(o, 60) for o in i.outputs), *measure(i), _verdict(i)]
-                for i in result.items]
+                for i in items]
         lines.append(table(["Bias group", "Variants", "Entry IDs", "Outputs", *measured,
                             "Consistent"], rows) if rows else "No group was scored.")
     else:
         rows = [[cell(i.id), cell(i.input, 60), cell(i.expected, 60),
                  "—" if i.outputs[0] is None and i.error else cell(i.outputs[0], 80),
                  *measure(i), _verdict(i)]
-                for i in result.items]
+                for i in items]
         lines.append(table(["ID", "Input", "Expected", "Actual", *measured, "Correct"], rows))
-    return [*lines, ""]
+    return [*lines, *note, ""]
+
+
+def _id_list(ids: Sequence[str], shown: int = 50) -> str:
+    listed = ", ".join(cell(i) for i in ids[:shown])
+    return listed + (f" and {len(ids) - shown} more" if len(ids) > shown else "")
 
 
 def _notes(result: TypeResult, metrics: TypeMetrics) -> list[str]:
@@ -155,16 +172,18 @@ def _notes(result: TypeResult, metrics: TypeMetrics) -> list[str]:
     invalid = [i.id for i in result.items if i.invalid_judgement]
     if invalid:
         notes.append(f"{len(invalid)} invalid judgement(s), scored 0 and never a pass (the "
-                     "judge must reply exactly 0 or 1): " + ", ".join(cell(i) for i in invalid)
-                     + ".")
+                     "judge must reply exactly 0 or 1): " + _id_list(invalid) + ".")
     annotated = [i.id for i in result.items if not i.expected_pass]
     if annotated:
         notes.append("Annotated as expected to fail (negatives for precision): "
-                     + ", ".join(cell(a) for a in annotated) + ".")
+                     + _id_list(annotated) + ".")
     notes += [f"Skipped bias group {cell(s.bias_group)} "
               f"({', '.join(cell(e) for e in s.entry_ids)}): {cell(s.reason, 200)}."
               for s in result.skipped]
-    notes += [f"Error in {cell(i.id)}: {cell(i.error, 300)}" for i in result.items if i.error]
+    errors = [i for i in result.items if i.error]
+    notes += [f"Error in {cell(i.id)}: {cell(i.error, 300)}" for i in errors[:MAX_ROWS]]
+    if len(errors) > MAX_ROWS:
+        notes.append(f"{len(errors) - MAX_ROWS} more errors are in results/evaluation.json.")
     for failure in metrics.failures:
         notes.append(f"Threshold missed: {cell(failure, 200)}.")
     return ["## Notes", "", *(f"- {n}" for n in notes), ""]

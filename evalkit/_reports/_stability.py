@@ -11,7 +11,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from evalkit._markdown import cell, table
-from evalkit._reports._common import FAIL, PASS, distinct, header
+from evalkit._reports._common import FAIL, MAX_ROWS, PASS, distinct, header
 from evalkit._stability import VarianceComponents
 from evalkit._tracking import RunRecord
 
@@ -69,9 +69,13 @@ def stability_report(record: RunRecord, doc: Mapping[str, Any],
                     if len({c["correct"] for c in row if c is not None}) > 1}
         lines += [f"### {test_type}", ""]
         if unstable:
+            shown = sorted(unstable.items())[:MAX_ROWS]
             lines.append(table(["ID", *(f"Replicate {r}" for r in replicates)],
                                [[cell(item_id), *(_answer(c, test_type) for c in row)]
-                                for item_id, row in sorted(unstable.items())]))
+                                for item_id, row in shown]))
+            if len(unstable) > MAX_ROWS:
+                lines += ["", f"Showing {MAX_ROWS} of {len(unstable)} unstable items; every "
+                          "item is in the run's stability/items.json artifact."]
         else:
             lines.append("No item changed its answer.")
         lines.append("")
