@@ -240,6 +240,10 @@ def test_example_calibration_and_plan(example_copy: Path) -> None:
 
     for args in (["--type=all"], ["--type=all", "--replicates"]):
         assert run_script(example_copy, *args).returncode in (0, 1)
+    # ROOT_SEED = 0 seeds every draw: the example's replicates disagree on some items.
+    stability = json.loads((example_copy / "reports" / "stability.json").read_text())
+    assert sum(m["unstable_items"] for m in stability["metrics"]) >= 1
+    assert "## Unstable Items" in (example_copy / "reports" / "report-stability.md").read_text()
     plan = subprocess.run([sys.executable, "-m", "evalkit", "plan", "support-router/golden"],
                           cwd=example_copy, capture_output=True, text=True,
                           env=script_env(example_copy), timeout=120)
