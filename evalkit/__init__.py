@@ -22,7 +22,7 @@ from evalkit._errors import (
     RunInterrupted,
     TrackingError,
 )
-from evalkit._evaluation import EvaluationOutcome, evaluate
+from evalkit._evaluation import EvaluationOutcome, evaluate, resume
 from evalkit._llm import ChatEndpoint, ProviderError, RetryPolicy
 from evalkit._loop import Call, CallRecord, Component
 from evalkit._selection import Selection
@@ -38,11 +38,10 @@ from evalkit._statistics import (
 )
 
 __all__ = [
-    "TEST_TYPES", "Call", "CallRecord", "ChatEndpoint", "Component", "ConfigError",
-    "ConfusionMatrix", "ProviderError", "RetryPolicy",
-    "Convergence", "Dataset", "DatasetInvalid", "Entry", "EvalConfig", "EvalkitError",
-    "EvaluationOutcome", "ExitStatus", "LintReport", "LintViolation", "RunInterrupted",
-    "Selection", "Threshold", "TrackingError", "WilsonInterval", "chart_points",
-    "confusion_matrix", "convergence", "cumulative_series", "evaluate", "lint_dataset",
-    "load_dataset", "run_eval_script", "wilson_interval",
+    "TEST_TYPES", "Call", "CallRecord", "chart_points", "ChatEndpoint", "Component", "ConfigError",
+    "confusion_matrix", "ConfusionMatrix", "Convergence", "convergence", "cumulative_series",
+    "Dataset", "DatasetInvalid", "Entry", "EvalConfig", "EvalkitError", "evaluate",
+    "EvaluationOutcome", "ExitStatus", "lint_dataset", "LintReport", "LintViolation",
+    "load_dataset", "ProviderError", "resume", "RetryPolicy", "run_eval_script", "RunInterrupted",
+    "Selection", "Threshold", "TrackingError", "wilson_interval", "WilsonInterval",
 ]

@@ -1,9 +1,9 @@
 """One evaluation, end to end: dataset -> plan -> calls -> scores -> metrics -> MLflow -> reports.
 
-Data flows one way. Everything that can be wrong with the dataset or the constants is checked
-before the MLflow run is created and before the first component call. Once calls start, each
-output is on disk before the next call; an interruption or a crash marks the run (KILLED or
-FAILED) and still uploads the raw results.
+Data flows one way. Everything that can be wrong with the dataset, the constants, the judge
+endpoint or the tracking destination is checked before the first component call. Once calls
+start, each output is on disk the moment it is made; an interruption or a crash marks the run
+(KILLED or FAILED) and still uploads the raw results, from which ``resume`` continues it.
 """
 
 from __future__ import annotations
