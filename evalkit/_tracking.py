@@ -34,6 +34,7 @@ import os
 import subprocess
 import tempfile
 import time
+import urllib.error
 import urllib.request
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -149,10 +150,12 @@ class Tracker:
             return
         url = self.tracking_uri.rstrip("/") + "/health"
         try:
-            with urllib.request.urlopen(url, timeout=_HEALTH_TIMEOUT_SECONDS) as response:
-                if response.status == 200:
-                    return
-                problem = f"HTTP {response.status}"
+            with urllib.request.urlopen(url, timeout=_HEALTH_TIMEOUT_SECONDS):
+                return
+        except urllib.error.HTTPError as err:
+            if err.code < 500:  # it answered (a 401 from an auth proxy is still an answer)
+                return
+            problem = f"HTTP {err.code}"
         except (OSError, ValueError) as err:
             problem = str(getattr(err, "reason", err))
         raise TrackingError(f"cannot reach the MLflow tracking server at {self.tracking_uri} "
