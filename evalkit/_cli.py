@@ -29,13 +29,15 @@ EXIT_STATUSES = """\
 exit status:
   0    every threshold of the run was met
   1    a metric is under its threshold (the reports say which)
-  2    usage or configuration error (bad option, missing or misspelt constant in eval.py)
+  2    usage or configuration error (bad option, missing or misspelt constant in eval.py,
+       a judge endpoint that refuses the key or the model)
   3    the golden dataset is invalid (every violation is listed; nothing was run)
-  4    runtime failure (MLflow unreachable, unexpected error)
+  4    runtime failure (MLflow or the judge endpoint unreachable, unexpected error)
   5    evalkit compare refused to call a winner (gap inside the noise, or no noise floor)
   6    the tracking server became unreachable mid-run: the run is saved as a local bundle
        (named in the message); upload it with evalkit sync BUNDLE
-  130  interrupted (SIGINT/SIGTERM): the MLflow run is marked KILLED, outputs are kept
+  130  interrupted (SIGINT/SIGTERM): the MLflow run is marked KILLED, outputs are kept;
+       continue it with --resume RUN_ID
 """
 
 
