@@ -9,17 +9,14 @@ clears twice the floor gets a winner; inside it, or without a floor, the compari
 
 from __future__ import annotations
 
-import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from enum import StrEnum
 from typing import Any
 
-from evalkit._errors import TrackingError
 from evalkit._tracking import STABILITY_ITEMS_ARTIFACT, Tracker
 
 FLOOR_MULTIPLE = 2.0
-_RUN_ID = re.compile(r"^[0-9a-f]{32}$")
 
 
 class Verdict(StrEnum):
@@ -100,7 +97,7 @@ def compare(a: Side, b: Side) -> tuple[MetricComparison, ...]:
 
 def load_side(tracker: Tracker, reference: str) -> Side:
     """A side from MLflow: a run id, or an experiment name (its latest finished run)."""
-    run_id = reference if _RUN_ID.match(reference) else _latest_run(tracker, reference)
+    run_id = tracker.resolve(reference)
     record = tracker.fetch(run_id)
     types = [t for t in record.tags.get("test_types", "").split(",") if t]
     accuracy = {t: record.metrics[f"{t}_accuracy"] for t in types
@@ -119,13 +116,6 @@ def load_side(tracker: Tracker, reference: str) -> Side:
               if f"{t}_noise_floor" in floor_metrics}
     label = f"{record.experiment_name} / {record.run_name}"
     return Side(run_id, label, accuracy, items, floors)
-
-
-def _latest_run(tracker: Tracker, experiment_name: str) -> str:
-    for run in tracker.evaluation_runs(experiment_name):
-        if run.info.status == "FINISHED":
-            return str(run.info.run_id)
-    raise TrackingError(f"experiment {experiment_name!r} has no finished run to compare")
 
 
 def _majority(cells: Sequence[Mapping[str, Any] | None]) -> bool | None:

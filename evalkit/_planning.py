@@ -41,8 +41,6 @@ from evalkit._tracking import (
 from evalkit._votes import DECISION_CROSSOVER_P, Disagreement, VoteTable, disagreement, vote_table
 from evalkit.scorers._exact import normalise
 
-_RUN_ID_LENGTH = 32
-
 
 @dataclass(frozen=True)
 class MeasuredP:
@@ -162,7 +160,7 @@ def build_plan(tracker: Tracker, experiment: str, *, target_error: float = 0.01,
         if parent is None:
             raise TrackingError(f"contrasts need replicates of {experiment!r}: run "
                                 "make eval-replicates first")
-        other = tracker.fetch(_replicate_parent(tracker, against))
+        other = tracker.fetch(tracker.resolve(against, mode="replicates"))
         contrasts = _contrasts(parent, other, contrast_count, half_width)
     return Plan(experiment, target_error, tuple(measured), allocations,
                 None if parent is None else parent.run_id, against, contrasts,
@@ -211,17 +209,6 @@ def _repeat_answers(record: RunRecord) -> list[list[str]]:
         return []
     return [[json.dumps(normalise(o), sort_keys=True) for o in item.outputs]
             for item in result.items if item.error is None]
-
-
-def _replicate_parent(tracker: Tracker, reference: str) -> str:
-    """A replicate series' parent run: given by id, or the latest of an experiment."""
-    if len(reference) == _RUN_ID_LENGTH and all(c in "0123456789abcdef" for c in reference):
-        return reference
-    for run in tracker.evaluation_runs(reference):
-        if run.info.status == "FINISHED" and run.data.tags.get("mode") == "replicates":
-            return str(run.info.run_id)
-    raise TrackingError(f"{reference!r} has no finished replicate series: run "
-                        "make eval-replicates for it first")
 
 
 def _contrasts(a: RunRecord, b: RunRecord, contrast_count: int | None,

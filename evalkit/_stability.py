@@ -168,7 +168,8 @@ class ReplicateStability:
             "partition": {"always_right": len(self.partition.always_right),
                           "always_wrong": len(self.partition.always_wrong),
                           "changed": len(self.partition.changed),
-                          "seen_once": len(self.partition.seen_once)},
+                          "seen_once": len(self.partition.seen_once),
+                          "changed_items": list(self.partition.changed)},
         }
 
 

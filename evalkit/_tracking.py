@@ -31,6 +31,7 @@ import fcntl
 import json
 import logging
 import os
+import re
 import subprocess
 import tempfile
 import time
@@ -67,6 +68,7 @@ PROBE_ARTIFACT = "evalkit/run.json"
 RAW_ARTIFACT_DIR = "raw"
 REPORTS_ARTIFACT_DIR = "reports"
 _MAX_PARAM_LENGTH = 6000
+_RUN_ID = re.compile(r"^[0-9a-f]{32}$")
 
 
 @dataclass(frozen=True)
@@ -308,6 +310,20 @@ class Tracker:
         return [run for run in self.runs(experiment_name)
                 if "mlflow.parentRunId" not in run.data.tags
                 and run.data.tags.get("mode") != "planning"]
+
+    def resolve(self, reference: str, mode: str | None = None) -> str:
+        """A run id as given, or the latest finished evaluation run of the experiment named
+        ``reference`` (of the given ``mode`` tag, e.g. ``replicates``, when one is asked)."""
+        if _RUN_ID.match(reference):
+            return reference
+        for run in self.evaluation_runs(reference):
+            if run.info.status == "FINISHED" and (mode is None
+                                                  or run.data.tags.get("mode") == mode):
+                return str(run.info.run_id)
+        kind = f"{mode} run" if mode else "run"
+        raise TrackingError(f"experiment {reference!r} has no finished {kind}"
+                            + (": run make eval-replicates for it first"
+                               if mode == "replicates" else ""))
 
     def run_data(self, run_id: str) -> Any:
         """One run's info, params, tags and latest metrics (MLflow ``Run``)."""

@@ -12,7 +12,6 @@ some.
 
 from __future__ import annotations
 
-import os
 import re
 import shutil
 import subprocess
@@ -23,8 +22,8 @@ from pathlib import Path
 import pytest
 
 import evalkit
+from tests.conftest import REPO, script_env
 
-REPO = Path(__file__).resolve().parent.parent
 BROKEN = REPO / "tests" / "broken_datasets"
 VALID = REPO / "tests" / "datasets" / "minimal_valid"
 
@@ -184,16 +183,9 @@ def _assert_violations(violations: tuple[evalkit.LintViolation, ...], dataset: P
         assert v.message.strip()
 
 
-def _env(**extra: str) -> dict[str, str]:
-    env = dict(os.environ)
-    env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(REPO), env.get("PYTHONPATH")]))
-    env.update(extra)
-    return env
-
-
 def _evalkit(*args: str | Path, cwd: Path = REPO) -> subprocess.CompletedProcess[str]:
     return subprocess.run([sys.executable, "-m", "evalkit", *map(str, args)], cwd=cwd,
-                          env=_env(), capture_output=True, text=True, timeout=120)
+                          env=script_env(cwd), capture_output=True, text=True, timeout=120)
 
 
 def _violation_lines(stderr: str) -> list[str]:
@@ -370,7 +362,7 @@ def _run_eval(tmp_path: Path, source: Path, *args: str) -> subprocess.CompletedP
     script.write_text(EVAL_SCRIPT.format(dataset=str(dataset)), encoding="utf-8")
     return subprocess.run(
         [sys.executable, str(script), *args], cwd=tmp_path, capture_output=True, text=True,
-        timeout=300, env=_env(MLFLOW_TRACKING_URI=f"sqlite:///{tmp_path / 'mlflow.db'}"))
+        timeout=300, env=script_env(tmp_path))
 
 
 def _runs(tmp_path: Path) -> list[object]:

@@ -65,14 +65,13 @@ def stability_report(record: RunRecord, doc: Mapping[str, Any],
     ]
     for m in metrics:
         test_type = m["metric"].removesuffix("_accuracy")
-        unstable = {item_id: row for item_id, row in items.get(test_type, {}).items()
-                    if len({c["correct"] for c in row if c is not None}) > 1}
+        unstable = m["partition"]["changed_items"]
+        rows = items.get(test_type, {})
         lines += [f"### {test_type}", ""]
         if unstable:
-            shown = sorted(unstable.items())[:MAX_ROWS]
             lines.append(table(["ID", *(f"Replicate {r}" for r in replicates)],
-                               [[cell(item_id), *(_answer(c, test_type) for c in row)]
-                                for item_id, row in shown]))
+                               [[cell(item_id), *(_answer(c, test_type) for c in rows[item_id])]
+                                for item_id in unstable[:MAX_ROWS]]))
             if len(unstable) > MAX_ROWS:
                 lines += ["", f"Showing {MAX_ROWS} of {len(unstable)} unstable items; every "
                           "item is in the run's stability/items.json artifact."]
