@@ -17,6 +17,7 @@ from typing import Any
 
 from evalkit._dataset import TEST_TYPES
 from evalkit._errors import ConfigError
+from evalkit.scorers._llm_judge import PROMPT_USES
 
 DEFAULT_KEY = "default"
 SCORERS = ("exact", "semantic_similarity", "llm_judge")
@@ -278,7 +279,7 @@ def _judge(known: Mapping[str, Any], script: str) -> JudgeSettings | None:
         return None
     prompts = _mapping(known, "JUDGE_PROMPTS", script)
     for key, path in prompts.items():
-        if key not in ("expected", "repeatability", "bias", *TEST_TYPES) or \
+        if key not in (*PROMPT_USES, *TEST_TYPES) or \
                 not isinstance(path, str | Path):
             raise ConfigError(f"{script}: JUDGE_PROMPTS maps 'expected', 'repeatability', "
                               f"'bias' or a test type to a YAML file; got {key!r}: {path!r}")

@@ -115,9 +115,6 @@ class Dataset:
     digest: str
     """sha256 over the schema and every data file (paths and bytes); README excluded."""
 
-    @property
-    def name(self) -> str:
-        return self.path.name
 
 
 def load_dataset(path: str | os.PathLike[str]) -> Dataset:

@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from evalkit._config import EvalConfig
-from evalkit._dataset import BiasKey
+from evalkit._dataset import COMPARATIVE_TYPES, BiasKey
 from evalkit._llm import ChatEndpoint, EndpointStats, RetryPolicy
 from evalkit._loop import EntryOutputs
 from evalkit.scorers import (
@@ -209,7 +209,7 @@ class Scorers:
         if self.judge is None:
             self.judge = ChatEndpoint(settings.model, timeout=settings.timeout, retry=RetryPolicy(
                 max_attempts=settings.max_attempts, max_total_seconds=settings.max_wait))
-        use = test_type if test_type in ("repeatability", "bias") else "expected"
+        use = test_type if test_type in COMPARATIVE_TYPES else "expected"
         path = settings.prompts.get(test_type, settings.prompts.get(use))
         prompt = JudgePrompt.load(use, path)
         self.judge_prompts[test_type] = prompt

@@ -85,10 +85,6 @@ class RunPlan:
     def total_calls(self) -> int:
         return sum(item.calls for item in self.items)
 
-    @property
-    def has_human_review(self) -> bool:
-        return any(item.human_review for item in self.items)
-
 
 def plan_run(dataset: Dataset, selection: Selection, config: EvalConfig) -> RunPlan:
     """Choose the entries and calls of a run, checking that the config can score all of them."""

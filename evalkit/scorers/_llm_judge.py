@@ -28,10 +28,10 @@ from evalkit._errors import ConfigError
 from evalkit._llm import ChatEndpoint, ProviderError
 from evalkit.scorers._base import Case, OutputGroup, Verdict, as_text
 
-PROMPT_USES = ("expected", "repeatability", "bias")
 _PLACEHOLDERS = {"expected": {"input", "expected", "output"},
                  "repeatability": {"input", "outputs"},
                  "bias": {"inputs", "outputs"}}
+PROMPT_USES = tuple(_PLACEHOLDERS)
 
 
 @dataclass(frozen=True)
