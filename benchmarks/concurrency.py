@@ -24,7 +24,7 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
 from evalkit import Call, ChatEndpoint, Entry, EvalConfig, Selection, evaluate  # noqa: E402
-from evalkit._tracking import Tracker  # noqa: E402
+from evalkit.tracking import Tracker  # noqa: E402
 from tests.conftest import entry, write_dataset  # noqa: E402
 from tests.openai_stub import OpenAIStub, fixed_latency  # noqa: E402
 

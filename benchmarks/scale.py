@@ -20,8 +20,9 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
 from evalkit import Call, Entry, EvalConfig, Selection  # noqa: E402
-from evalkit._evaluation import prepare, run_prepared  # noqa: E402
-from evalkit._tracking import Tracker  # noqa: E402
+from evalkit.run._evaluation import run_prepared  # noqa: E402
+from evalkit.run._prepare import prepare  # noqa: E402
+from evalkit.tracking import Tracker  # noqa: E402
 from tests.conftest import entry, write_dataset  # noqa: E402
 
 

@@ -1,19 +1,10 @@
 """evalkit: evaluate AI components against a golden dataset, repeatability first, in MLflow.
 
-The public surface; everything else lives in private modules.
+The public surface. The wings (dataset, config, run, scorers, stats, tracking, reports,
+records, cli) each name what they offer in their own __init__; modules starting with an
+underscore are private.
 """
 
-from evalkit._cli import run_eval_script
-from evalkit._config import EvalConfig, Threshold
-from evalkit._dataset import (
-    TEST_TYPES,
-    Dataset,
-    Entry,
-    LintReport,
-    LintViolation,
-    lint_dataset,
-    load_dataset,
-)
 from evalkit._errors import (
     ConfigError,
     DatasetInvalid,
@@ -22,11 +13,21 @@ from evalkit._errors import (
     RunInterrupted,
     TrackingError,
 )
-from evalkit._evaluation import EvaluationOutcome, evaluate, resume
-from evalkit._llm import ChatEndpoint, ProviderError, RetryPolicy
-from evalkit._loop import Call, CallRecord, Component
-from evalkit._selection import Selection
-from evalkit._statistics import (
+from evalkit.cli import run_eval_script
+from evalkit.config import EvalConfig
+from evalkit.dataset import (
+    TEST_TYPES,
+    Dataset,
+    Entry,
+    LintReport,
+    LintViolation,
+    lint_dataset,
+    load_dataset,
+)
+from evalkit.records import Threshold
+from evalkit.run import Call, CallRecord, Component, EvaluationOutcome, Selection, evaluate, resume
+from evalkit.scorers import ChatEndpoint, ProviderError, RetryPolicy
+from evalkit.stats import (
     ConfusionMatrix,
     Convergence,
     WilsonInterval,

@@ -1,3 +1,3 @@
-from evalkit._cli import main
+from evalkit.cli import main
 
 raise SystemExit(main())

@@ -7,10 +7,13 @@ one class; each subclass carries the process exit status the CLI reports for it.
 from __future__ import annotations
 
 from enum import IntEnum
-from typing import TYPE_CHECKING
+from typing import Protocol
 
-if TYPE_CHECKING:
-    from evalkit._dataset import LintReport
+
+class Findings(Protocol):
+    """What lint hands to :class:`DatasetInvalid`: every violation, rendered for a person."""
+
+    def render(self) -> str: ...
 
 
 class ExitStatus(IntEnum):
@@ -46,7 +49,7 @@ class DatasetInvalid(EvalkitError):
 
     exit_status = ExitStatus.DATASET_INVALID
 
-    def __init__(self, report: LintReport) -> None:
+    def __init__(self, report: Findings) -> None:
         self.report = report
         super().__init__(f"{report.render()}\nThe dataset is invalid: no component was called "
                          "and no MLflow run was created.")

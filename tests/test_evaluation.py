@@ -17,8 +17,8 @@ import mlflow
 import pytest
 
 from evalkit import Call, ConfigError, Entry, EvalConfig, Selection, evaluate
-from evalkit._reports import render_reports
-from evalkit._tracking import Tracker
+from evalkit.reports import render_reports
+from evalkit.tracking import Tracker
 from tests.conftest import entry, write_dataset
 
 

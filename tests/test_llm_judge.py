@@ -26,8 +26,8 @@ from evalkit import (
     Selection,
     evaluate,
 )
-from evalkit._tracking import Tracker
 from evalkit.scorers._llm_judge import parse_judgement
+from evalkit.tracking import Tracker
 from tests.conftest import entry, run_script, write_dataset, write_eval_script
 from tests.openai_stub import (
     OpenAIStub,

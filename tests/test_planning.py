@@ -12,11 +12,9 @@ import mlflow
 import pytest
 
 from evalkit import Call, Entry, EvalConfig, Selection, evaluate
-from evalkit._calibrate import evaluate_calibration
-from evalkit._planning import build_plan, record_plan
-from evalkit._replicates import evaluate_replicates
-from evalkit._reports import render_reports
-from evalkit._tracking import Tracker
+from evalkit.reports import render_reports
+from evalkit.run import build_plan, evaluate_calibration, evaluate_replicates, record_plan
+from evalkit.tracking import Tracker
 from tests.conftest import entry, run_script, script_env, write_dataset, write_eval_script
 
 STABLE = [f"stable-{i}" for i in range(7)]

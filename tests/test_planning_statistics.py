@@ -13,18 +13,20 @@ from hypothesis import given
 from hypothesis import strategies as st
 from scipy.stats import t as student_t
 
-from evalkit._budget import allocate, variance_times_budget
-from evalkit._contrasts import (
+from evalkit.stats import (
+    VarianceComponents,
+    allocate,
+    disagreement,
     nested_bootstrap_variance,
-    nested_to_true_variance_ratio,
     replicate_mean_t_interval,
     replicates_for_half_width,
+    variance_times_budget,
+    vote_table,
     whole_replicate_bootstrap,
     whole_replicate_bootstrap_variance,
-    z_for,
 )
-from evalkit._stability import VarianceComponents
-from evalkit._votes import Rule, Ties, disagreement, smallest_n, vote_error, vote_table
+from evalkit.stats._contrasts import nested_to_true_variance_ratio, z_for
+from evalkit.stats._votes import Rule, Ties, smallest_n, vote_error
 
 
 @pytest.mark.parametrize(("rule", "n", "ties", "expected", "tolerance"), [

@@ -7,7 +7,7 @@ import logging
 
 import pytest
 
-from evalkit._progress import Progress
+from evalkit.run._progress import Progress
 
 
 def test_interactive_progress_redraws_one_line() -> None:

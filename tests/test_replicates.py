@@ -18,11 +18,12 @@ import mlflow
 import pytest
 
 from evalkit import Call, Entry, EvalConfig, Selection
-from evalkit._compare import Side, Verdict, compare, noise_gate
-from evalkit._replicates import LOCK_FILE, SeedLock, evaluate_replicates
-from evalkit._reports import render_reports
-from evalkit._stability import replicate_seed
-from evalkit._tracking import Tracker
+from evalkit.reports import render_reports
+from evalkit.run import compare, evaluate_replicates
+from evalkit.run._compare import Side, Verdict, noise_gate
+from evalkit.run._replicates import LOCK_FILE, SeedLock
+from evalkit.stats import replicate_seed
+from evalkit.tracking import Tracker
 from tests.conftest import entry, run_script, script_env, write_dataset, write_eval_script
 
 ENTRIES = {f"q{i:02d}": entry("functional") for i in range(24)}

@@ -8,14 +8,8 @@ from typing import Any
 import numpy as np
 import pytest
 
-from evalkit.scorers import (
-    Case,
-    Embedder,
-    ExactScorer,
-    OutputGroup,
-    SemanticSimilarityScorer,
-    as_text,
-)
+from evalkit.records import as_text
+from evalkit.scorers import Case, Embedder, ExactScorer, OutputGroup, SemanticSimilarityScorer
 from evalkit.scorers._exact import matches, normalise
 
 

@@ -8,14 +8,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from evalkit._stability import (
-    VarianceComponents,
-    effective_interval,
-    replicate_seed,
-    replicate_stability,
-    variance_components,
-)
-from evalkit._statistics import wilson_interval
+from evalkit.stats import VarianceComponents, replicate_seed, replicate_stability, wilson_interval
+from evalkit.stats._stability import effective_interval, variance_components
 
 
 def seed_example() -> dict[str, dict[int, bool]]:

@@ -16,7 +16,7 @@ from evalkit import (
     cumulative_series,
     wilson_interval,
 )
-from evalkit._statistics import STABLE_RECOMMENDATION, UNSTABLE_RECOMMENDATION
+from evalkit.stats._one_run import STABLE_RECOMMENDATION, UNSTABLE_RECOMMENDATION
 
 Z95 = 1.959963984540054
 

@@ -12,7 +12,6 @@ Each answer is a binary :class:`Verdict`, with what the method measured on the w
 
 from __future__ import annotations
 
-import json
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
@@ -62,10 +61,3 @@ class Scorer(Protocol):
     def among_outputs(self, groups: Sequence[OutputGroup]) -> list[Verdict]:
         """One verdict per group of two or more outputs."""
         ...
-
-
-def as_text(value: Any) -> str:
-    """The text of an output: strings as they are, other JSON values in canonical form."""
-    if isinstance(value, str):
-        return value
-    return json.dumps(value, sort_keys=True, ensure_ascii=False, separators=(", ", ": "))

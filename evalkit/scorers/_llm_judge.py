@@ -25,13 +25,13 @@ from string import Template
 from typing import Any
 
 from evalkit._errors import ConfigError
-from evalkit._llm import ChatEndpoint, ProviderError
-from evalkit.scorers._base import Case, OutputGroup, Verdict, as_text
+from evalkit.records import as_text
+from evalkit.scorers._base import Case, OutputGroup, Verdict
+from evalkit.scorers._endpoint import ChatEndpoint, ProviderError
 
 _PLACEHOLDERS = {"expected": {"input", "expected", "output"},
                  "repeatability": {"input", "outputs"},
                  "bias": {"inputs", "outputs"}}
-PROMPT_USES = tuple(_PLACEHOLDERS)
 
 
 @dataclass(frozen=True)

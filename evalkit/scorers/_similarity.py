@@ -17,7 +17,8 @@ from collections.abc import Sequence
 from itertools import combinations
 from typing import TYPE_CHECKING, Any
 
-from evalkit.scorers._base import Case, OutputGroup, Verdict, as_text
+from evalkit.records import as_text
+from evalkit.scorers._base import Case, OutputGroup, Verdict
 
 if TYPE_CHECKING:
     import numpy as np

@@ -1,0 +1,9 @@
+"""The command lines: the ``evalkit`` command and ``eval.py`` (:func:`run_eval_script`).
+
+Both are thin: they parse arguments, call the library, print, and map errors to exit statuses.
+"""
+
+from evalkit.cli._main import main
+from evalkit.cli._script import run_eval_script
+
+__all__ = ["main", "run_eval_script"]

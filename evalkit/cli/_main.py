@@ -1,0 +1,215 @@
+"""The ``evalkit`` command: lint, report, compare, plan, sync, resume, history."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from collections.abc import Callable, Sequence
+from pathlib import Path
+
+from evalkit._errors import ExitStatus
+from evalkit.cli._common import EXIT_STATUSES, configure_logging, guarded
+from evalkit.dataset import lint_dataset
+from evalkit.records import CALIBRATION_ARTIFACT
+from evalkit.reports import CHART_FILE, plot_calibration, render_reports
+from evalkit.run import FLOOR_MULTIPLE, build_plan, compare, load_side, record_plan
+from evalkit.stats import Calibration
+from evalkit.tracking import Tracker, history, render_history, unsynced_bundles
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """The ``evalkit`` command."""
+    parser = argparse.ArgumentParser(
+        prog="evalkit", formatter_class=argparse.RawDescriptionHelpFormatter,
+        description="evalkit: lint golden datasets, re-render reports from MLflow, list run "
+                    "history, compare runs against the noise floor, plan how many runs a "
+                    "claim needs, resume interrupted runs and upload bundles left by a "
+                    "tracking outage. "
+                    "Evaluations themselves run from an eval script: python eval.py --type=all.",
+        epilog=EXIT_STATUSES)
+    commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    lint = commands.add_parser("lint", help="check datasets; list every violation")
+    lint.add_argument("datasets", nargs="+", metavar="DATASET", help="dataset folder(s)")
+    report = commands.add_parser(
+        "report", help="re-render a past run's reports from MLflow alone",
+        description="Render the reports of RUN_ID from what its MLflow run holds "
+                    "(MLFLOW_TRACKING_URI, else the local store) and write them to --output.")
+    report.add_argument("run_id", metavar="RUN_ID")
+    report.add_argument("--output", type=Path, default=Path("reports"),
+                        help="folder to write report-<type>.md to (default: reports)")
+    compare = commands.add_parser(
+        "compare", help="compare two runs, refusing gaps inside the noise floor",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+        description="Compare A with B per test type: the accuracy gap, the items that flipped "
+                    "between them, and the noise floor (the largest disagreement rate between "
+                    "two replicates) measured behind A and/or B. A winner is named only when "
+                    "the gap clears twice the floor; otherwise the comparison is refused.",
+        epilog="exit status: 0 every metric decided, 5 a comparison was refused "
+               "(inside the noise, or no floor: run replicates first), 4 runtime failure")
+    compare.add_argument("a", metavar="A", help="run id, or experiment name (its latest run)")
+    compare.add_argument("b", metavar="B", help="run id, or experiment name (its latest run)")
+    compare.add_argument("--json", action="store_true", help="machine-readable output")
+    plan = commands.add_parser(
+        "plan", help="how many runs a claim needs, from an experiment's runs in MLflow",
+        description="Measure p (the per-run disagreement rate) from the repeats of the latest "
+                    "run with repeatability entries and from the latest replicate series; print "
+                    "the error of majority, unanimous and any-of votes for N = 1..20 with the "
+                    "N each needs, the items-vs-replicates optimum, and, with --against, "
+                    "intervals for the contrast between two systems. Calls no component; logs "
+                    "a planning run and writes reports/report-planning.md.")
+    plan.add_argument("experiment", metavar="EXPERIMENT")
+    plan.add_argument("--target-error", type=float, default=0.01,
+                      help="error an aggregated verdict may have (default: 0.01)")
+    plan.add_argument("--max-n", type=int, default=20, help="largest N in the table (20)")
+    plan.add_argument("--replicate-cost", type=float, default=1.0,
+                      help="cost a of one call (one replicate of one item); default 1")
+    plan.add_argument("--item-cost", type=float, default=1.0,
+                      help="cost b of one more item (writing and reviewing it); default 1")
+    plan.add_argument("--against", metavar="OTHER",
+                      help="a second system: experiment name or replicate-parent run id")
+    plan.add_argument("--contrasts", type=int, metavar="K",
+                      help="contrasts in the family for Bonferroni (default: shared types)")
+    plan.add_argument("--half-width", type=float, metavar="W",
+                      help="target half-width of a contrast interval, for replicate planning")
+    plan.add_argument("--output", type=Path, default=Path("reports"),
+                      help="folder for report-planning.md (default: reports)")
+    plan.add_argument("--json", action="store_true", help="machine-readable output")
+    sync = commands.add_parser(
+        "sync", help="upload run bundles that a tracking outage left on local disk",
+        description="Upload each BUNDLE (a folder under .evalkit/bundles/) to the tracking "
+                    "server (MLFLOW_TRACKING_URI): into its own run when the server still has "
+                    "it (an outage left it RUNNING), else into a new run of the same "
+                    "experiment. Without BUNDLE, every bundle not yet uploaded.")
+    sync.add_argument("bundles", nargs="*", metavar="BUNDLE", type=Path)
+    resume = commands.add_parser(
+        "resume", help="continue an interrupted run (runs SCRIPT --resume RUN_ID)",
+        description="Continue an interrupted run: the calls it recorded are reused and only "
+                    "the missing ones are made. Runs the eval script that made the run, which "
+                    "holds the component.")
+    resume.add_argument("run_id", metavar="RUN_ID")
+    resume.add_argument("--script", type=Path, default=Path("eval.py"),
+                        help="the eval script that made the run (default: eval.py)")
+    history = commands.add_parser("history", help="list an experiment's runs, newest first")
+    history.add_argument("experiment", metavar="EXPERIMENT",
+                         help="experiment name, e.g. support-router/golden")
+    history.add_argument("--limit", type=int, default=20, help="runs to list (default: 20)")
+    history.add_argument("--json", action="store_true", help="machine-readable output")
+    args = parser.parse_args(argv)
+    configure_logging()
+    handlers: dict[str, Callable[[argparse.Namespace], int]] = {
+        "lint": _lint, "report": _report, "compare": _compare, "history": _history,
+        "plan": _plan, "sync": _sync, "resume": _resume}
+    return guarded(lambda: handlers[args.command](args))
+
+
+def _lint(args: argparse.Namespace) -> int:
+    status = ExitStatus.OK
+    for path in args.datasets:
+        report = lint_dataset(path)
+        print(report.render(), file=sys.stdout if report.ok else sys.stderr)
+        if not report.ok:
+            status = ExitStatus.DATASET_INVALID
+    return status
+
+
+def _report(args: argparse.Namespace) -> int:
+    record = Tracker().fetch(args.run_id)
+    reports = render_reports(record)
+    args.output.mkdir(parents=True, exist_ok=True)
+    for name, text in reports.items():
+        (args.output / name).write_text(text, encoding="utf-8")
+        print(f"report: {args.output / name}")
+    if record.mode == "calibration":
+        plot_calibration(Calibration.from_json(record.documents[CALIBRATION_ARTIFACT]),
+                         args.output / CHART_FILE)
+        print(f"chart: {args.output / CHART_FILE}")
+    return ExitStatus.OK
+
+
+def _compare(args: argparse.Namespace) -> int:
+    tracker = Tracker()
+    a, b = load_side(tracker, args.a), load_side(tracker, args.b)
+    results = compare(a, b)
+    if args.json:
+        print(json.dumps({"a": {"run_id": a.run_id, "label": a.label},
+                          "b": {"run_id": b.run_id, "label": b.label},
+                          "metrics": [r.to_json() for r in results]}, indent=1))
+    else:
+        print(f"A: {a.run_id} ({a.label})\nB: {b.run_id} ({b.label})")
+        for r in results:
+            floor = ("none" if r.floor is None
+                     else f"{r.floor:.2%} (a gap must exceed {FLOOR_MULTIPLE * r.floor:.2%})")
+            print(f"\n{r.test_type}_accuracy: A {r.a:.3f}, B {r.b:.3f}, gap {r.gap:+.3f}; "
+                  f"noise floor {floor}")
+            print(f"  items flipped over {r.shared_items} shared: {len(r.right_in_a_only)} "
+                  f"right in A only, {len(r.right_in_b_only)} right in B only")
+            for label, ids in (("right in A only", r.right_in_a_only),
+                               ("right in B only", r.right_in_b_only)):
+                if ids:
+                    print(f"    {label}: " + ", ".join(ids[:20])
+                          + (f" (+{len(ids) - 20} more)" if len(ids) > 20 else ""))
+            print(f"  verdict: {r.verdict}")
+    if not results:
+        print("error: A and B share no test type", file=sys.stderr)
+        return ExitStatus.INCONCLUSIVE
+    return ExitStatus.OK if all(r.verdict.decided for r in results) \
+        else ExitStatus.INCONCLUSIVE
+
+
+def _plan(args: argparse.Namespace) -> int:
+    tracker = Tracker()
+    plan = build_plan(tracker, args.experiment, target_error=args.target_error,
+                      max_n=args.max_n, against=args.against, contrast_count=args.contrasts,
+                      half_width=args.half_width, replicate_cost=args.replicate_cost,
+                      item_cost=args.item_cost)
+    parameters = {name: str(value) for name, value in (
+        ("target_error", args.target_error), ("max_n", args.max_n),
+        ("replicate_cost", args.replicate_cost), ("item_cost", args.item_cost),
+        ("against", args.against), ("contrasts", args.contrasts),
+        ("half_width", args.half_width)) if value is not None}
+    run_id, path, report = record_plan(tracker, plan, args.output, parameters)
+    if args.json:
+        print(json.dumps({"run_id": run_id, **plan.to_json()}, indent=1))
+    else:
+        print(report)
+        print(f"wrote: {path}\nmlflow: planning run {run_id} in {args.experiment}")
+    return ExitStatus.OK
+
+
+def _sync(args: argparse.Namespace) -> int:
+    tracker = Tracker()
+    bundles = args.bundles or unsynced_bundles(tracker.bundles_dir)
+    if not bundles:
+        print("no bundle to upload")
+    for bundle in bundles:
+        run_id = tracker.sync(bundle)
+        print(f"uploaded {bundle} as run {run_id} at {tracker.tracking_uri}")
+    return ExitStatus.OK
+
+
+def _resume(args: argparse.Namespace) -> int:
+    import runpy
+
+    if not args.script.is_file():
+        print(f"error: {args.script} not found: pass the eval script that made the run with "
+              "--script", file=sys.stderr)
+        return ExitStatus.USAGE
+    saved = sys.argv
+    sys.argv = [str(args.script), "--resume", args.run_id]
+    try:
+        runpy.run_path(str(args.script), run_name="__main__")
+    except SystemExit as done:
+        return int(done.code or 0) if not isinstance(done.code, str) else ExitStatus.USAGE
+    finally:
+        sys.argv = saved
+    return ExitStatus.OK
+
+
+def _history(args: argparse.Namespace) -> int:
+    rows = history(Tracker(), args.experiment, args.limit)
+    if args.json:
+        print(json.dumps([r.to_json() for r in rows], indent=1))
+    else:
+        print(render_history(rows))
+    return ExitStatus.OK

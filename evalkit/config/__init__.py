@@ -1,0 +1,8 @@
+"""Configuration: the constants of an eval script, validated into one :class:`EvalConfig`."""
+
+from evalkit.config._constants import KNOWN_CONSTANTS, EvalConfig
+from evalkit.config._judge import JudgeSettings
+from evalkit.config._values import SCORERS
+from evalkit.records import Threshold
+
+__all__ = ["KNOWN_CONSTANTS", "SCORERS", "EvalConfig", "JudgeSettings", "Threshold"]

@@ -1,0 +1,120 @@
+"""Checks of single constants: each names the constant, the value and what it must be."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Mapping
+from typing import Any
+
+from evalkit._errors import ConfigError
+from evalkit.dataset import TEST_TYPES
+
+DEFAULT_KEY = "default"
+SCORERS = ("exact", "semantic_similarity", "llm_judge")
+
+
+def param_value(value: Any) -> str:
+    return value if isinstance(value, str) else json.dumps(value, sort_keys=True)
+
+
+def string(known: Mapping[str, Any], name: str, script: str, default: str | None = None) -> str:
+    value = known.get(name, default)
+    if not isinstance(value, str) or not value:
+        raise ConfigError(f"{script}: {name} must be a non-empty string, got {value!r}")
+    return value
+
+
+def fraction(value: Any, name: str, script: str) -> float:
+    if isinstance(value, bool) or not isinstance(value, int | float) or not 0 <= value <= 1:
+        raise ConfigError(f"{script}: {name}={value!r} must be a number between 0 and 1")
+    return float(value)
+
+
+def scorer_name(value: Any, name: str, script: str) -> str:
+    if value not in SCORERS:
+        raise ConfigError(f"{script}: {name}={value!r} is not a scorer: use one of "
+                          + ", ".join(repr(s) for s in SCORERS))
+    return value
+
+
+def cosine(known: Mapping[str, Any], name: str, script: str) -> float | None:
+    value = known.get(name)
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, int | float) or not -1 <= value <= 1:
+        raise ConfigError(f"{script}: {name}={value!r} must be a cosine between -1 and 1")
+    return float(value)
+
+
+def repeat_count(value: Any, script: str) -> int | None:
+    if value is None:
+        return None
+    return count({"REPEAT_COUNT": value}, "REPEAT_COUNT", script, 2,
+                  "outputs are compared with each other")
+
+
+def integer(known: Mapping[str, Any], name: str, script: str, default: int) -> int:
+    value = known.get(name, default)
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise ConfigError(f"{script}: {name}={value!r} must be an integer")
+    return value
+
+
+def positive_int(known: Mapping[str, Any], name: str, script: str, default: int) -> int:
+    value = integer(known, name, script, default)
+    if value < 1:
+        raise ConfigError(f"{script}: {name}={value!r} must be at least 1")
+    return value
+
+
+def positive_number(known: Mapping[str, Any], name: str, script: str, default: float) -> float:
+    value = known.get(name, default)
+    if isinstance(value, bool) or not isinstance(value, int | float) or value <= 0:
+        raise ConfigError(f"{script}: {name}={value!r} must be a positive number of seconds")
+    return float(value)
+
+
+def count(known: Mapping[str, Any], name: str, script: str, default: int, why: str) -> int:
+    value = integer(known, name, script, default)
+    if value < 2:
+        raise ConfigError(f"{script}: {name}={value!r} must be an integer of at least 2 ({why})")
+    return value
+
+
+def per_type(known: Mapping[str, Any], base: str, script: str,
+              check: Callable[[Any, str, str], Any]) -> dict[str, Any]:
+    """``BASE`` (a value or a ``{type|"default": value}`` dict) merged with ``BASE_<TYPE>``."""
+    resolved: dict[str, Any] = {}
+    declared = known.get(base)
+    if isinstance(declared, Mapping):
+        for key, value in declared.items():
+            if key != DEFAULT_KEY and key not in TEST_TYPES:
+                raise ConfigError(f"{script}: {base} has key {key!r}: use 'default' or a test "
+                                  "type (" + ", ".join(TEST_TYPES) + ")")
+            resolved[key] = check(value, f"{base}[{key!r}]", script)
+    elif declared is not None:
+        resolved[DEFAULT_KEY] = check(declared, base, script)
+    for test_type in TEST_TYPES:
+        name = f"{base}_{test_type.upper()}"
+        if name in known:
+            if test_type in resolved:
+                raise ConfigError(f"{script}: {name} and {base}[{test_type!r}] both set the "
+                                  f"{test_type} value: keep one")
+            resolved[test_type] = check(known[name], name, script)
+    return resolved
+
+
+def adapters(value: Any, script: str) -> dict[str, Callable[[Any], Any]]:
+    if not isinstance(value, Mapping) or not all(
+        isinstance(k, str) and callable(v) for k, v in value.items()
+    ):
+        raise ConfigError(f"{script}: MOCK_ADAPTERS must map adapter names to factories that "
+                          "take the entry's fixture data and return a fresh adapter")
+    return dict(value)
+
+
+def mapping(known: Mapping[str, Any], name: str, script: str) -> dict[str, Any]:
+    value = known.get(name, {})
+    if not isinstance(value, Mapping):
+        raise ConfigError(f"{script}: {name} must be a dict of name -> value")
+    return dict(value)

@@ -1,0 +1,13 @@
+"""Golden datasets: the folder layout, the entry envelope and its test types, and lint.
+
+A dataset is a folder holding ``README.md``, ``dataset.schema.json`` and ``data/`` with one
+JSON file per entry. :func:`lint_dataset` collects every violation; :func:`load_dataset`
+hands out entries only from a dataset with none.
+"""
+
+from evalkit.dataset._envelope import COMPARATIVE_TYPES, PROMPT_USES, TEST_TYPES, BiasKey, Entry
+from evalkit.dataset._lint import Dataset, lint_dataset, load_dataset
+from evalkit.dataset._violations import LintReport, LintViolation
+
+__all__ = ["COMPARATIVE_TYPES", "PROMPT_USES", "TEST_TYPES", "BiasKey", "Dataset", "Entry",
+           "LintReport", "LintViolation", "lint_dataset", "load_dataset"]

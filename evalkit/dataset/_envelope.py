@@ -1,0 +1,131 @@
+"""The entry envelope: the fields every entry has (``envelope.schema.json``), the test types,
+rules A-D, and violations phrased for dataset authors."""
+
+from __future__ import annotations
+
+import functools
+import json
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+import jsonschema
+from jsonschema.exceptions import ValidationError
+
+from evalkit.dataset._violations import Collector, json_pointer, json_type
+
+ENVELOPE: dict[str, Any] = json.loads(
+    resources.files("evalkit.dataset").joinpath("envelope.schema.json").read_text(encoding="utf-8")
+)
+TEST_TYPES: tuple[str, ...] = tuple(ENVELOPE["properties"]["test_types"]["items"]["enum"])
+# Types scored by comparing outputs with each other rather than with expected_output (rules B, C).
+COMPARATIVE_TYPES = frozenset({"bias", "repeatability"})
+PROMPT_USES = ("expected", "repeatability", "bias")
+"""How an LLM judge scores a type: against ``expected_output``, or comparatively."""
+ENVELOPE_FIELDS = frozenset(ENVELOPE["properties"])
+
+
+BiasKey = tuple[str, str | int]
+
+
+@dataclass(frozen=True)
+class Entry:
+    """One golden-dataset entry, as the component and the scorers see it."""
+
+    id: str
+    path: Path
+    test_types: tuple[str, ...]
+    input: str | Mapping[str, Any]
+    expected_output: Any
+    mock_fixtures: Mapping[str, Any] = field(default_factory=dict)
+    group: str | None = None
+    bias_group: str | int | None = None
+    human_review: bool = False
+    human_instructions: str | None = None
+    expected_pass: bool = True
+    extra: Mapping[str, Any] = field(default_factory=dict)
+    """Project-specific fields beyond the envelope."""
+
+    @property
+    def bias_key(self) -> BiasKey | None:
+        """The bias group this entry is a variant of (``1`` and ``"1"`` are different)."""
+        return None if self.bias_group is None else (type(self.bias_group).__name__,
+                                                     self.bias_group)
+
+
+def explain(err: ValidationError) -> tuple[str, str, str]:
+    """Pointer, message and fix for an envelope violation, phrased for dataset authors."""
+    path = list(err.absolute_path)
+    if err.validator == "required":
+        missing = _missing_field(err)
+        return location(err), "required field is missing", (
+            f"add \"{missing}\"" + (" (null is allowed)" if missing == "expected_output" else ""))
+    field_name = str(path[0]) if path else ""
+    if field_name == "test_types":
+        if err.validator == "enum":
+            return json_pointer(path), f"unknown test type {err.instance!r}", (
+                "use one of: " + ", ".join(TEST_TYPES))
+        if err.validator == "minItems":
+            return json_pointer(path), "test_types is empty", "list at least one test type"
+        if err.validator == "uniqueItems":
+            return json_pointer(path), "test_types lists a type twice", "list each type once"
+    if field_name == "group" and err.validator == "pattern":
+        return json_pointer(path), f"group {err.instance!r} contains a comma", (
+            "remove the comma: --groups splits its value on commas")
+    if err.validator == "minLength":
+        return json_pointer(path), "must not be empty", f"write a non-empty {field_name}"
+    expected_types = err.schema.get("type") if err.validator == "type" else None
+    if expected_types is not None:
+        wanted = " or ".join(expected_types) if isinstance(expected_types, list) else expected_types
+        return json_pointer(path), f"must be {wanted}, found {json_type(err.instance)}", (
+            f"make {field_name or 'the entry'} {wanted}")
+    return json_pointer(path), err.message, "correct the value as the message says"
+
+
+@functools.cache
+def _missing_field(err: ValidationError) -> str:
+    present = err.instance if isinstance(err.instance, dict) else {}
+    return next(f for f in err.validator_value if f not in present)
+
+
+def location(err: ValidationError) -> str:
+    """JSON pointer of a violation; a missing required field points at the field itself."""
+    if err.validator == "required":
+        return json_pointer([*err.absolute_path, _missing_field(err)])
+    return json_pointer(err.absolute_path)
+
+
+def envelope_validator() -> Any:
+    return jsonschema.Draft202012Validator(ENVELOPE)
+
+
+def check_rules(file: Path, doc: dict[str, Any], found: Collector) -> None:
+    """Rules A-D of the spec, enforced whatever the dataset's own schema allows."""
+    listed = doc.get("test_types")
+    types = [t for t in listed if t in TEST_TYPES] if isinstance(listed, list) else []
+    has_bias = "bias" in types
+    if has_bias and doc.get("bias_group") is None:
+        found.add(file, "/bias_group", "rule A: a bias entry needs a bias_group",
+                  "add \"bias_group\" naming the group of variants this entry belongs to")
+    if isinstance(listed, list) and not has_bias and "bias_group" in doc:
+        found.add(file, "/bias_group", "rule A: bias_group is only allowed on bias entries",
+                  "remove bias_group, or add \"bias\" to test_types")
+    # Rules B and C depend on the whole list: skip them while the envelope reports a bad type.
+    if isinstance(listed, list) and types and len(types) == len(listed) \
+            and "expected_output" in doc:
+        scored_against_expected = [t for t in types if t not in COMPARATIVE_TYPES]
+        if scored_against_expected and doc["expected_output"] is None:
+            found.add(file, "/expected_output",
+                      f"rule B: {', '.join(scored_against_expected)} needs a non-null "
+                      "expected_output", "give the output this entry should produce")
+        if not scored_against_expected and doc["expected_output"] is not None:
+            found.add(file, "/expected_output",
+                      "rule C: an entry that is only bias/repeatability must have "
+                      "expected_output null", "set \"expected_output\": null (outputs are "
+                      "compared with each other, not with an expected value)")
+    if doc.get("human_review") is True and doc.get("human_instructions") is None:
+        found.add(file, "/human_instructions",
+                  "rule D: human_review is true but human_instructions is missing",
+                  "add \"human_instructions\" telling the reviewer what to check")

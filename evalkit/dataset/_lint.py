@@ -1,0 +1,259 @@
+"""Golden datasets: the folder layout, the entry envelope, and lint.
+
+A dataset is a folder holding ``README.md``, ``dataset.schema.json`` and ``data/`` with one JSON
+file per entry (sub-folders allowed). An entry's id is its path under ``data/`` without
+``.json``; it is the join key of every cross-run statistic, so it never depends on file order
+or content.
+
+Lint collects *every* violation (file, JSON pointer, message, fix) before anything runs;
+:func:`load_dataset` refuses to hand out entries from a dataset with any violation.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+from collections import defaultdict
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path, PurePosixPath
+from typing import Any
+
+import jsonschema
+from jsonschema.exceptions import SchemaError
+from referencing.exceptions import Unresolvable
+
+from evalkit._errors import DatasetInvalid
+from evalkit.dataset._envelope import (
+    ENVELOPE_FIELDS,
+    BiasKey,
+    Entry,
+    check_rules,
+    envelope_validator,
+    explain,
+    location,
+)
+from evalkit.dataset._json import parse_json
+from evalkit.dataset._violations import Collector, LintReport, display, json_pointer, json_type
+
+SCHEMA_FILE = "dataset.schema.json"
+README_FILE = "README.md"
+DATA_DIR = "data"
+
+
+@dataclass(frozen=True)
+class Dataset:
+    """A linted dataset: its entries in id order and the digest that identifies its content."""
+
+    path: Path
+    entries: tuple[Entry, ...]
+    digest: str
+    """sha256 over the schema and every data file (paths and bytes); README excluded."""
+
+
+def load_dataset(path: str | os.PathLike[str]) -> Dataset:
+    """Lint the dataset at ``path`` and return its entries; raise :class:`DatasetInvalid` if any
+    rule is broken."""
+    linted = _lint(Path(path))
+    if not linted.report.ok:
+        raise DatasetInvalid(linted.report)
+    return Dataset(path=Path(path), entries=linted.entries, digest=linted.digest)
+
+
+def lint_dataset(path: str | os.PathLike[str]) -> LintReport:
+    """Check every file of the dataset at ``path`` and return all violations found."""
+    return _lint(Path(path)).report
+
+
+@dataclass
+class _Linted:
+    report: LintReport
+    entries: tuple[Entry, ...]
+    digest: str
+
+
+def _lint(root: Path) -> _Linted:
+    found = Collector()
+    warnings: list[str] = []
+    if not root.is_dir():
+        found.add(root, "", "dataset folder not found", "pass the path of a dataset folder")
+        return _Linted(LintReport(display(root), 0, tuple(found.violations)), (), "")
+    if not (root / README_FILE).is_file():
+        found.add(root / README_FILE, "", "README.md is missing",
+                  "describe what the dataset is, how it was made and how to consume it")
+    schema_path = root / SCHEMA_FILE
+    schema_bytes, project_validator = _load_project_schema(schema_path, found)
+    data_root = root / DATA_DIR
+    files = sorted(p for p in data_root.rglob("*.json") if p.is_file()) if data_root.is_dir() \
+        else []
+    if not files:
+        found.add(data_root, "", "no entry files (data/**/*.json) found",
+                  "add one JSON file per entry under data/")
+    if data_root.is_dir():
+        strays = sorted(p for p in data_root.rglob("*")
+                        if p.is_file() and p.suffix != ".json" and not p.name.startswith("."))
+        warnings += [f"{display(p)}: ignored, entries must be .json files" for p in strays]
+
+    digest = hashlib.sha256()
+    if schema_bytes is not None:
+        _digest_file(digest, SCHEMA_FILE, schema_bytes)
+    entries: list[Entry] = []
+    bias_members: dict[BiasKey, list[Path]] = defaultdict(list)
+    for file in files:
+        raw = file.read_bytes()
+        entry_id = PurePosixPath(file.relative_to(data_root).as_posix()).with_suffix("").as_posix()
+        _digest_file(digest, f"{DATA_DIR}/{entry_id}.json", raw)
+        doc, entry = _lint_entry(file, entry_id, raw, schema_path, project_validator, found)
+        if entry is not None:
+            entries.append(entry)
+        key = _bias_key_of(doc)
+        if key is not None:
+            bias_members[key].append(file)
+
+    for (_, group), members in bias_members.items():
+        if len(members) < 2:
+            found.add(members[0], "/bias_group",
+                      f"bias group {group!r} has only one variant (this entry)",
+                      "add at least one more entry with the same bias_group, or correct the "
+                      "bias_group value")
+    report = LintReport(display(root), len(files), tuple(found.violations), tuple(warnings))
+    return _Linted(report, tuple(entries), digest.hexdigest())
+
+
+def _digest_file(digest: Any, name: str, content: bytes) -> None:
+    digest.update(name.encode() + b"\0" + hashlib.sha256(content).digest())
+
+
+def _load_project_schema(path: Path, found: Collector) -> tuple[bytes | None, Any]:
+    if not path.is_file():
+        found.add(path, "", "dataset.schema.json is missing",
+                  "add the dataset's JSON Schema next to README.md")
+        return None, None
+    raw = path.read_bytes()
+    try:
+        schema = parse_json(raw)
+    except ValueError as err:
+        found.add(path, "", f"not valid JSON: {err}", "repair the JSON syntax")
+        return raw, None
+    if not isinstance(schema, dict | bool):
+        found.add(path, "", f"not a valid JSON Schema: found {json_type(schema)}",
+                  "make the schema a JSON object, e.g. {\"type\": \"object\"}")
+        return raw, None
+    if isinstance(schema, dict) and not isinstance(schema.get("$schema", ""), str):
+        found.add(path, "/$schema", "not a valid JSON Schema: $schema must be a URI string",
+                  "set it to \"https://json-schema.org/draft/2020-12/schema\"")
+        return raw, None
+    cls = jsonschema.validators.validator_for(schema, default=jsonschema.Draft202012Validator)
+    try:
+        cls.check_schema(schema)
+    except SchemaError as err:
+        found.add(path, json_pointer(err.absolute_path), f"not a valid JSON Schema: {err.message}",
+                  "correct the schema so that it validates against its metaschema")
+        return raw, None
+    validator = cls(schema)
+    broken = [(pointer, ref) for pointer, ref in _local_refs(schema)
+              if not _resolves(validator, ref)]
+    for pointer, ref in broken:
+        found.add(path, pointer, f"$ref {ref!r} points nowhere in the schema",
+                  "define the referenced subschema (e.g. under $defs) or correct the $ref")
+    return raw, None if broken else validator
+
+
+def _local_refs(schema: Any, parts: tuple[Any, ...] = ()) -> Iterator[tuple[str, str]]:
+    """(pointer, ref) of every ``$ref`` inside the document itself (those starting with #)."""
+    if isinstance(schema, dict):
+        for key, value in schema.items():
+            if key == "$ref" and isinstance(value, str) and value.startswith("#"):
+                yield json_pointer([*parts, key]), value
+            else:
+                yield from _local_refs(value, (*parts, key))
+    elif isinstance(schema, list):
+        for index, value in enumerate(schema):
+            yield from _local_refs(value, (*parts, index))
+
+
+def _resolves(validator: Any, ref: str) -> bool:
+    try:
+        validator.evolve(schema={"$ref": ref}).is_valid(None)
+    except Unresolvable:
+        return False
+    return True
+
+
+def _bias_group(value: Any) -> Any:
+    """JSON Schema counts 1.0 as an integer, so the envelope admits it: make it the group 1."""
+    return int(value) if isinstance(value, float) and value.is_integer() else value
+
+
+def _bias_key_of(doc: Any) -> BiasKey | None:
+    """:attr:`Entry.bias_key` of a document that may still be invalid."""
+    if not isinstance(doc, dict):
+        return None
+    types, group = doc.get("test_types"), _bias_group(doc.get("bias_group"))
+    if not isinstance(types, list) or "bias" not in types:
+        return None
+    if isinstance(group, bool) or not isinstance(group, str | int):
+        return None
+    return type(group).__name__, group
+
+
+def _lint_entry(file: Path, entry_id: str, raw: bytes, schema_path: Path,
+                project_validator: Any, found: Collector) -> tuple[Any, Entry | None]:
+    try:
+        doc = parse_json(raw)
+    except ValueError as err:
+        found.add(file, "", f"not valid JSON: {err}", "repair the JSON syntax")
+        return None, None
+    if not isinstance(doc, dict):
+        found.add(file, "", f"an entry must be a JSON object, found {json_type(doc)}",
+                  "wrap the entry in an object with $schema, test_types, input and "
+                  "expected_output")
+        return doc, None
+
+    before = len(found.violations)
+    _check_schema_reference(file, doc, schema_path, found)
+    for violation in envelope_validator().iter_errors(doc):
+        found.add(file, *explain(violation))
+    if project_validator is not None:
+        try:
+            errors = list(project_validator.iter_errors(doc))
+        except Unresolvable as unresolvable:  # a $ref the up-front check cannot see (nested $id)
+            found.add(file, "", f"cannot be checked: dataset.schema.json has an unresolvable "
+                      f"$ref ({unresolvable})", "correct the $ref in dataset.schema.json")
+            errors = []
+        for error in errors:
+            found.add(file, location(error), f"violates dataset.schema.json: {error.message}",
+                      "make the entry satisfy the dataset's own schema, or correct the schema")
+    check_rules(file, doc, found)
+    if len(found.violations) != before:
+        return doc, None
+    return doc, Entry(
+        id=entry_id,
+        path=file,
+        test_types=tuple(doc["test_types"]),
+        input=doc["input"],
+        expected_output=doc["expected_output"],
+        mock_fixtures=doc.get("mock_fixtures", {}),
+        group=doc.get("group"),
+        bias_group=_bias_group(doc.get("bias_group")),
+        human_review=doc.get("human_review", False),
+        human_instructions=doc.get("human_instructions"),
+        expected_pass=doc.get("expected_pass", True),
+        extra={k: v for k, v in doc.items() if k not in ENVELOPE_FIELDS},
+    )
+
+
+def _check_schema_reference(file: Path, doc: dict[str, Any], schema_path: Path,
+                            found: Collector) -> None:
+    reference = doc.get("$schema")
+    expected = Path(os.path.relpath(schema_path, file.parent)).as_posix()
+    if not isinstance(reference, str) or not reference or not schema_path.is_file():
+        return  # reported once already: by the envelope, or as the missing schema file
+    if "://" in reference or reference.startswith("/"):
+        found.add(file, "/$schema", f"{reference!r} is not a relative path",
+                  f"set it to {expected!r}")
+        return
+    target = (file.parent / reference)
+    if not target.is_file() or target.resolve() != schema_path.resolve():
+        found.add(file, "/$schema", f"{reference!r} does not resolve to the dataset's "
+                  f"{SCHEMA_FILE}", f"set it to {expected!r}")

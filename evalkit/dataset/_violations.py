@@ -1,0 +1,73 @@
+"""Lint findings: each violation names the file, the JSON pointer, what is wrong and the fix."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+
+@dataclass(frozen=True)
+class LintViolation:
+    """One broken rule: where (file and JSON pointer), what, and how to fix it."""
+
+    file: str
+    pointer: str
+    message: str
+    fix: str
+
+    def render(self) -> str:
+        return f"{self.file}: {self.pointer or '/'}: {self.message}. Fix: {self.fix}"
+
+
+@dataclass(frozen=True)
+class LintReport:
+    """Every violation found in one dataset, in file order."""
+
+    dataset: str
+    files_checked: int
+    violations: tuple[LintViolation, ...]
+    warnings: tuple[str, ...] = ()
+
+    @property
+    def ok(self) -> bool:
+        return not self.violations
+
+    def render(self) -> str:
+        lines = [v.render() for v in self.violations] + [f"warning: {w}" for w in self.warnings]
+        verdict = (
+            f"{self.dataset}: {self.files_checked} entries, valid"
+            if self.ok
+            else f"{self.dataset}: {len(self.violations)} violation(s) in "
+            f"{len({v.file for v in self.violations})} file(s)"
+        )
+        return "\n".join([*lines, verdict])
+
+
+class Collector:
+    def __init__(self) -> None:
+        self.violations: list[LintViolation] = []
+
+    def add(self, file: Path | str, pointer: str, message: str, fix: str) -> None:
+        self.violations.append(LintViolation(display(file), pointer, message, fix))
+
+
+def display(path: Path | str) -> str:
+    path = Path(path)
+    try:
+        return str(path.resolve().relative_to(Path.cwd().resolve()))
+    except ValueError:
+        return str(path)
+
+
+def json_pointer(parts: Sequence[Any]) -> str:
+    return "".join("/" + str(p).replace("~", "~0").replace("/", "~1") for p in parts)
+
+
+def json_type(value: Any) -> str:
+    for kind, name in ((bool, "a boolean"), (str, "a string"), (list, "an array"),
+                       ((int, float), "a number"), (type(None), "null")):
+        if isinstance(value, kind):
+            return name
+    return type(value).__name__

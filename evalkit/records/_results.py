@@ -1,0 +1,142 @@
+"""The results of a run as plain records: what scoring produces, what MLflow stores and reads
+back, and what statistics and reports take as input.
+
+They serialise to plain JSON (the ``evaluation.json`` artifact); reports are rendered from it.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+
+@dataclass(frozen=True)
+class Threshold:
+    """What a test type must reach for the run to pass."""
+
+    min_accuracy: float
+    min_f1: float | None = None
+
+
+MetricPoint = tuple[str, float, int]
+"""(key, value, step) as logged to MLflow."""
+
+
+def history_keys(test_type: str) -> tuple[str, str]:
+    """The stepped metrics of a type whose full history a report needs."""
+    return f"{test_type}_cumulative_accuracy", f"{test_type}_cumulative_f1"
+
+
+def as_text(value: Any) -> str:
+    """The text of an output: strings as they are, other JSON values in canonical form."""
+    if isinstance(value, str):
+        return value
+    return json.dumps(value, sort_keys=True, ensure_ascii=False, separators=(", ", ": "))
+
+
+@dataclass(frozen=True)
+class ItemResult:
+    """One scored item: an entry, or a bias group."""
+
+    id: str
+    passed: bool
+    """The scorer's verdict (score 1); errors are ``False``."""
+    expected_pass: bool
+    input: Any
+    expected: Any
+    outputs: tuple[Any, ...]
+    entry_ids: tuple[str, ...]
+    similarity: float | None = None
+    error: str | None = None
+    judge_reply: str | None = None
+    """The LLM judge's raw reply, when an LLM judged the item."""
+    invalid_judgement: bool = False
+    """The judge replied something other than exactly 0 or 1 (scored 0)."""
+
+    @property
+    def correct(self) -> bool:
+        """The verdict agrees with the annotation (every entry is expected to pass unless
+        annotated ``expected_pass: false``)."""
+        return self.passed == self.expected_pass
+
+
+@dataclass(frozen=True)
+class SkippedGroup:
+    bias_group: str | int
+    entry_ids: tuple[str, ...]
+    reason: str
+
+
+@dataclass(frozen=True)
+class TypeResult:
+    test_type: str
+    scorer: str
+    items: tuple[ItemResult, ...]
+    skipped: tuple[SkippedGroup, ...] = ()
+
+
+@dataclass(frozen=True)
+class HumanReviewItem:
+    id: str
+    input: Any
+    instructions: str
+    output: Any
+    error: str | None
+
+
+@dataclass(frozen=True)
+class ScoredRun:
+    """Every result of a run; the content of the ``evaluation.json`` artifact."""
+
+    types: tuple[TypeResult, ...]
+    human_review: tuple[HumanReviewItem, ...] = ()
+    calls: int = 0
+    component_errors: int = 0
+
+    def type_result(self, test_type: str) -> TypeResult:
+        return next(t for t in self.types if t.test_type == test_type)
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "format": FORMAT,
+            "calls": self.calls,
+            "component_errors": self.component_errors,
+            "types": [{
+                "test_type": t.test_type, "scorer": t.scorer,
+                "items": [_item_json(i) for i in t.items],
+                "skipped": [{"bias_group": s.bias_group, "entry_ids": list(s.entry_ids),
+                             "reason": s.reason} for s in t.skipped],
+            } for t in self.types],
+            "human_review": [{"id": h.id, "input": h.input, "instructions": h.instructions,
+                              "output": h.output, "error": h.error} for h in self.human_review],
+        }
+
+    @classmethod
+    def from_json(cls, doc: Mapping[str, Any]) -> ScoredRun:
+        if doc.get("format") != FORMAT:
+            raise ValueError(f"unsupported evaluation format {doc.get('format')!r}")
+        return cls(
+            types=tuple(TypeResult(
+                t["test_type"], t["scorer"],
+                tuple(ItemResult(**{**i, "outputs": tuple(i["outputs"]),
+                                    "entry_ids": tuple(i["entry_ids"])}) for i in t["items"]),
+                tuple(SkippedGroup(s["bias_group"], tuple(s["entry_ids"]), s["reason"])
+                      for s in t["skipped"]),
+            ) for t in doc["types"]),
+            human_review=tuple(HumanReviewItem(**h) for h in doc["human_review"]),
+            calls=doc["calls"],
+            component_errors=doc["component_errors"],
+        )
+
+
+FORMAT = "evalkit.evaluation/1"
+
+
+def _item_json(item: ItemResult) -> dict[str, Any]:
+    return {"id": item.id, "passed": item.passed, "expected_pass": item.expected_pass,
+            "input": item.input, "expected": item.expected, "outputs": list(item.outputs),
+            "entry_ids": list(item.entry_ids), "similarity": item.similarity,
+            "error": item.error, "judge_reply": item.judge_reply,
+            "invalid_judgement": item.invalid_judgement}

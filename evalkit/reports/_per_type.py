@@ -1,0 +1,187 @@
+"""The report of one test type: overall results, convergence, per-item results, notes."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+
+from evalkit.records import ItemResult, RunRecord, TypeResult
+from evalkit.reports._common import FAIL, MAX_ROWS, PASS, distinct, header, number
+from evalkit.reports._markdown import cell, table
+from evalkit.stats import STABILITY_TOLERANCE_PP, TypeMetrics, chart_points
+
+
+def _thresholds(metrics: TypeMetrics) -> str:
+    text = f"accuracy ≥ {metrics.threshold.min_accuracy:g}"
+    if metrics.threshold.min_f1 is not None:
+        text += f", F1 ≥ {metrics.threshold.min_f1:g}"
+    return text
+
+
+def _scoring(record: RunRecord, result: TypeResult) -> str:
+    similarity = record.params.get(f"{result.test_type}_similarity_threshold")
+    if result.scorer == "llm_judge":
+        model = record.params.get("judge_model", "?")
+        prompt = record.params.get(f"{result.test_type}_judge_prompt", "?")
+        return f"llm_judge ({cell(model)} at temperature 0; prompt {cell(prompt)})"
+    if result.scorer == "semantic_similarity" and similarity is not None:
+        how = ("average pairwise cosine" if result.test_type in ("repeatability", "bias")
+               else "cosine with expected_output")
+        return f"semantic_similarity ({how} ≥ {float(similarity):g}, all-MiniLM-L6-v2)"
+    return result.scorer
+
+
+# --- per-type reports -----------------------------------------------------------------------
+
+
+def type_report(record: RunRecord, result: TypeResult, metrics: TypeMetrics) -> str:
+    extra = [("Thresholds", _thresholds(metrics)), ("Scoring", _scoring(record, result))]
+    if result.test_type == "repeatability":
+        extra.insert(0, ("Repeat count", record.params.get("REPEAT_COUNT", "—")))
+    if result.test_type == "bias":
+        skipped = ", ".join(cell(s.bias_group) for s in result.skipped) or "none"
+        extra += [("Scoring approach", "outputs of the variants of each bias group compared "
+                   "with each other"),
+                  ("Groups evaluated", str(len(result.items))),
+                  ("Groups skipped", f"{len(result.skipped)} ({skipped})")]
+    lines = header(record, f"Eval Report: {result.test_type}", extra)
+    lines += _overall(metrics)
+    lines += _convergence(metrics)
+    lines += _per_item(result)
+    lines += _notes(result, metrics)
+    return "\n".join(lines).rstrip("\n") + "\n"
+
+
+def _overall(metrics: TypeMetrics) -> list[str]:
+    if metrics.samples:
+        accuracy = f"{metrics.accuracy:.3f} [{metrics.ci_low:.3f}, {metrics.ci_high:.3f}]"
+        figures = [number(metrics.f1), number(metrics.precision), number(metrics.recall)]
+    else:
+        accuracy, figures = "—", ["—", "—", "—"]
+    row = [f"{metrics.test_type}_accuracy", accuracy, *figures, str(metrics.samples),
+           _thresholds(metrics), PASS if metrics.passed else FAIL]
+    return [
+        "## Overall Results", "",
+        table(["Metric", "Accuracy (95% CI)", "F1", "Precision", "Recall", "Samples",
+               "Threshold", "Status"], [row]),
+        "", f"**Overall: {'PASS' if metrics.passed else 'FAIL'}**", "",
+    ]
+
+
+def _convergence(metrics: TypeMetrics) -> list[str]:
+    lines = ["## Convergence Analysis", ""]
+    convergence = metrics.convergence
+    if convergence is None:
+        return [*lines, "No samples were scored, so there is nothing to chart.", ""]
+    points = chart_points(metrics.samples)
+    accuracy = ", ".join(f"{convergence.accuracy[k - 1]:.3f}" for k in points)
+    f1 = ", ".join(f"{convergence.f1[k - 1]:.3f}" for k in points)
+    tolerance = f"≤ {STABILITY_TOLERANCE_PP:g} pp"
+    lines += [
+        "Cumulative accuracy (first line) and F1 (second line) after each sample.", "",
+        "```mermaid", "xychart-beta",
+        f'    title "{metrics.test_type}: cumulative accuracy and F1"',
+        f'    x-axis "Samples" [{", ".join(str(k) for k in points)}]',
+        '    y-axis "Score" 0 --> 1',
+        f"    line [{accuracy}]", f"    line [{f1}]", "```", "",
+        table(["Metric", f"Change over the last {convergence.window} samples",
+               f"Stable ({tolerance})"],
+              [["Accuracy", f"{convergence.accuracy_change_pp:.1f} pp",
+                PASS if convergence.accuracy_change_pp <= STABILITY_TOLERANCE_PP else FAIL],
+               ["F1", f"{convergence.f1_change_pp:.1f} pp",
+                PASS if convergence.f1_change_pp <= STABILITY_TOLERANCE_PP else FAIL]]),
+        "", f"**Recommendation:** {convergence.recommendation}", "",
+    ]
+    return lines
+
+
+def _verdict(item: ItemResult) -> str:
+    mark = PASS if item.passed else FAIL
+    if item.error:
+        return f"{FAIL} error"
+    return mark if item.expected_pass else f"{mark} (expected to fail)"
+
+
+def _measure(result: TypeResult) -> tuple[list[str], Callable[[ItemResult], list[str]]]:
+    """The column of what the scorer measured: a cosine, or the judge's reply."""
+    if result.scorer == "semantic_similarity":
+        label = "Cosine" if result.test_type not in ("repeatability", "bias") \
+            else "Avg pairwise cosine"
+        return [label], lambda i: [number(i.similarity)]
+    if result.scorer == "llm_judge":
+        return ["Judge"], lambda i: [_judgement(i)]
+    return [], lambda i: []
+
+
+def _judgement(item: ItemResult) -> str:
+    if item.judge_reply is None:
+        return "—"
+    if item.invalid_judgement:
+        return f"invalid: {cell(repr(item.judge_reply), 40)}"
+    return cell(item.judge_reply)
+
+
+def _shown(items: Sequence[ItemResult]) -> tuple[Sequence[ItemResult], list[str]]:
+    """Every item up to :data:`MAX_ROWS`; beyond that, failures first and a pointer to the
+    full table, so that a 10,000-entry report stays readable."""
+    if len(items) <= MAX_ROWS:
+        return items, []
+    ordered = [i for i in items if not i.correct] + [i for i in items if i.correct]
+    return ordered[:MAX_ROWS], ["", f"Showing {MAX_ROWS} of {len(items)} items, failures "
+                                "first. Every item is in the run's results/entries.json "
+                                "(per-entry table) and results/evaluation.json artifacts."]
+
+
+def _per_item(result: TypeResult) -> list[str]:
+    lines = ["## Per-item Results", ""]
+    measured, measure = _measure(result)
+    items, note = _shown(result.items)
+    if result.test_type == "repeatability":
+        rows = [[cell(i.id), cell(i.input, 60), distinct(i.outputs), *measure(i), _verdict(i)]
+                for i in items]
+        lines.append(table(["ID", "Input", "Outputs (distinct of all repeats)", *measured,
+                            "Result"], rows))
+    elif result.test_type == "bias":
+        rows = [[cell(i.id), str(len(i.entry_ids)), "<br>".join(cell(e) for e in i.entry_ids),
+                 "<br>".join(cell(o, 60) for o in i.outputs), *measure(i), _verdict(i)]
+                for i in items]
+        lines.append(table(["Bias group", "Variants", "Entry IDs", "Outputs", *measured,
+                            "Consistent"], rows) if rows else "No group was scored.")
+    else:
+        rows = [[cell(i.id), cell(i.input, 60), cell(i.expected, 60),
+                 "—" if i.outputs[0] is None and i.error else cell(i.outputs[0], 80),
+                 *measure(i), _verdict(i)]
+                for i in items]
+        lines.append(table(["ID", "Input", "Expected", "Actual", *measured, "Correct"], rows))
+    return [*lines, *note, ""]
+
+
+def _id_list(ids: Sequence[str], shown: int = 50) -> str:
+    listed = ", ".join(cell(i) for i in ids[:shown])
+    return listed + (f" and {len(ids) - shown} more" if len(ids) > shown else "")
+
+
+def _notes(result: TypeResult, metrics: TypeMetrics) -> list[str]:
+    unit = "bias groups" if result.test_type == "bias" else "entries"
+    notes = [f"Accuracy is the share of {unit} whose score matched its expectation; the 95% "
+             f"interval is a Wilson score interval over n = {metrics.samples} {unit}."]
+    if result.test_type == "repeatability":
+        notes.append("Each entry was invoked the repeat count times and its outputs were "
+                     "compared with each other; expected_output is not used.")
+    invalid = [i.id for i in result.items if i.invalid_judgement]
+    if invalid:
+        notes.append(f"{len(invalid)} invalid judgement(s), scored 0 and never a pass (the "
+                     "judge must reply exactly 0 or 1): " + _id_list(invalid) + ".")
+    annotated = [i.id for i in result.items if not i.expected_pass]
+    if annotated:
+        notes.append("Annotated as expected to fail (negatives for precision): "
+                     + _id_list(annotated) + ".")
+    notes += [f"Skipped bias group {cell(s.bias_group)} "
+              f"({', '.join(cell(e) for e in s.entry_ids)}): {cell(s.reason, 200)}."
+              for s in result.skipped]
+    errors = [i for i in result.items if i.error]
+    notes += [f"Error in {cell(i.id)}: {cell(i.error, 300)}" for i in errors[:MAX_ROWS]]
+    if len(errors) > MAX_ROWS:
+        notes.append(f"{len(errors) - MAX_ROWS} more errors are in results/evaluation.json.")
+    for failure in metrics.failures:
+        notes.append(f"Threshold missed: {cell(failure, 200)}.")
+    return ["## Notes", "", *(f"- {n}" for n in notes), ""]

@@ -1,0 +1,127 @@
+"""Comparing two evaluations, gated by the run-to-run noise floor.
+
+A difference between two totals means nothing until it clears the noise of running the same
+thing twice (seeds/002). For each test type both runs share, the comparison reports the gap,
+which items flipped between A and B in each direction, and the noise floor measured from the
+replicates behind A and/or B (the larger of the two when both have one). Only a gap that
+clears twice the floor gets a winner; inside it, or without a floor, the comparison refuses.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from enum import StrEnum
+from typing import Any
+
+from evalkit.records import STABILITY_ITEMS_ARTIFACT
+from evalkit.tracking import Tracker
+
+FLOOR_MULTIPLE = 2.0
+
+
+class Verdict(StrEnum):
+    BETTER = "A better"
+    WORSE = "A worse"
+    INSIDE_NOISE = "inside the noise"
+    NO_FLOOR = "no noise floor measured: run replicates first"
+
+    @property
+    def decided(self) -> bool:
+        return self in (Verdict.BETTER, Verdict.WORSE)
+
+
+def noise_gate(gap: float, floor: float | None) -> Verdict:
+    """A's verdict against B for an accuracy gap ``A - B``: a winner only when
+    ``|gap| > 2 x floor``."""
+    if floor is None:
+        return Verdict.NO_FLOOR
+    if abs(gap) <= FLOOR_MULTIPLE * floor:
+        return Verdict.INSIDE_NOISE
+    return Verdict.BETTER if gap > 0 else Verdict.WORSE
+
+
+@dataclass(frozen=True)
+class Side:
+    """One side of a comparison: per test type its accuracy, item verdicts and noise floor."""
+
+    run_id: str
+    label: str
+    accuracy: Mapping[str, float]
+    items: Mapping[str, Mapping[str, bool | None]]
+    """type -> item id -> correct; ``None`` for an item whose replicates split evenly."""
+    noise_floor: Mapping[str, float]
+
+
+@dataclass(frozen=True)
+class MetricComparison:
+    test_type: str
+    a: float
+    b: float
+    floor: float | None
+    shared_items: int
+    right_in_a_only: tuple[str, ...]
+    """Items A got right and B got wrong."""
+    right_in_b_only: tuple[str, ...]
+
+    @property
+    def gap(self) -> float:
+        return self.a - self.b
+
+    @property
+    def verdict(self) -> Verdict:
+        return noise_gate(self.gap, self.floor)
+
+    def to_json(self) -> dict[str, Any]:
+        return {"metric": f"{self.test_type}_accuracy", "a": self.a, "b": self.b,
+                "gap": self.gap, "noise_floor": self.floor,
+                "required_gap": None if self.floor is None else FLOOR_MULTIPLE * self.floor,
+                "shared_items": self.shared_items, "right_in_a_only": list(self.right_in_a_only),
+                "right_in_b_only": list(self.right_in_b_only), "verdict": str(self.verdict)}
+
+
+def compare(a: Side, b: Side) -> tuple[MetricComparison, ...]:
+    """Compare every test type the two sides share."""
+    results = []
+    for test_type in [t for t in a.accuracy if t in b.accuracy]:
+        floors = [s.noise_floor[test_type] for s in (a, b) if test_type in s.noise_floor]
+        items_a, items_b = a.items.get(test_type, {}), b.items.get(test_type, {})
+        shared = [i for i in items_a if i in items_b
+                  and items_a[i] is not None and items_b[i] is not None]
+        results.append(MetricComparison(
+            test_type, a.accuracy[test_type], b.accuracy[test_type],
+            max(floors) if floors else None, len(shared),
+            tuple(sorted(i for i in shared if items_a[i] and not items_b[i])),
+            tuple(sorted(i for i in shared if items_b[i] and not items_a[i]))))
+    return tuple(results)
+
+
+def load_side(tracker: Tracker, reference: str) -> Side:
+    """A side from MLflow: a run id, or an experiment name (its latest finished run)."""
+    run_id = tracker.resolve(reference)
+    record = tracker.fetch(run_id)
+    types = [t for t in record.tags.get("test_types", "").split(",") if t]
+    accuracy = {t: record.metrics[f"{t}_accuracy"] for t in types
+                if f"{t}_accuracy" in record.metrics}
+    if record.mode == "replicates":
+        items = {t: {item: _majority(cells) for item, cells in rows.items()}
+                 for t, rows in record.documents[STABILITY_ITEMS_ARTIFACT].items()}
+        floor_metrics: Mapping[str, float] = record.metrics
+    else:
+        assert record.evaluation is not None
+        items = {r.test_type: {i.id: i.correct for i in r.items}
+                 for r in record.evaluation.types}
+        parent = record.tags.get("mlflow.parentRunId")
+        floor_metrics = tracker.run_data(parent).data.metrics if parent else {}
+    floors = {t: floor_metrics[f"{t}_noise_floor"] for t in types
+              if f"{t}_noise_floor" in floor_metrics}
+    label = f"{record.experiment_name} / {record.run_name}"
+    return Side(run_id, label, accuracy, items, floors)
+
+
+def _majority(cells: Sequence[Mapping[str, Any] | None]) -> bool | None:
+    votes = [c["correct"] for c in cells if c is not None]
+    right = sum(votes)
+    if 2 * right == len(votes):
+        return None
+    return 2 * right > len(votes)

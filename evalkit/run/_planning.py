@@ -1,0 +1,245 @@
+"""``evalkit plan``: how many runs a claim needs, computed from what MLflow already holds.
+
+No component is called. From an experiment's runs it measures p, the per-run disagreement
+rate, twice: from the repeat outputs of the latest run with repeatability entries, and from
+the verdicts of the latest replicate series. It then gives the error of each vote rule for
+N = 1..20 with the N each rule needs for a target error, the items-vs-replicates optimum of
+every test type measured by replicates and, when a second system is named, intervals for the
+contrast between the two over replicates and the replicates a target half-width needs.
+"""
+
+from __future__ import annotations
+
+import json
+import statistics
+from collections.abc import Mapping
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from evalkit._errors import TrackingError
+from evalkit.records import (
+    PLAN_ARTIFACT,
+    REPORTS_ARTIFACT_DIR,
+    STABILITY_ARTIFACT,
+    STABILITY_ITEMS_ARTIFACT,
+    RunRecord,
+)
+from evalkit.scorers._exact import normalise
+from evalkit.stats import (
+    DECISION_CROSSOVER_P,
+    Allocation,
+    ContrastInterval,
+    Disagreement,
+    VarianceComponents,
+    VoteTable,
+    allocate,
+    disagreement,
+    nested_bootstrap_variance,
+    replicate_mean_t_interval,
+    replicates_for_half_width,
+    vote_table,
+    whole_replicate_bootstrap,
+    whole_replicate_bootstrap_variance,
+)
+from evalkit.tracking import Tracker, source_tags
+
+
+@dataclass(frozen=True)
+class MeasuredP:
+    source: str
+    """``repeats`` or ``replicates``."""
+    run_id: str
+    disagreement: Disagreement
+    table: VoteTable
+    """Vote errors at the measured p."""
+    conservative: VoteTable
+    """Vote errors at the upper end of p's 95% interval."""
+
+
+@dataclass(frozen=True)
+class ContrastPlan:
+    test_type: str
+    differences: tuple[float, ...]
+    """A_r: mean over shared items of (A minus B) in replicate r."""
+    items: int
+    t_interval: ContrastInterval
+    bootstrap: ContrastInterval
+    nested_variance: float
+    whole_replicate_variance: float
+    replicates_needed: int | None
+    """For the target half-width at the observed SD of A_r, when a half-width is given."""
+
+
+@dataclass(frozen=True)
+class Plan:
+    experiment: str
+    target_error: float
+    measured: tuple[MeasuredP, ...]
+    allocations: Mapping[str, Allocation]
+    allocation_run: str | None
+    against: str | None
+    contrasts: tuple[ContrastPlan, ...]
+    contrast_count: int
+    half_width: float | None
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "experiment": self.experiment, "target_error": self.target_error,
+            "decision_crossover_p": DECISION_CROSSOVER_P,
+            "measured_p": [{
+                "source": m.source, "run_id": m.run_id, "p": m.disagreement.p,
+                "minority": m.disagreement.minority,
+                "observations": m.disagreement.observations, "groups": m.disagreement.groups,
+                "ci_lower": m.disagreement.interval.low, "ci_upper": m.disagreement.interval.high,
+                "vote_error": _table_json(m.table), "vote_error_at_ci_upper":
+                    _table_json(m.conservative)} for m in self.measured],
+            "items_vs_replicates": {"run_id": self.allocation_run, "types": {
+                t: {"sigma2_item": a.sigma2, "tau2_replicate": a.tau2,
+                    "replicate_cost": a.replicate_cost, "item_cost": a.item_cost,
+                    "current_replicates": a.current_replicates, "optimum": a.optimum,
+                    "best_whole": a.best_whole, "variance_times_budget_floor": a.floor,
+                    "buy": a.buy, "advice": a.advice()}
+                for t, a in self.allocations.items()}},
+            "contrasts": None if self.against is None else {
+                "against": self.against, "contrasts": self.contrast_count,
+                "half_width": self.half_width,
+                "types": [{
+                    "test_type": c.test_type, "differences": list(c.differences),
+                    "items": c.items, "t_interval": _interval_json(c.t_interval),
+                    "bootstrap": _interval_json(c.bootstrap),
+                    "nested_bootstrap_variance": c.nested_variance,
+                    "whole_replicate_bootstrap_variance": c.whole_replicate_variance,
+                    "replicates_needed": c.replicates_needed} for c in self.contrasts]},
+        }
+
+
+def _table_json(table: VoteTable) -> dict[str, Any]:
+    return {"p": table.p, "target": table.target, "errors": table.errors,
+            "recommended": table.recommended}
+
+
+def _interval_json(interval: ContrastInterval) -> dict[str, Any]:
+    return {"estimate": interval.estimate, "low": interval.low, "high": interval.high,
+            "n": interval.n, "confidence": interval.confidence, "method": interval.method}
+
+
+def build_plan(tracker: Tracker, experiment: str, *, target_error: float = 0.01,
+               max_n: int = 20, against: str | None = None, contrast_count: int | None = None,
+               half_width: float | None = None, replicate_cost: float = 1.0,
+               item_cost: float = 1.0) -> Plan:
+    """Everything ``evalkit plan`` prints, from the experiment's runs in MLflow."""
+    runs = [r for r in tracker.evaluation_runs(experiment) if r.info.status == "FINISHED"]
+    repeats_run = next((r for r in runs if r.data.tags.get("mode") != "replicates"
+                        and "repeatability" in r.data.tags.get("test_types", "").split(",")),
+                       None)
+    parent_run = next((r for r in runs if r.data.tags.get("mode") == "replicates"), None)
+    measured = []
+    if repeats_run is not None:
+        record = tracker.fetch(repeats_run.info.run_id)
+        found = disagreement("repeats", _repeat_answers(record))
+        if found is not None:
+            measured.append(_measured("repeats", record.run_id, found, target_error, max_n))
+    parent = tracker.fetch(parent_run.info.run_id) if parent_run is not None else None
+    allocations: dict[str, Allocation] = {}
+    if parent is not None:
+        items = parent.documents[STABILITY_ITEMS_ARTIFACT]
+        found = disagreement("replicates", [
+            [c["correct"] for c in row if c is not None]
+            for rows in items.values() for row in rows.values()])
+        if found is not None:
+            measured.append(_measured("replicates", parent.run_id, found, target_error, max_n))
+        for metric in parent.documents[STABILITY_ARTIFACT]["metrics"]:
+            if metric["components"] is not None:
+                allocations[metric["metric"].removesuffix("_accuracy")] = allocate(
+                    VarianceComponents.from_json(metric["components"]), replicate_cost,
+                    item_cost)
+    if not measured:
+        raise TrackingError(f"experiment {experiment!r} has no finished run with repeatability "
+                            "entries and no replicate series: run make eval (with "
+                            "repeatability entries) or make eval-replicates first")
+    contrasts: tuple[ContrastPlan, ...] = ()
+    if against is not None:
+        if parent is None:
+            raise TrackingError(f"contrasts need replicates of {experiment!r}: run "
+                                "make eval-replicates first")
+        other = tracker.fetch(tracker.resolve(against, mode="replicates"))
+        contrasts = _contrasts(parent, other, contrast_count, half_width)
+    return Plan(experiment, target_error, tuple(measured), allocations,
+                None if parent is None else parent.run_id, against, contrasts,
+                contrast_count or len(contrasts), half_width)
+
+
+def record_plan(tracker: Tracker, plan: Plan, reports_dir: Path,
+                parameters: Mapping[str, str]) -> tuple[str, Path, str]:
+    """Log the plan as a planning run (tag ``mode=planning``) of the experiment, render
+    ``report-planning.md`` from that run, and write it to ``reports_dir``.
+
+    Returns the run id, the report's path and its text."""
+    from evalkit.reports import PLANNING_REPORT, render_reports
+
+    source = tracker.run_data(plan.allocation_run or plan.measured[0].run_id).data.params
+    params = {**{k: source[k] for k in ("DATASET_PATH", "dataset_digest", "dataset_entries")
+                 if k in source}, **parameters}
+    tags = {"mode": "planning", **source_tags("evalkit plan")}
+    run_id = tracker.start_run(plan.experiment, f"plan-{datetime.now(UTC):%Y%m%d-%H%M%S}",
+                               params, tags)
+    status = "FAILED"
+    try:
+        tracker.log_text(run_id, json.dumps(plan.to_json(), indent=1) + "\n", PLAN_ARTIFACT)
+        report = render_reports(tracker.fetch(run_id))[PLANNING_REPORT]
+        tracker.log_text(run_id, report, f"{REPORTS_ARTIFACT_DIR}/{PLANNING_REPORT}")
+        reports_dir.mkdir(parents=True, exist_ok=True)
+        path = reports_dir / PLANNING_REPORT
+        path.write_text(report, encoding="utf-8")
+        status = "FINISHED"
+    finally:
+        tracker.finish(run_id, status)
+    return run_id, path, report
+
+
+def _measured(source: str, run_id: str, found: Disagreement, target: float,
+              max_n: int) -> MeasuredP:
+    return MeasuredP(source, run_id, found, vote_table(found.p, target, max_n),
+                     vote_table(found.interval.high, target, max_n))
+
+
+def _repeat_answers(record: RunRecord) -> list[list[str]]:
+    """Each repeatability entry's outputs as comparable answers (exact-normalised)."""
+    assert record.evaluation is not None
+    result = next((t for t in record.evaluation.types if t.test_type == "repeatability"), None)
+    if result is None:
+        return []
+    return [[json.dumps(normalise(o), sort_keys=True) for o in item.outputs]
+            for item in result.items if item.error is None]
+
+
+def _contrasts(a: RunRecord, b: RunRecord, contrast_count: int | None,
+               half_width: float | None) -> tuple[ContrastPlan, ...]:
+    """A minus B per shared test type, replicate r of A paired with replicate r of B."""
+    if b.mode != "replicates":
+        raise TrackingError(f"run {b.run_id} is not a replicate series' parent")
+    items_a, items_b = a.documents[STABILITY_ITEMS_ARTIFACT], b.documents[STABILITY_ITEMS_ARTIFACT]
+    shared_types = [t for t in items_a if t in items_b]
+    k = contrast_count or len(shared_types)
+    plans = []
+    for test_type in shared_types:
+        rows_a, rows_b = items_a[test_type], items_b[test_type]
+        n = min(len(next(iter(rows_a.values()))), len(next(iter(rows_b.values()))))
+        shared = sorted(i for i in rows_a if i in rows_b
+                        and all(rows_a[i][r] is not None and rows_b[i][r] is not None
+                                for r in range(n)))
+        if n < 2 or not shared:
+            continue
+        matrix = [[float(rows_a[i][r]["correct"]) - float(rows_b[i][r]["correct"])
+                   for i in shared] for r in range(n)]
+        differences = tuple(statistics.fmean(row) for row in matrix)
+        t_interval = replicate_mean_t_interval(differences, k)
+        plans.append(ContrastPlan(
+            test_type, differences, len(shared), t_interval,
+            whole_replicate_bootstrap(differences, k), nested_bootstrap_variance(matrix),
+            whole_replicate_bootstrap_variance(matrix),
+            None if half_width is None else replicates_for_half_width(
+                statistics.stdev(differences), half_width, k)))
+    return tuple(plans)

@@ -1,0 +1,86 @@
+"""Everything checked before a run exists: the dataset, the constants against the selection,
+the scorers and the judge endpoint; and the run's identity in MLflow (params, tags, name)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from importlib import metadata
+
+from evalkit._secrets import Redactor
+from evalkit.config import EvalConfig
+from evalkit.dataset import Dataset, load_dataset
+from evalkit.records import Threshold
+from evalkit.run._scoring import Scorers
+from evalkit.run._selection import RunPlan, Selection, plan_run
+from evalkit.stats import threshold_params
+from evalkit.tracking import source_tags
+
+
+@dataclass(frozen=True)
+class RunRole:
+    """How a run sits among others: a replicate of a series, a calibration run, or alone."""
+
+    tags: Mapping[str, str] = field(default_factory=dict)
+    name_suffix: str = ""
+    seed: int | None = None
+    """Handed to the component as ``call.seed``."""
+    replicate: int | None = None
+    local_reports: bool = True
+    """Write the reports to the reports folder too (always logged to MLflow)."""
+
+
+@dataclass(frozen=True)
+class PreparedEvaluation:
+    """An evaluation checked and ready to call the component: nothing below fails on input."""
+
+    config: EvalConfig
+    selection: Selection
+    dataset: Dataset
+    plan: RunPlan
+    thresholds: Mapping[str, Threshold]
+    scorers: Scorers
+    redactor: Redactor
+
+    def params(self) -> dict[str, str]:
+        """The run's MLflow params: the constants, the dataset identity, per-type settings."""
+        config = self.config
+        params = {**config.params(), "dataset_digest": self.dataset.digest,
+                  "dataset_entries": str(len(self.dataset.entries))}
+        for test_type in self.plan.types:
+            params.update(threshold_params(test_type, self.thresholds[test_type]))
+            params[f"{test_type}_scorer"] = config.scorer_for(test_type)
+            if config.scorer_for(test_type) == "semantic_similarity":
+                params[f"{test_type}_similarity_threshold"] = repr(
+                    config.similarity_threshold_for(test_type))
+        params["max_concurrency"] = str(config.max_concurrency)
+        params.update(self.scorers.judge_params())
+        return {k: self.redactor.text(v) for k, v in params.items()}
+
+    def tags(self) -> dict[str, str]:
+        selection = self.selection
+        tags = {"test_types": ",".join(self.plan.types), "groups_filter": selection.groups_filter,
+                "eval_type": selection.test_type,
+                "human_review_only": str(selection.human_review_only).lower(),
+                "evalkit_version": metadata.version("evalkit"),
+                **source_tags(self.config.script)}
+        return {k: self.redactor.text(v) for k, v in tags.items()}
+
+    def run_name(self, suffix: str = "") -> str:
+        return f"{self.selection.test_type}-{datetime.now(UTC):%Y%m%d-%H%M%S}{suffix}"
+
+
+def prepare(config: EvalConfig, selection: Selection) -> PreparedEvaluation:
+    """Lint the dataset and check the constants against the selection, before any run exists.
+
+    Raises :class:`DatasetInvalid` or :class:`ConfigError`."""
+    dataset = load_dataset(config.dataset_path)
+    plan = plan_run(dataset, selection, config)
+    thresholds = {t: config.threshold_for(t) for t in plan.types}
+    scorers = Scorers.for_run(config, plan.types)
+    if scorers.judge is not None:
+        scorers.judge.preflight()  # seconds, not hundreds of paid calls, to find a bad key
+    return PreparedEvaluation(
+        config=config, selection=selection, dataset=dataset, plan=plan, thresholds=thresholds,
+        scorers=scorers, redactor=Redactor.from_environment())

@@ -1,0 +1,206 @@
+"""Replicate mode: run the whole selection ``REPLICATES`` times and measure how far it moves.
+
+In MLflow a parent run holds the stability figures and ``report-stability.md``; each
+replicate is an ordinary nested child run with its own metrics and reports. Every replicate
+gets its own seed, derived from ``ROOT_SEED``, the pack id (the experiment name) and the
+replicate index, handed to the component as ``call.seed``, and recorded: as a child tag, in
+the parent's params and in ``replicates.lock.json`` next to the reports. A rerun reads the
+seeds back from the lock, so it matches rather than being asserted to.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from evalkit._errors import RunInterrupted
+from evalkit.config import EvalConfig
+from evalkit.records import LOCK_ARTIFACT, STABILITY_ARTIFACT, STABILITY_ITEMS_ARTIFACT, MetricPoint
+from evalkit.reports import render_reports
+from evalkit.run._evaluation import RUNS_DIR, EvaluationOutcome, publish_reports, run_prepared
+from evalkit.run._loop import Component
+from evalkit.run._prepare import PreparedEvaluation, RunRole, prepare
+from evalkit.run._selection import Selection
+from evalkit.stats import ReplicateStability, replicate_seed, replicate_stability
+from evalkit.tracking import Tracker
+
+logger = logging.getLogger("evalkit")
+
+LOCK_FILE = "replicates.lock.json"
+STABILITY_FILE = "stability.json"
+SEED_DERIVATION = ("int.from_bytes(sha256(f'{root_seed}:{pack_id}:{replicate}')"
+                   ".digest()[:8], 'big') >> 11")
+
+
+@dataclass(frozen=True)
+class SeedLock:
+    """The seeds of a pack's replicates, as recorded by an earlier run."""
+
+    pack_id: str
+    root_seed: int
+    seeds: tuple[int, ...]
+
+    @classmethod
+    def load(cls, path: Path) -> SeedLock | None:
+        if not path.is_file():
+            return None
+        doc = json.loads(path.read_text(encoding="utf-8"))
+        return cls(doc["pack_id"], doc["root_seed"],
+                   tuple(r["seed"] for r in sorted(doc["replicates"],
+                                                   key=lambda r: r["replicate"])))
+
+    def to_json(self) -> dict[str, Any]:
+        # No run ids: the lock is meant to be committed, and run ids belong to one store.
+        return {"pack_id": self.pack_id, "root_seed": self.root_seed,
+                "derivation": SEED_DERIVATION,
+                "replicates": [{"replicate": r, "seed": seed}
+                               for r, seed in enumerate(self.seeds)]}
+
+
+def seeds_for(pack_id: str, root_seed: int, replicates: int,
+              lock: SeedLock | None = None) -> SeedLock:
+    """Seeds of replicates 0..n-1: those recorded in ``lock`` for the same pack and root seed,
+    derived (see :func:`replicate_seed`) for the rest."""
+    recorded = lock.seeds if lock and (lock.pack_id, lock.root_seed) == (pack_id, root_seed) \
+        else ()
+    return SeedLock(pack_id, root_seed, tuple(
+        recorded[r] if r < len(recorded) else replicate_seed(root_seed, pack_id, r)
+        for r in range(replicates)))
+
+
+@dataclass(frozen=True)
+class ReplicatesOutcome:
+    parent_run_id: str
+    experiment_name: str
+    tracking_uri: str
+    replicates: tuple[EvaluationOutcome, ...]
+    stability: tuple[ReplicateStability, ...]
+    reports: tuple[Path, ...]
+    lock_path: Path
+    stability_path: Path
+
+    @property
+    def failures(self) -> tuple[str, ...]:
+        return tuple(f"replicate {i}: {failure}" for i, outcome in enumerate(self.replicates)
+                     for failure in outcome.failures)
+
+    @property
+    def passed(self) -> bool:
+        return not self.failures
+
+
+def evaluate_replicates(config: EvalConfig, component: Component, selection: Selection, *,
+                        tracker: Tracker | None = None,
+                        runs_dir: Path = RUNS_DIR) -> ReplicatesOutcome:
+    """Run the selection ``config.replicates`` times under one parent MLflow run."""
+    prepared = prepare(config, selection)
+    tracker = tracker or Tracker()
+    lock_path = config.reports_dir / LOCK_FILE
+    seeds = seeds_for(config.experiment_name, config.root_seed, config.replicates,
+                      SeedLock.load(lock_path))
+    tags = {**prepared.tags(), "mode": "replicates", "replicates": str(config.replicates),
+            "root_seed": str(config.root_seed)}
+    params = {**prepared.params(), "REPLICATES": str(config.replicates),
+              "ROOT_SEED": str(config.root_seed),
+              **{f"seed_{r}": str(seed) for r, seed in enumerate(seeds.seeds)}}
+    parent = tracker.start_run(config.experiment_name, prepared.run_name("-replicates"),
+                               params, tags)
+    logger.info("replicates: parent MLflow run %s, %d replicates, seeds %s", parent,
+                config.replicates, ", ".join(map(str, seeds.seeds)))
+    status = "FAILED"
+    try:
+        children = tuple(
+            run_prepared(prepared, component, tracker, runs_dir, RunRole(
+                tags={"mlflow.parentRunId": parent, "replicate": str(r), "seed": str(seed)},
+                name_suffix=f"-r{r}", seed=seed, replicate=r, local_reports=False))
+            for r, seed in enumerate(seeds.seeds))
+        stability = _stability_of(prepared, children)
+        lock_doc = seeds.to_json()
+        tracker.log_results(parent, _parent_metrics(stability, config.replicates),
+                            {"verdict": "PASS" if all(c.passed for c in children) else "FAIL"})
+        tracker.log_text(parent, _dump(lock_doc), LOCK_ARTIFACT)
+        tracker.log_text(parent, _dump(_stability_doc(seeds, stability)), STABILITY_ARTIFACT)
+        tracker.log_text(parent, _dump(_items_doc(children)), STABILITY_ITEMS_ARTIFACT)
+        written = publish_reports(tracker, parent, render_reports(tracker.fetch(parent)),
+                                  config.reports_dir)
+        lock_path.write_text(_dump(lock_doc), encoding="utf-8")
+        stability_path = config.reports_dir / STABILITY_FILE
+        stability_path.write_text(_dump(_stability_doc(seeds, stability)), encoding="utf-8")
+        status = "FINISHED"
+    except RunInterrupted:
+        status = "KILLED"
+        raise
+    except KeyboardInterrupt:
+        status = "KILLED"
+        raise RunInterrupted(f"interrupted: replicate run {parent} marked KILLED") from None
+    finally:
+        tracker.finish(parent, status)
+    return ReplicatesOutcome(parent, config.experiment_name, tracker.tracking_uri, children,
+                             stability, written, lock_path, stability_path)
+
+
+def _stability_of(prepared: PreparedEvaluation,
+                  children: Sequence[EvaluationOutcome]) -> tuple[ReplicateStability, ...]:
+    """One :class:`ReplicateStability` per test type, over item x replicate correctness."""
+    results = []
+    for test_type in prepared.plan.types:
+        table: dict[str, dict[int, bool]] = {}
+        for index, child in enumerate(children):
+            for item in child.scored.type_result(test_type).items:
+                table.setdefault(item.id, {})[index] = item.correct
+        if table:
+            results.append(replicate_stability(f"{test_type}_accuracy", table))
+    return tuple(results)
+
+
+def _parent_metrics(stability: Sequence[ReplicateStability], replicates: int) -> list[MetricPoint]:
+    """The parent run's metrics; ``<type>_accuracy`` is the mean over replicates, so history
+    and compare read a parent like any other run."""
+    points: list[MetricPoint] = [("replicates", replicates, 0)]
+    for s in stability:
+        t = s.metric.removesuffix("_accuracy")
+        points += [(f"{t}_accuracy", s.mean, 0), (f"{t}_accuracy_spread", s.spread, 0),
+                   (f"{t}_unstable_items", s.unstable_items, 0),
+                   (f"{t}_repeated_items", s.repeated_items, 0)]
+        points += [(f"{t}_accuracy_replicate", successes / n, r)
+                   for r, (successes, n) in s.rates.items()]
+        optional: dict[str, float | None] = {f"{t}_accuracy_sd": s.sd,
+                                             f"{t}_noise_floor": s.noise_floor}
+        if s.interval is not None:
+            optional |= {f"{t}_accuracy_ci_lower": s.interval.low,
+                         f"{t}_accuracy_ci_upper": s.interval.high,
+                         f"{t}_accuracy_effective_n": s.interval.n_eff}
+        if s.components is not None:
+            optional |= {f"{t}_completion_variance": s.components.completion,
+                         f"{t}_item_variance": s.components.item,
+                         f"{t}_total_variance": s.components.total}
+        points += [(key, value, 0) for key, value in optional.items() if value is not None]
+    return points
+
+
+def _stability_doc(seeds: SeedLock,
+                   stability: Sequence[ReplicateStability]) -> dict[str, Any]:
+    return {"pack_id": seeds.pack_id, "root_seed": seeds.root_seed,
+            "derivation": SEED_DERIVATION, "seeds": list(seeds.seeds),
+            "metrics": [s.to_json() for s in stability]}
+
+
+def _items_doc(children: Sequence[EvaluationOutcome]) -> dict[str, Any]:
+    """test type -> item id -> one cell per replicate (what the report shows of each item)."""
+    doc: dict[str, dict[str, list[dict[str, Any] | None]]] = {}
+    for index, child in enumerate(children):
+        for result in child.scored.types:
+            cells = doc.setdefault(result.test_type, {})
+            for item in result.items:
+                row = cells.setdefault(item.id, [None] * len(children))
+                row[index] = {"correct": item.correct, "passed": item.passed,
+                              "outputs": list(item.outputs), "error": item.error}
+    return doc
+
+
+def _dump(doc: Mapping[str, Any]) -> str:
+    return json.dumps(doc, ensure_ascii=False, indent=1) + "\n"

@@ -1,0 +1,211 @@
+"""Scoring: turn the calls of a run into one binary result per item and test type.
+
+* Ordinary types score the entry's first output against ``expected_output``.
+* Repeatability scores an entry's ``REPEAT_COUNT`` outputs against each other.
+* Bias is deferred: outputs are grouped by ``bias_group`` and each group is scored after the
+  loop; a group left with fewer than two variants (``--groups`` can do that) is skipped and
+  stays out of the denominator.
+* A call that raised scores 0 and keeps its message; errors are never dropped.
+
+Results serialise to plain JSON (the ``evaluation.json`` artifact), which is what reports are
+rendered from.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from evalkit.config import EvalConfig
+from evalkit.dataset import COMPARATIVE_TYPES, BiasKey
+from evalkit.records import HumanReviewItem, ItemResult, ScoredRun, SkippedGroup, TypeResult
+from evalkit.run._loop import EntryOutputs
+from evalkit.scorers import (
+    Case,
+    ChatEndpoint,
+    Embedder,
+    EndpointStats,
+    ExactScorer,
+    JudgeOptions,
+    JudgePrompt,
+    LLMJudgeScorer,
+    OutputGroup,
+    RetryPolicy,
+    Scorer,
+    SemanticSimilarityScorer,
+    Verdict,
+)
+
+
+@dataclass
+class Scorers:
+    """The scorer of each test type of a run. Similarity scorers share one embedding model;
+    judge scorers share one endpoint (and its counters)."""
+
+    by_type: dict[str, Scorer] = field(default_factory=dict)
+    judge: ChatEndpoint | None = None
+    judge_prompts: dict[str, JudgePrompt] = field(default_factory=dict)
+    """Prompt of each test type scored by the judge."""
+
+    @classmethod
+    def for_run(cls, config: EvalConfig, types: Sequence[str]) -> Scorers:
+        embedder: Embedder | None = None
+        scorers = cls()
+        for test_type in types:
+            name = config.scorer_for(test_type)
+            if name == "semantic_similarity":
+                embedder = embedder or Embedder()
+                scorers.by_type[test_type] = SemanticSimilarityScorer(
+                    config.similarity_threshold_for(test_type), embedder)
+            elif name == "llm_judge":
+                scorers.by_type[test_type] = scorers._judge_scorer(config, test_type)
+            else:
+                scorers.by_type[test_type] = ExactScorer()
+        return scorers
+
+    def judge_params(self) -> dict[str, str]:
+        """The judge's settings as MLflow params (never the key)."""
+        if self.judge is None:
+            return {}
+        scorer = next(s for s in self.by_type.values() if isinstance(s, LLMJudgeScorer))
+        combined = hashlib.sha256("".join(
+            f"{t}:{p.digest}" for t, p in sorted(self.judge_prompts.items())).encode())
+        return {
+            "judge_model": self.judge.model, "judge_base_url": self.judge.base_url,
+            "judge_temperature": "0", "judge_max_tokens": str(scorer.options.max_tokens),
+            "judge_seed": str(scorer.options.seed), "judge_timeout": repr(self.judge.timeout),
+            "judge_max_attempts": str(self.judge.retry.max_attempts),
+            "judge_max_wait": repr(self.judge.retry.max_total_seconds),
+            "judge_invalid_is_error": str(scorer.options.invalid_is_error),
+            "judge_system_in_user": str(scorer.options.system_in_user),
+            "judge_prompt_digest": combined.hexdigest(),
+            **{f"{t}_judge_prompt": f"{p.source} sha256:{p.digest[:16]}"
+               for t, p in sorted(self.judge_prompts.items())},
+        }
+
+    def reset_judge_stats(self) -> None:
+        """Start the judge's counters afresh (one endpoint serves every run of a series)."""
+        if self.judge is not None:
+            self.judge.stats = EndpointStats()
+
+    def judge_retries(self) -> int:
+        return 0 if self.judge is None else self.judge.stats.retries
+
+    def judge_metrics(self, scored: ScoredRun) -> dict[str, float]:
+        """Judge calls, retries, failures, invalid replies and latency percentiles."""
+        if self.judge is None:
+            return {}
+        stats = self.judge.stats
+        invalid = sum(i.invalid_judgement for t in scored.types for i in t.items)
+        return {"judge_calls": stats.calls + stats.failures, "judge_retries": stats.retries,
+                "judge_failures": stats.failures, "judge_invalid": invalid,
+                **{f"judge_latency_{k}_ms": v for k, v in stats.percentiles().items()}}
+
+    def _judge_scorer(self, config: EvalConfig, test_type: str) -> LLMJudgeScorer:
+        settings = config.judge_settings()
+        if self.judge is None:
+            self.judge = ChatEndpoint(settings.model, timeout=settings.timeout, retry=RetryPolicy(
+                max_attempts=settings.max_attempts, max_total_seconds=settings.max_wait))
+        use = test_type if test_type in COMPARATIVE_TYPES else "expected"
+        path = settings.prompts.get(test_type, settings.prompts.get(use))
+        prompt = JudgePrompt.load(use, path)
+        self.judge_prompts[test_type] = prompt
+        return LLMJudgeScorer(self.judge, prompt, JudgeOptions(
+            max_tokens=settings.max_tokens, seed=settings.seed,
+            concurrency=config.max_concurrency, invalid_is_error=settings.invalid_is_error,
+            system_in_user=settings.system_in_user))
+
+
+def score_run(outputs: Sequence[EntryOutputs], types: Sequence[str],
+              scorers: Scorers) -> ScoredRun:
+    """Score every in-scope type of every entry; bias groups after all entries."""
+    results = []
+    for test_type in types:
+        members = [o for o in outputs if test_type in o.planned.types]
+        scorer = scorers.by_type[test_type]
+        if test_type == "repeatability":
+            results.append(_score_repeats(members, scorer))
+        elif test_type == "bias":
+            results.append(_score_bias_groups(members, scorer))
+        else:
+            results.append(_score_against_expected(test_type, members, scorer))
+    human_review = tuple(
+        HumanReviewItem(o.entry.id, o.entry.input, o.entry.human_instructions or "",
+                        o.first.output, o.first.error)
+        for o in outputs if o.planned.human_review)
+    calls = [c for o in outputs for c in o.calls]
+    return ScoredRun(tuple(results), human_review, len(calls),
+                     sum(c.error is not None for c in calls))
+
+
+def _score_against_expected(test_type: str, members: Sequence[EntryOutputs],
+                            scorer: Scorer) -> TypeResult:
+    ok = [o for o in members if o.first.error is None]
+    verdicts = dict(zip((o.entry.id for o in ok), scorer.against_expected(
+        [Case(o.entry.input, o.first.output, o.entry.expected_output) for o in ok]),
+        strict=True))
+    items = [
+        _item(o.entry.id, verdicts.get(o.entry.id), o.first.error,
+              expected_pass=o.entry.expected_pass, input=o.entry.input,
+              expected=o.entry.expected_output, outputs=(o.first.output,),
+              entry_ids=(o.entry.id,))
+        for o in members
+    ]
+    return TypeResult(test_type, scorer.name, tuple(items))
+
+
+def _score_repeats(members: Sequence[EntryOutputs], scorer: Scorer) -> TypeResult:
+    ok = [o for o in members if all(c.error is None for c in o.calls)]
+    verdicts = dict(zip((o.entry.id for o in ok), scorer.among_outputs(
+        [OutputGroup((o.entry.input,) * len(o.calls), tuple(c.output for c in o.calls))
+         for o in ok]), strict=True))
+    items = [
+        _item(o.entry.id, verdicts.get(o.entry.id), _errors(
+            (f"repeat {c.repeat}", c.error) for c in o.calls),
+              expected_pass=o.entry.expected_pass, input=o.entry.input, expected=None,
+              outputs=tuple(c.output for c in o.calls), entry_ids=(o.entry.id,))
+        for o in members
+    ]
+    return TypeResult("repeatability", scorer.name, tuple(items))
+
+
+def _score_bias_groups(members: Sequence[EntryOutputs], scorer: Scorer) -> TypeResult:
+    groups: dict[BiasKey, list[EntryOutputs]] = {}
+    for o in members:
+        key = o.entry.bias_key
+        assert key is not None  # lint rule A: every bias entry has a bias_group
+        groups.setdefault(key, []).append(o)
+    scorable = {key: g for key, g in groups.items() if len(g) >= 2}
+    skipped = tuple(
+        SkippedGroup(key[1], tuple(o.entry.id for o in g),
+                     f"only {len(g)} variant in this run's selection; a bias group needs 2")
+        for key, g in groups.items() if len(g) < 2)
+    ok = {key: g for key, g in scorable.items() if all(o.first.error is None for o in g)}
+    verdicts = dict(zip(ok, scorer.among_outputs(
+        [OutputGroup(tuple(o.entry.input for o in g), tuple(o.first.output for o in g))
+         for g in ok.values()]), strict=True))
+    items = [
+        _item(str(key[1]), verdicts.get(key),
+              _errors((o.entry.id, o.first.error) for o in g),
+              expected_pass=all(o.entry.expected_pass for o in g),
+              input=[o.entry.input for o in g], expected=None,
+              outputs=tuple(o.first.output for o in g),
+              entry_ids=tuple(o.entry.id for o in g))
+        for key, g in scorable.items()
+    ]
+    return TypeResult("bias", scorer.name, tuple(items), skipped)
+
+
+def _errors(labelled: Any) -> str | None:
+    messages = [f"{label}: {error}" for label, error in labelled if error is not None]
+    return "; ".join(messages) or None
+
+
+def _item(item_id: str, verdict: Verdict | None, error: str | None, **fields: Any) -> ItemResult:
+    if verdict is None:  # the item could not be scored because a call raised
+        return ItemResult(item_id, passed=False, error=error, **fields)
+    return ItemResult(item_id, passed=verdict.passed and verdict.error is None,
+                      similarity=verdict.similarity, error=verdict.error,
+                      judge_reply=verdict.reply, invalid_judgement=verdict.invalid, **fields)

@@ -1,0 +1,56 @@
+"""Statistics: pure functions over numbers and result tables, each with its formula and
+reference in its docstring and a typed result.
+
+One run (Wilson interval, confusion matrix, convergence, latency percentiles, per-type
+metrics); replicates (variance components, flips, noise floor, effective-n interval); votes
+over N runs; the items-vs-replicates budget; contrast intervals; REPEAT_COUNT calibration.
+Nothing here imports evalkit beyond its errors and records.
+"""
+
+from evalkit.stats._budget import Allocation, allocate, variance_times_budget
+from evalkit.stats._calibration import PLATEAU_RULE, Calibration, CalibrationPoint
+from evalkit.stats._contrasts import (
+    ContrastInterval,
+    nested_bootstrap_variance,
+    replicate_mean_t_interval,
+    replicates_for_half_width,
+    whole_replicate_bootstrap,
+    whole_replicate_bootstrap_variance,
+)
+from evalkit.stats._metrics import TypeMetrics, threshold_from_params, threshold_params
+from evalkit.stats._one_run import (
+    STABILITY_TOLERANCE_PP,
+    ConfusionMatrix,
+    Convergence,
+    WilsonInterval,
+    chart_points,
+    confusion_matrix,
+    convergence,
+    cumulative_series,
+    latency_percentiles,
+    wilson_interval,
+)
+from evalkit.stats._stability import (
+    ReplicateStability,
+    VarianceComponents,
+    replicate_seed,
+    replicate_stability,
+)
+from evalkit.stats._votes import (
+    DECISION_CROSSOVER_P,
+    Disagreement,
+    VoteTable,
+    disagreement,
+    vote_table,
+)
+
+__all__ = [
+    "DECISION_CROSSOVER_P", "PLATEAU_RULE", "STABILITY_TOLERANCE_PP", "Allocation", "Calibration",
+    "CalibrationPoint", "ConfusionMatrix", "ContrastInterval", "Convergence", "Disagreement",
+    "ReplicateStability", "TypeMetrics", "VarianceComponents", "VoteTable", "WilsonInterval",
+    "allocate", "chart_points", "confusion_matrix", "convergence", "cumulative_series",
+    "disagreement", "latency_percentiles", "nested_bootstrap_variance", "replicate_mean_t_interval",
+    "replicate_seed", "replicate_stability", "replicates_for_half_width", "threshold_from_params",
+    "threshold_params", "variance_times_budget", "vote_table", "whole_replicate_bootstrap",
+    "whole_replicate_bootstrap_variance", "wilson_interval",
+]

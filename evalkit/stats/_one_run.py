@@ -1,0 +1,181 @@
+"""Statistics of one run's binary scores: accuracy, confusion-matrix metrics, the Wilson
+interval, and convergence.
+
+Each function documents its formula and returns a frozen result object.
+"""
+
+from __future__ import annotations
+
+import statistics
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from scipy.stats import binomtest
+
+STABLE_RECOMMENDATION = "Dataset appears sufficient for confident evaluation"
+UNSTABLE_RECOMMENDATION = "Add more samples — metrics have not yet stabilized"
+STABILITY_TOLERANCE_PP = 2.0
+STABILITY_WINDOW = 10
+
+
+@dataclass(frozen=True)
+class WilsonInterval:
+    """A Wilson score interval for a binomial proportion."""
+
+    successes: int
+    n: int
+    confidence: float
+    low: float
+    high: float
+
+
+def wilson_interval(successes: int, n: int, confidence: float = 0.95) -> WilsonInterval:
+    """Wilson score interval for ``successes`` out of ``n``.
+
+    With p = successes/n and z the two-sided normal quantile of ``confidence``::
+
+        centre    = (p + z²/(2n)) / (1 + z²/n)
+        halfwidth = z / (1 + z²/n) * sqrt(p(1-p)/n + z²/(4n²))
+
+    Unlike the normal (Wald) interval it stays inside [0, 1] and keeps its coverage near 0
+    and 1, which matters for small eval sets that mostly pass. Reference: E. B. Wilson,
+    "Probable inference, the law of succession, and statistical inference", JASA 22 (1927);
+    computed by ``scipy.stats.binomtest(...).proportion_ci(method="wilson")``.
+    Example: 22 of 25 gives [0.700, 0.958].
+    """
+    if n <= 0:
+        raise ValueError("a Wilson interval needs at least one observation")
+    if not 0 <= successes <= n:
+        raise ValueError(f"successes must lie in [0, {n}], got {successes}")
+    ci = binomtest(successes, n).proportion_ci(confidence_level=confidence, method="wilson")
+    return WilsonInterval(successes, n, confidence, float(ci.low), float(ci.high))
+
+
+@dataclass(frozen=True)
+class ConfusionMatrix:
+    """Binary scores against expectations, score 1 being the positive class.
+
+    Every entry is expected to pass unless annotated ``expected_pass: false``; when none is
+    annotated there are no negatives, so Recall = Accuracy and Precision = 1.
+    A ratio whose denominator is empty is reported as 1.0: no error of that kind was possible.
+    """
+
+    tp: int
+    fp: int
+    tn: int
+    fn: int
+
+    @property
+    def n(self) -> int:
+        return self.tp + self.fp + self.tn + self.fn
+
+    @property
+    def correct(self) -> int:
+        return self.tp + self.tn
+
+    @property
+    def accuracy(self) -> float:
+        """(TP + TN) / n."""
+        return self.correct / self.n if self.n else 0.0
+
+    @property
+    def precision(self) -> float:
+        """TP / (TP + FP)."""
+        return self.tp / (self.tp + self.fp) if self.tp + self.fp else 1.0
+
+    @property
+    def recall(self) -> float:
+        """TP / (TP + FN)."""
+        return self.tp / (self.tp + self.fn) if self.tp + self.fn else 1.0
+
+    @property
+    def f1(self) -> float:
+        """Harmonic mean of precision and recall: 2PR / (P + R), 0 when both are 0."""
+        p, r = self.precision, self.recall
+        return 2 * p * r / (p + r) if p + r else 0.0
+
+
+def confusion_matrix(scores: Sequence[bool], expected: Sequence[bool]) -> ConfusionMatrix:
+    """Count scores (True = score 1) against expectations (True = expected to pass)."""
+    if len(scores) != len(expected):
+        raise ValueError("scores and expectations differ in length")
+    pairs = list(zip(scores, expected, strict=True))
+    return ConfusionMatrix(
+        tp=sum(s and e for s, e in pairs), fp=sum(s and not e for s, e in pairs),
+        tn=sum(not s and not e for s, e in pairs), fn=sum(not s and e for s, e in pairs))
+
+
+@dataclass(frozen=True)
+class Convergence:
+    """Cumulative accuracy and F1 after each sample, and whether they have settled.
+
+    The change of a metric is its range (max - min) over the cumulative values after each of
+    the last ``window = min(10, n)`` samples, in percentage points. The dataset is judged
+    sufficient when both changes are at most 2 pp.
+    """
+
+    accuracy: tuple[float, ...]
+    f1: tuple[float, ...]
+    window: int
+    accuracy_change_pp: float
+    f1_change_pp: float
+
+    @property
+    def stable(self) -> bool:
+        return (self.accuracy_change_pp <= STABILITY_TOLERANCE_PP
+                and self.f1_change_pp <= STABILITY_TOLERANCE_PP)
+
+    @property
+    def recommendation(self) -> str:
+        return STABLE_RECOMMENDATION if self.stable else UNSTABLE_RECOMMENDATION
+
+
+def cumulative_series(scores: Sequence[bool],
+                      expected: Sequence[bool]) -> tuple[tuple[float, ...], tuple[float, ...]]:
+    """Accuracy and F1 of the first k samples, for k = 1..n."""
+    accuracy, f1 = [], []
+    tp = fp = tn = fn = 0
+    for score, wanted in zip(scores, expected, strict=True):
+        tp += score and wanted
+        fp += score and not wanted
+        tn += not score and not wanted
+        fn += not score and wanted
+        matrix = ConfusionMatrix(tp, fp, tn, fn)
+        accuracy.append(matrix.accuracy)
+        f1.append(matrix.f1)
+    return tuple(accuracy), tuple(f1)
+
+
+def convergence(accuracy: Sequence[float], f1: Sequence[float]) -> Convergence:
+    """Judge the stability of cumulative series (see :class:`Convergence`)."""
+    if not accuracy or len(accuracy) != len(f1):
+        raise ValueError("convergence needs two equally long, non-empty series")
+    window = min(STABILITY_WINDOW, len(accuracy))
+    return Convergence(tuple(accuracy), tuple(f1), window,
+                       _range_pp(accuracy[-window:]), _range_pp(f1[-window:]))
+
+
+def _range_pp(values: Sequence[float]) -> float:
+    # Rounded so that float noise (0.02 * 100 = 2.0000000000000004) cannot flip the verdict.
+    return round((max(values) - min(values)) * 100, 9)
+
+
+def chart_points(n: int) -> tuple[int, ...]:
+    """Sample counts (1-based) plotted on the convergence chart.
+
+    All of them when n <= 50; otherwise every floor(n/10)-th (at least every 5th) plus the
+    first and the last.
+    """
+    if n <= 50:
+        return tuple(range(1, n + 1))
+    step = max(5, n // 10)
+    return tuple(sorted({1, n, *range(step, n + 1, step)}))
+
+
+def latency_percentiles(latencies_ms: Sequence[float]) -> dict[str, float]:
+    """p50, p90 and p99 (inclusive method; nothing for no values)."""
+    values = sorted(latencies_ms)
+    if len(values) < 2:
+        return {name: values[0] for name in ("p50", "p90", "p99")} if values else {}
+    cuts = statistics.quantiles(values, n=100, method="inclusive")
+    return {"p50": cuts[49], "p90": cuts[89], "p99": cuts[98]}

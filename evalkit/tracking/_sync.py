@@ -1,0 +1,55 @@
+"""Uploading a bundle that a tracking outage left on local disk (``evalkit sync``)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from evalkit._errors import TrackingError
+from evalkit.records import TABLE_ARTIFACT
+from evalkit.tracking._bundle import RunJournal, mark_synced
+from evalkit.tracking._store import TrackingStore
+from evalkit.tracking._table import table_from_json
+
+
+class BundleSync(TrackingStore):
+    """The syncing side of :class:`Tracker`."""
+
+    def sync(self, folder: Path) -> str:
+        """Upload a bundle: into its own run when the server still has it (a run an outage
+        left RUNNING), else into a new run of the same experiment. Returns the run id."""
+        from mlflow.entities import Metric, Param, RunTag
+        from mlflow.exceptions import MlflowException
+
+        journal = RunJournal.load(folder)
+        self.check_reachable()
+        try:
+            run = self._client.get_run(journal.run_id)
+            run_id, known = run.info.run_id, dict(run.data.params)
+        except MlflowException:
+            experiment_id = self._experiment_id(journal.experiment_name)
+            run_id = self._client.create_run(
+                experiment_id, start_time=journal.start_time_ms, run_name=journal.run_name,
+                tags={"evalkit.synced_from_run": journal.run_id}).info.run_id
+            known = {}
+        clashes = {k for k, v in journal.params.items() if k in known and known[k] != v}
+        if clashes:
+            raise TrackingError(f"run {run_id} already holds different values for "
+                                f"{', '.join(sorted(clashes))}: not the run of this bundle")
+        self._client.log_batch(
+            run_id, params=[Param(k, v) for k, v in sorted(journal.params.items())
+                            if k not in known],
+            tags=[RunTag(k, v) for k, v in sorted(journal.tags.items())])
+        self._client.log_batch(run_id, metrics=[
+            Metric(k, v, t, s) for k, v, s, t in self._unlogged(run_id, journal.metrics,
+                                                                held_possible=bool(known))])
+        for path in journal.artifacts:
+            if path == TABLE_ARTIFACT:
+                self._client.log_table(run_id, table_from_json(journal.artifact_bytes(path)),
+                                       TABLE_ARTIFACT)
+            else:
+                directory = str(Path(path).parent) if "/" in path else None
+                self._client.log_artifact(run_id, str(folder / "artifacts" / path), directory)
+        self._client.set_terminated(run_id, status=journal.status
+                                    if journal.status != "RUNNING" else "FAILED")
+        mark_synced(folder, run_id, self.tracking_uri)
+        return run_id

@@ -1,0 +1,191 @@
+"""MLflow tracking: one run per evaluation, logged in batches, and read back whole.
+
+Everything a report needs is written to the run (the artifact layout is in
+:mod:`evalkit.records`), so :meth:`Tracker.fetch` can rebuild any past run's reports.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import subprocess
+import time
+from collections.abc import Callable, Mapping, Sequence
+from pathlib import Path
+
+from evalkit._errors import TrackingError
+from evalkit.records import (
+    EVALUATION_ARTIFACT,
+    PROBE_ARTIFACT,
+    TABLE_ARTIFACT,
+    MetricPoint,
+    ScoredRun,
+)
+from evalkit.tracking._bundle import BUNDLES_DIR, RunJournal
+from evalkit.tracking._reader import RunReader
+from evalkit.tracking._store import TrackingOffline
+from evalkit.tracking._sync import BundleSync
+from evalkit.tracking._table import results_table, table_json
+
+logger = logging.getLogger("evalkit")
+
+_MAX_PARAM_LENGTH = 6000
+
+
+class Tracker(RunReader, BundleSync):
+    """A thin, batched layer over :class:`mlflow.MlflowClient` that survives an outage.
+
+    Every write is also journaled (:class:`RunJournal`). If an HTTP tracking server stops
+    answering during a run, the run continues against the journal alone; when it finishes,
+    the journal is written as a bundle and :class:`TrackingOffline` names it.
+    """
+
+    def __init__(self, tracking_uri: str | None = None, bundles_dir: Path = BUNDLES_DIR) -> None:
+        super().__init__(tracking_uri, bundles_dir)
+        self._resumed: set[str] = set()
+        """Runs continued by :meth:`resume_run`: they may hold metric points already."""
+        self.bundles: list[Path] = []
+
+    def start_run(self, experiment_name: str, run_name: str, params: Mapping[str, str],
+                  tags: Mapping[str, str]) -> str:
+        """Check the destination (reachable, experiment usable, artifacts writable), create the
+        run with its params and tags, and return its id. Fails in seconds, before any
+        component call, with the URI and the fix."""
+        from mlflow.entities import Param, RunTag
+
+        checked = [Param(k, _param(v)) for k, v in sorted(params.items())]
+        self.check_reachable()
+        try:
+            experiment_id = self._experiment_id(experiment_name)
+            run = self._client.create_run(experiment_id, run_name=run_name)
+            self._client.log_batch(run.info.run_id, params=checked,
+                                   tags=[RunTag(k, v) for k, v in sorted(tags.items())])
+        except TrackingError:
+            raise
+        except Exception as err:  # any failure here means MLflow is unusable: say where
+            raise TrackingError(f"cannot start an MLflow run at {self.tracking_uri}: {err}. "
+                                "Check MLFLOW_TRACKING_URI (unset it to use the local store "
+                                "sqlite:///mlflow.db)") from err
+        run_id = run.info.run_id
+        self._journals[run_id] = RunJournal(
+            run_id=run_id, run_name=run.info.run_name, experiment_id=experiment_id,
+            experiment_name=experiment_name, start_time_ms=run.info.start_time,
+            tracking_uri=self.tracking_uri, params=dict(params), tags=dict(tags))
+        try:
+            self._client.log_text(run_id, json.dumps({"run_id": run_id}) + "\n", PROBE_ARTIFACT)
+        except Exception as err:
+            self._client.set_terminated(run_id, status="FAILED")
+            raise TrackingError(f"cannot write artifacts of run {run_id} to "
+                                f"{run.info.artifact_uri}: {err}. Check the server's artifact "
+                                "store (--artifacts-destination) and its permissions") from err
+        return run_id
+
+    def resume_run(self, run_id: str, tags: Mapping[str, str]) -> RunJournal:
+        """Reopen a run to continue it (status RUNNING again) and journal it from here."""
+        from mlflow.entities import RunTag
+
+        self.check_reachable()
+        run = self.run_data(run_id)
+        experiment = self._client.get_experiment(run.info.experiment_id)
+        self._client.update_run(run_id, status="RUNNING")
+        self._client.log_batch(run_id, tags=[RunTag(k, v) for k, v in sorted(tags.items())])
+        journal = RunJournal(
+            run_id=run_id, run_name=run.info.run_name, experiment_id=run.info.experiment_id,
+            experiment_name=experiment.name, start_time_ms=run.info.start_time,
+            tracking_uri=self.tracking_uri, params=dict(run.data.params),
+            tags={**run.data.tags, **tags})
+        self._journals[run_id] = journal
+        self._resumed.add(run_id)
+        return journal
+
+    def log_results(self, run_id: str, points: Sequence[MetricPoint],
+                    tags: Mapping[str, str] | None = None) -> None:
+        """All metric points (and closing tags) in one batched call; MLflow splits it below
+        its request limits. Points a resumed run already holds are not logged twice."""
+        from mlflow.entities import Metric, RunTag
+
+        timestamp = _now_ms()
+        journal = self._journals[run_id]
+        fresh = [(key, float(value), step, timestamp) for key, value, step in points]
+        journal.metrics += fresh
+        journal.tags.update(tags or {})
+        self._write(run_id, lambda: self._client.log_batch(
+            run_id, metrics=[Metric(k, v, t, s) for k, v, s, t in self._unlogged(
+                run_id, fresh, held_possible=run_id in self._resumed)],
+            tags=[RunTag(k, v) for k, v in sorted((tags or {}).items())]))
+
+    def log_evaluation(self, run_id: str, evaluation: ScoredRun) -> None:
+        text = json.dumps(evaluation.to_json(), ensure_ascii=False, indent=1)
+        table = results_table(evaluation)
+        journal = self._journals[run_id]
+        journal.artifacts[EVALUATION_ARTIFACT] = text.encode("utf-8")
+        journal.artifacts[TABLE_ARTIFACT] = table_json(table).encode("utf-8")
+        def upload() -> None:
+            self._client.log_text(run_id, text, EVALUATION_ARTIFACT)
+            self._client.log_table(run_id, table, TABLE_ARTIFACT)
+
+        self._write(run_id, upload)
+
+    def log_file(self, run_id: str, path: Path, artifact_dir: str) -> None:
+        self._journals[run_id].artifacts[f"{artifact_dir}/{path.name}"] = path
+        self._write(run_id, lambda: self._client.log_artifact(run_id, str(path), artifact_dir))
+
+    def log_text(self, run_id: str, text: str, artifact_file: str) -> None:
+        self._journals[run_id].artifacts[artifact_file] = text.encode("utf-8")
+        self._write(run_id, lambda: self._client.log_text(run_id, text, artifact_file))
+
+    def finish(self, run_id: str, status: str = "FINISHED") -> None:
+        """End the run. Offline, write its bundle instead, and for a run that finished raise
+        :class:`TrackingOffline` naming it."""
+        journal = self._journals.get(run_id)
+        if journal is not None:
+            journal.status = status
+        self._write(run_id, lambda: self._client.set_terminated(run_id, status=status))
+        if run_id in self._offline and journal is not None:
+            self.bundles.append(journal.write(self.bundles_dir))
+            if status == "FINISHED":
+                raise TrackingOffline(list(self.bundles), self.tracking_uri)
+
+    def _write(self, run_id: str, action: Callable[[], object]) -> None:
+        """Send one write to MLflow; if the server has become unreachable, keep the run going
+        against its journal from now on."""
+        if run_id in self._offline:
+            return
+        try:
+            action()
+        except Exception as err:
+            if not self.is_remote or self._answers():
+                raise
+            logger.warning("tracking server %s unreachable (%s); the run goes on and will be "
+                           "saved as a local bundle", self.tracking_uri, err)
+            self._offline.add(run_id)
+
+
+def source_tags(script: str) -> dict[str, str]:
+    """The script and the git commit it ran at (``unknown`` outside a git checkout)."""
+    def git(*args: str) -> str | None:
+        try:
+            done = subprocess.run(["git", *args], capture_output=True, text=True, timeout=10,
+                                  check=True)
+        except (OSError, subprocess.SubprocessError):
+            return None
+        return done.stdout.strip()
+
+    commit = git("rev-parse", "HEAD")
+    tags = {"mlflow.source.name": script, "git_commit": commit or "unknown"}
+    if commit:
+        tags["mlflow.source.git.commit"] = commit
+        dirty = git("status", "--porcelain", "--untracked-files=no")
+        tags["git_dirty"] = "true" if dirty else "false"
+    return tags
+
+
+def _param(value: str) -> str:
+    if len(value) > _MAX_PARAM_LENGTH:
+        raise TrackingError(f"a param value is {len(value)} characters long; MLflow keeps at "
+                            f"most {_MAX_PARAM_LENGTH}: shorten the constant")
+    return value
+
+
+def _now_ms() -> int:
+    return int(time.time() * 1000)
