@@ -140,15 +140,15 @@ def plain_output(output: Any) -> tuple[Any, str | None]:
 
 
 def _depth(value: Any) -> int:
-    """Nesting depth of a JSON value, without recursion."""
-    deepest, stack = 0, [(value, 1)]
+    """How many lists and objects are nested in a JSON value, at the deepest; no recursion."""
+    deepest, stack = 0, [(value, 0)]
     while stack:
         node, level = stack.pop()
-        deepest = max(deepest, level)
-        if isinstance(node, dict):
-            stack += [(v, level + 1) for v in node.values()]
-        elif isinstance(node, list):
-            stack += [(v, level + 1) for v in node]
+        children = node.values() if isinstance(node, dict) else node \
+            if isinstance(node, list) else None
+        if children is not None:
+            deepest = max(deepest, level + 1)
+            stack += [(child, level + 1) for child in children]
     return deepest
 
 
