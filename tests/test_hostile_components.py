@@ -333,3 +333,20 @@ def test_an_interrupt_raised_by_the_component_stays_an_interrupt(tmp_path: Path)
     assert "Traceback" not in done.stderr
     assert the_run(folder).info.status == "KILLED"
     assert sorted(raw_results(folder)) == ["ok-a", "ok-b"]
+
+
+def test_a_job_started_with_sigint_ignored_still_stops_on_ctrl_c(tmp_path: Path) -> None:
+    """A shell starts a background job with SIGINT ignored; evalkit installs its own handler."""
+    folder = project(tmp_path, ["ok0", "hang-unless-resumed"], CALL_TIMEOUT=600)
+    (folder / "hang.flag").touch()
+    log = folder / "stderr.log"
+    process = subprocess.Popen(
+        [sys.executable, "eval.py", "--type=functional"], cwd=folder, env=script_env(folder),
+        stdout=subprocess.DEVNULL, stderr=log.open("w"),
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_IGN))
+    wait_for(lambda: "calls 1/2" in log.read_text(), "the quick call")
+    process.send_signal(signal.SIGINT)
+    wait_for(lambda: "Ctrl-C again to abandon" in log.read_text(), "the first Ctrl-C")
+    process.send_signal(signal.SIGINT)
+    assert process.wait(timeout=30) == 130
+    assert the_run(folder).info.status == "KILLED"

@@ -16,6 +16,7 @@ import pytest
 from evalkit import ConfigError, EvalConfig
 from evalkit._errors import EvalkitError
 from evalkit._secrets import Redactor
+from evalkit.cli._common import TRACEBACK_VARIABLE, guarded
 from evalkit.dataset import load_dataset
 from evalkit.run._call import MAX_MESSAGE_CHARS, Call, CallRecord, error_message, plain_output
 from evalkit.run._loop import run_calls
@@ -136,3 +137,22 @@ def test_a_hung_call_is_recorded_as_a_timeout_and_the_others_go_on(tmp_path: Pat
                                   "1" * 5000, "1e999", "-" * 10, "\ud800"])
 def test_exact_scores_pathological_json_strings_as_a_miss(text: str) -> None:
     assert matches(text, {"a": 1}) is False
+
+
+def test_an_unexpected_error_is_one_redacted_line_without_traceback(
+        monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    monkeypatch.setenv("SERVICE_TOKEN", "tok-abcdef123456")
+    monkeypatch.delenv(TRACEBACK_VARIABLE, raising=False)
+
+    def broken() -> int:
+        raise KeyError("tok-abcdef123456 at http://ann:pw-Secret1@127.0.0.1:1/api")
+
+    assert guarded(broken) == 4
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "Traceback" not in err
+    assert err.startswith("error: unexpected KeyError: ")
+    assert "tok-abcdef123456" not in err and "[REDACTED:SERVICE_TOKEN]" in err
+    assert "pw-Secret1" not in err and "ann:***@127.0.0.1" in err
+    monkeypatch.setenv(TRACEBACK_VARIABLE, "1")
+    assert guarded(broken) == 4
+    assert "Traceback" in capsys.readouterr().err
