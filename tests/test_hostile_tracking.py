@@ -15,17 +15,22 @@ from pathlib import Path
 import mlflow
 import pytest
 
+from evalkit.cli import main
 from evalkit.tracking._store import _health_request, _shown_uri
 from tests.conftest import entry, run_script, script_env, write_dataset, write_eval_script
 from tools.team_server import MlflowServer, free_port
 
 RUN_ID = "0123456789abcdef0123456789abcdef"
 PASSWORD = "hunter2-Pa55word"
+# Run in this process (the same code as the command line, without seconds of imports each).
+READERS = {
+    "history": ["history", "hostile/tracking"],
+    "compare": ["compare", "hostile/a", "hostile/b"],
+    "plan": ["plan", "hostile/tracking"],
+    "report": ["report", RUN_ID],
+}
+# Run as users run them: the eval script in a subprocess.
 COMMANDS = {
-    "history": ["-m", "evalkit", "history", "hostile/tracking"],
-    "compare": ["-m", "evalkit", "compare", "hostile/a", "hostile/b"],
-    "plan": ["-m", "evalkit", "plan", "hostile/tracking"],
-    "report": ["-m", "evalkit", "report", RUN_ID],
     "evalkit resume": ["-m", "evalkit", "resume", RUN_ID],
     "eval.py --resume": ["eval.py", "--resume", RUN_ID],
     "eval.py --type": ["eval.py", "--type=functional"],
@@ -63,9 +68,31 @@ def run(folder: Path, args: list[str], uri: str) -> tuple[subprocess.CompletedPr
     return done, time.monotonic() - started
 
 
+def assert_one_line_naming(uri: str, stdout: str, stderr: str) -> None:
+    errors = [line for line in stderr.splitlines() if line.startswith("error:")]
+    assert len(errors) == 1, stderr
+    assert uri in errors[0] and "MLFLOW_TRACKING_URI" in errors[0]
+    assert "Traceback" not in stderr + stdout
+    assert "not found" not in stderr
+
+
+@pytest.mark.parametrize("server", ["dead", "silent"])
+@pytest.mark.parametrize("command", list(READERS))
+def test_every_reading_command_fails_in_seconds_with_one_line(
+        tmp_path: Path, silent_server: str, server: str, command: str,
+        monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    uri = silent_server if server == "silent" else dead_server()
+    monkeypatch.setenv("MLFLOW_TRACKING_URI", uri)
+    started = time.monotonic()
+    assert main(READERS[command]) == 4
+    assert time.monotonic() - started < 10  # the health check gives up after 5 s
+    out, err = capsys.readouterr()
+    assert_one_line_naming(uri, out, err)
+
+
 @pytest.mark.parametrize("server", ["dead", "silent"])
 @pytest.mark.parametrize("command", list(COMMANDS))
-def test_every_command_fails_in_seconds_with_one_line(
+def test_every_eval_script_command_fails_in_seconds_with_one_line(
         project: Path, silent_server: str, server: str, command: str) -> None:
     uri = silent_server if server == "silent" else dead_server()
     done, elapsed = run(project, COMMANDS[command], uri)
@@ -73,17 +100,13 @@ def test_every_command_fails_in_seconds_with_one_line(
     # The health check gives up after 5 s; the rest is starting Python and importing MLflow,
     # seconds on a loaded 2-core machine (a hang, or MLflow's own retries, take minutes).
     assert elapsed < 30
-    errors = [line for line in done.stderr.splitlines() if line.startswith("error:")]
-    assert len(errors) == 1, done.stderr
-    assert uri in errors[0] and "MLFLOW_TRACKING_URI" in errors[0]
-    assert "Traceback" not in done.stderr + done.stdout
-    assert "not found" not in done.stderr
+    assert_one_line_naming(uri, done.stdout, done.stderr)
 
 
 def test_credentials_in_a_dead_uri_are_never_shown(project: Path) -> None:
     uri = dead_server().replace("http://", f"http://evalkit:{PASSWORD}@")
-    for command in ("history", "eval.py --type"):
-        done, _ = run(project, COMMANDS[command], uri)
+    for args in (["-m", "evalkit", *READERS["history"]], COMMANDS["eval.py --type"]):
+        done, _ = run(project, args, uri)
         assert done.returncode == 4
         assert PASSWORD not in done.stdout + done.stderr
         assert "evalkit:***@127.0.0.1" in done.stderr
@@ -114,7 +137,7 @@ def test_a_server_uri_with_credentials_is_accepted_and_the_password_kept_secret(
         uri = server.uri.replace("http://", f"http://evalkit:{PASSWORD}@")
         done = run_script(folder, "--type=functional", env={"MLFLOW_TRACKING_URI": uri})
         assert done.returncode == 0, done.stderr
-        history, _ = run(folder, COMMANDS["history"][:3] + ["hostile/creds"], uri)
+        history, _ = run(folder, ["-m", "evalkit", "history", "hostile/creds"], uri)
         assert history.returncode == 0, history.stderr
         shown = done.stdout + done.stderr + history.stdout + history.stderr
         assert PASSWORD not in shown and "evalkit:***@" in shown

@@ -40,6 +40,9 @@ def guarded(action: Callable[[], int]) -> int:
     except EvalkitError as err:
         print(f"error: {shown(str(err))}", file=sys.stderr)
         return err.exit_status
+    except KeyboardInterrupt:  # before a run's calls began, or outside any run
+        print("error: interrupted", file=sys.stderr)
+        return ExitStatus.INTERRUPTED
     except Exception as err:
         if os.environ.get(TRACEBACK_VARIABLE) == "1":
             traceback.print_exc()
