@@ -5,12 +5,13 @@ type. The repeatability exception: an entry with repeatability in scope is invok
 ``REPEAT_COUNT`` times; the first output serves its other types. Nothing caches or dedupes
 calls, and mock adapters are built fresh from the entry's fixtures before every call.
 
-Calls run with a bounded number in flight (``MAX_CONCURRENCY``), each in a daemon thread of its
-own: a call that passes ``CALL_TIMEOUT`` is recorded as a timeout and abandoned, and a thread
-that never returns cannot keep the process from exiting. Each result is appended to the
-raw-results file (one JSON line, flushed) by the loop the moment it arrives, so a crash or
-Ctrl-C loses nothing already paid for; once the calls stop, the file is put back in dataset
-order.
+Calls run with a bounded number in flight (``MAX_CONCURRENCY``) on daemon worker threads: a
+call that passes ``CALL_TIMEOUT`` is recorded as a timeout and abandoned to its thread (a new
+worker takes its place), and a thread that never returns cannot keep the process from
+exiting (``concurrent.futures`` joins its threads at exit: a hung call would hang it too).
+Each result is appended to the raw-results file (one JSON line, flushed) by the loop the
+moment it arrives, so a crash or Ctrl-C loses nothing already paid for; once the calls stop,
+the file is put back in dataset order.
 """
 
 from __future__ import annotations
@@ -59,6 +60,7 @@ class _Started:
 
 _Task = tuple[int, int]
 """(entry position in the plan, repeat)."""
+_Work = tuple[_Task, Entry, Call]
 _Finished = tuple[_Task, CallRecord | BaseException]
 
 
@@ -90,10 +92,18 @@ def run_calls(plan: RunPlan, component: Component,
     tasks = iter([(index, repeat) for index, planned in enumerate(plan.items)
                   for repeat in range(planned.calls) if (index, repeat) not in records])
     finished: queue.SimpleQueue[_Finished] = queue.SimpleQueue()
+    work: queue.SimpleQueue[_Work | None] = queue.SimpleQueue()
     in_flight: dict[_Task, _Started] = {}
+    workers = 0
+
+    def add_worker() -> None:
+        nonlocal workers
+        workers += 1
+        threading.Thread(target=_worker, name="evalkit-call", daemon=True,
+                         args=(work, finished, component, adapters, redactor)).start()
 
     def start_next() -> bool:
-        """Start the next task in a thread of its own; whether there was one."""
+        """Hand the next task to the workers; whether there was one."""
         task = next(tasks, None)
         if task is None:
             return False
@@ -102,9 +112,7 @@ def run_calls(plan: RunPlan, component: Component,
         call = Call(mocks={}, repeat=repeat, repeats=planned.calls, seed=seed,
                     replicate=replicate)
         in_flight[task] = _Started(call, time.monotonic() + call_timeout)
-        threading.Thread(target=_call_thread, name="evalkit-call", daemon=True,
-                         args=(task, component, planned.entry, call, adapters, redactor,
-                               finished)).start()
+        work.put((task, planned.entry, call))
         return True
 
     def keep(task: _Task, record: CallRecord) -> None:
@@ -131,9 +139,11 @@ def run_calls(plan: RunPlan, component: Component,
         for late, started in list(in_flight.items()):
             if started.deadline <= now:
                 keep(late, timed_out(plan.items[late[0]].entry, started.call, call_timeout))
+                add_worker()  # the late call keeps its thread
 
     try:
         for _ in range(concurrency):
+            add_worker()
             start_next()
         while in_flight:
             settle_next()
@@ -151,15 +161,20 @@ def run_calls(plan: RunPlan, component: Component,
                                len(in_flight))
         raise
     finally:
+        for _ in range(workers):  # idle workers end; a hung one stays abandoned
+            work.put(None)
         raw_log.put_in_order({p.entry.id: i for i, p in enumerate(plan.items)})
     return [EntryOutputs(planned, tuple(records[(index, r)] for r in range(planned.calls)))
             for index, planned in enumerate(plan.items)]
 
 
-def _call_thread(task: _Task, component: Component, entry: Entry, call: Call,
-                 adapters: Mapping[str, Callable[[Any], Any]], redactor: Redactor,
-                 finished: queue.SimpleQueue[_Finished]) -> None:
-    try:
-        finished.put((task, invoke(component, entry, call, adapters, redactor)))
-    except KeyboardInterrupt as interrupt:  # raised by the component itself: stop the run
-        finished.put((task, interrupt))
+def _worker(work: queue.SimpleQueue[_Work | None], finished: queue.SimpleQueue[_Finished],
+            component: Component, adapters: Mapping[str, Callable[[Any], Any]],
+            redactor: Redactor) -> None:
+    """Make calls until told to stop (``None``)."""
+    while (item := work.get()) is not None:
+        task, entry, call = item
+        try:
+            finished.put((task, invoke(component, entry, call, adapters, redactor)))
+        except KeyboardInterrupt as interrupt:  # raised by the component itself: stop the run
+            finished.put((task, interrupt))
