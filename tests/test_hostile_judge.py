@@ -39,7 +39,7 @@ def test_preflight_rides_out_transient_failures(key: str, transient: list) -> No
 def test_preflight_gives_up_on_a_provider_that_keeps_failing(key: str) -> None:
     with OpenAIStub(lambda request: status(503)) as stub:
         started = time.monotonic()
-        with pytest.raises(ProviderError, match="503 .*3 times; try again later"):
+        with pytest.raises(ProviderError, match="kept answering InternalServerError 503"):
             ChatEndpoint("m", base_url=stub.base_url).preflight()
         assert time.monotonic() - started < PREFLIGHT_RETRY.max_total_seconds + 1
         assert len(stub.chat_requests()) == PREFLIGHT_RETRY.max_attempts

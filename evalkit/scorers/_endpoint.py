@@ -224,8 +224,7 @@ class ChatEndpoint:
         except openai.APIStatusError as err:
             if is_transient(err):
                 raise ProviderError(f"judge preflight: {self.model} at {self.base_url} "
-                                    f"answered {self._describe(err)} "
-                                    f"{PREFLIGHT_RETRY.max_attempts} times; try again "
+                                    f"kept answering {self._describe(err)}; try again "
                                     "later") from None
             raise ConfigError(f"judge preflight: {self.model} at {self.base_url} refused the "
                               f"request: {self._describe(err)}. Check OPENAI_API_KEY, "
