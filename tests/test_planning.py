@@ -168,6 +168,14 @@ def test_contrast_between_two_systems_over_replicates(tmp_path: Path,
     assert contrast.replicates_needed == 2  # zero SD: the floor of two
     assert contrast.whole_replicate_variance == pytest.approx(0.0)
     assert contrast.nested_variance > 0  # the items inside each row still vary
+    # Resampling the items too widens the interval: the items differ from each other.
+    population = contrast.population_interval
+    assert population is not None and population.estimate == pytest.approx(0.375)
+    assert population.high - population.low > contrast.t_interval.high - contrast.t_interval.low
+    _, _, report = record_plan(tracker, plan, tmp_path / "reports", {})
+    assert "t interval (these items)" in report
+    assert "not on the population the items were drawn from" in report
+    assert "(covers ≈ 0.75, not 0.95)" in report  # the bootstrap at 3 replicates
 
 
 @pytest.mark.slow
