@@ -70,7 +70,8 @@ def test_calibration_rescores_prefixes_without_new_calls(tmp_path: Path,
     artifacts = {a.path for d in ("reports", "calibration")
                  for a in client.list_artifacts(outcome.run.run_id, d)}
     assert artifacts == {"reports/report-calibration.md", "reports/calibration.png",
-                         "reports/report-repeatability.md", "calibration/calibration.json"}
+                         "reports/report-repeatability.md", "reports/summary.md",
+                         "calibration/calibration.json"}
     record = Tracker(tracking_uri).fetch(outcome.run.run_id)
     assert record.tags["mode"] == "calibration" and record.metrics["repeat_count"] == 6
     assert render_reports(record)["report-calibration.md"] == report

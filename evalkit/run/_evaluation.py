@@ -175,7 +175,7 @@ def _complete(prepared: PreparedEvaluation, component: Component, tracker: Track
         clock = _lap(timings, "scoring", clock)
         verdict = "PASS" if all(m.passed for m in metrics) else "FAIL"
         tracker.log_results(run_id, _run_metrics(prepared, metrics, scored, outputs),
-                            {"verdict": verdict})
+                            {"verdict": verdict, "run_url": tracker.run_url(run_id)})
         tracker.log_evaluation(run_id, scored)
         clock = _lap(timings, "logging", clock)
         written = publish_reports(tracker, run_id, render_reports(tracker.fetch(run_id)),
