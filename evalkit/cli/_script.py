@@ -4,12 +4,14 @@ from __future__ import annotations
 
 import argparse
 import sys
+import time
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
 from evalkit._errors import ExitStatus
 from evalkit.cli._common import EXIT_STATUSES, configure_logging, guarded
+from evalkit.cli._outputs import RunSummary, write_json, write_junit
 from evalkit.config import EvalConfig
 from evalkit.dataset import TEST_TYPES
 from evalkit.run import (
@@ -23,6 +25,7 @@ from evalkit.run import (
     evaluate_replicates,
     resume,
 )
+from evalkit.tracking import Tracker
 
 
 def run_eval_script(constants: Mapping[str, Any], component: Component,
@@ -61,6 +64,14 @@ def run_eval_script(constants: Mapping[str, Any], component: Component,
     modes.add_argument("--resume", metavar="RUN_ID",
                        help="continue an interrupted run: its recorded calls are reused, only "
                             "the missing ones are made (selection and constants as the run's)")
+    # --- CI outputs (issue 13) ---
+    parser.add_argument("--json", metavar="PATH", type=Path, dest="json_path",
+                        help="also write a machine-readable summary: per type the metrics, "
+                             "interval, threshold and verdict; the run id and URL; the exit "
+                             "status")
+    parser.add_argument("--junit-xml", metavar="PATH", type=Path, dest="junit_path",
+                        help="also write JUnit XML: a test case per entry and test type (bias: "
+                             "per group), a failure carrying its reason")
     args = parser.parse_args(argv)
     if args.test_type is None and args.resume is None:
         parser.error("the following arguments are required: --type (or --resume RUN_ID)")
@@ -72,16 +83,19 @@ def run_eval_script(constants: Mapping[str, Any], component: Component,
 
 def _run(constants: Mapping[str, Any], component: Component, script: str,
          args: argparse.Namespace) -> int:
+    started = time.monotonic()
     config = EvalConfig.from_constants(constants, script)
     if args.resume is not None:
         outcome = resume(config, component, args.resume)
         _print_outcome(outcome)
-        return ExitStatus.OK if outcome.passed else ExitStatus.THRESHOLD_FAILED
+        return _finish(args, started, "evaluation", outcome.run_id, outcome.tracking_uri,
+                       outcome.experiment_name, (outcome,))
     selection = Selection.parse(args.test_type, args.groups, args.human_review)
     if args.replicates:
         series = evaluate_replicates(config, component, selection)
         _print_replicates(series)
-        return ExitStatus.OK if series.passed else ExitStatus.THRESHOLD_FAILED
+        return _finish(args, started, "replicates", series.parent_run_id, series.tracking_uri,
+                       series.experiment_name, series.replicates)
     if args.calibrate:
         calibrated = evaluate_calibration(config, component, selection)
         for point in calibrated.calibration.points:
@@ -91,10 +105,33 @@ def _run(constants: Mapping[str, Any], component: Component, script: str,
             print(f"wrote: {path}")
         print(f"mlflow: calibration run {calibrated.run.run_id} in "
               f"{calibrated.run.experiment_name} ({calibrated.run.tracking_uri})")
-        return ExitStatus.OK
+        # A calibration measures; its exit status does not depend on the thresholds.
+        return _finish(args, started, "calibration", calibrated.run.run_id,
+                       calibrated.run.tracking_uri, calibrated.run.experiment_name,
+                       (calibrated.run,), always_ok=True)
     outcome = evaluate(config, component, selection)
     _print_outcome(outcome)
-    return ExitStatus.OK if outcome.passed else ExitStatus.THRESHOLD_FAILED
+    return _finish(args, started, "evaluation", outcome.run_id, outcome.tracking_uri,
+                   outcome.experiment_name, (outcome,))
+
+
+def _finish(args: argparse.Namespace, started: float, mode: str, run_id: str,
+            tracking_uri: str, experiment_name: str, runs: tuple[EvaluationOutcome, ...],
+            always_ok: bool = False) -> int:
+    """Print the verdict line, write the CI outputs asked for, return the exit status."""
+    passed = all(m.passed for run in runs for m in run.metrics)
+    status = ExitStatus.OK if passed or always_ok else ExitStatus.THRESHOLD_FAILED
+    summary = RunSummary(mode, run_id, Tracker(tracking_uri).run_url(run_id), experiment_name,
+                         runs, time.monotonic() - started, int(status))
+    if args.json_path is not None:
+        write_json(summary, args.json_path)
+        print(f"json: {args.json_path}")
+    if args.junit_path is not None:
+        write_junit(summary, args.junit_path)
+        print(f"junit: {args.junit_path}")
+    for line in summary.verdict_lines():
+        print(line)
+    return status
 
 
 def _print_replicates(series: ReplicatesOutcome) -> None:
