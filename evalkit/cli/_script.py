@@ -38,7 +38,8 @@ def run_eval_script(constants: Mapping[str, Any], component: Component,
     parser = argparse.ArgumentParser(
         prog=script, formatter_class=argparse.RawDescriptionHelpFormatter,
         description="Evaluate the component against the golden dataset named in this script, "
-                    "log the run to MLflow and write reports/report-<type>.md. Scoring "
+                    "log the run to MLflow, write reports/report-<type>.md and "
+                    "reports/summary.md, and end with a verdict line and the run's URL. Scoring "
                     "parameters are constants in this script, not options.",
         epilog=EXIT_STATUSES)
     parser.add_argument("--type", metavar="TYPE", dest="test_type",
