@@ -14,7 +14,7 @@ import mlflow
 import pytest
 
 from evalkit.reports._common import TEXT_LIMIT, distinct
-from evalkit.tracking import run_url, ui_base
+from evalkit.tracking import run_url, shown_uri, ui_base
 from tests.conftest import entry, run_script, script_env, write_dataset, write_eval_script
 
 Project = tuple[Path, "subprocess.CompletedProcess[str]"]
@@ -165,3 +165,6 @@ def test_run_url_never_carries_credentials(uri: str, base: str) -> None:
     url = run_url(uri, "3", "f" * 32)
     assert url == f"{base}/#/experiments/3/runs/{'f' * 32}"
     assert "s3cret" not in url and "pw" not in url and "token" not in url
+    printed = shown_uri(uri)
+    assert "s3cret" not in printed and "pw" not in printed and "token" not in printed
+    assert printed == (uri if not uri.startswith("http") else base)

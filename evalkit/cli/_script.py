@@ -25,7 +25,7 @@ from evalkit.run import (
     evaluate_replicates,
     resume,
 )
-from evalkit.tracking import Tracker
+from evalkit.tracking import Tracker, shown_uri
 
 
 def run_eval_script(constants: Mapping[str, Any], component: Component,
@@ -105,7 +105,7 @@ def _run(constants: Mapping[str, Any], component: Component, script: str,
         for path in calibrated.reports:
             print(f"wrote: {path}")
         print(f"mlflow: calibration run {calibrated.run.run_id} in "
-              f"{calibrated.run.experiment_name} ({calibrated.run.tracking_uri})")
+              f"{calibrated.run.experiment_name} ({shown_uri(calibrated.run.tracking_uri)})")
         # A calibration measures; its exit status does not depend on the thresholds.
         return _finish(args, started, "calibration", calibrated.run.run_id,
                        calibrated.run.tracking_uri, calibrated.run.experiment_name,
@@ -144,7 +144,7 @@ def _print_replicates(series: ReplicatesOutcome) -> None:
     for path in (*series.reports, series.stability_path, series.lock_path):
         print(f"wrote: {path}")
     print(f"mlflow: parent run {series.parent_run_id} with {len(series.replicates)} "
-          f"replicate runs in {series.experiment_name} ({series.tracking_uri})")
+          f"replicate runs in {series.experiment_name} ({shown_uri(series.tracking_uri)})")
     for failure in series.failures:
         print(f"threshold missed: {failure}", file=sys.stderr)
 
@@ -159,6 +159,7 @@ def _print_outcome(outcome: EvaluationOutcome) -> None:
         print(f"{'PASS' if m.passed else 'FAIL'}  {m.test_type}_accuracy {figure}")
     for path in outcome.reports:
         print(f"report: {path}")
-    print(f"mlflow: run {outcome.run_id} in {outcome.experiment_name} ({outcome.tracking_uri})")
+    print(f"mlflow: run {outcome.run_id} in {outcome.experiment_name} "
+          f"({shown_uri(outcome.tracking_uri)})")
     for failure in outcome.failures:
         print(f"threshold missed: {failure}", file=sys.stderr)

@@ -39,7 +39,7 @@ from evalkit.run._progress import Progress
 from evalkit.run._scoring import score_run
 from evalkit.run._selection import Selection
 from evalkit.stats import TypeMetrics, latency_percentiles
-from evalkit.tracking import Tracker, TrackingOffline, unsynced_bundles
+from evalkit.tracking import Tracker, TrackingOffline, shown_uri, unsynced_bundles
 
 logger = logging.getLogger("evalkit")
 
@@ -142,7 +142,7 @@ def _complete(prepared: PreparedEvaluation, component: Component, tracker: Track
     missing = {p.entry.id: sum((p.entry.id, r) not in recorded for r in range(p.calls))
                for p in plan.items}
     logger.info("MLflow run %s in experiment %s (%s); %d entries, %d calls; raw results: %s",
-                run_id, config.experiment_name, tracker.tracking_uri, len(plan.items),
+                run_id, config.experiment_name, shown_uri(tracker.tracking_uri), len(plan.items),
                 sum(missing.values()), raw_path)
 
     status = "FAILED"

@@ -8,12 +8,24 @@ LOCAL_UI = "http://127.0.0.1:5000"
 """What ``evalkit ui`` serves for the local store (sqlite or a folder) by default."""
 
 
+def shown_uri(tracking_uri: str) -> str:
+    """A tracking URI as it may be printed: a server's address without user, password or
+    query (where a token could sit); a local store's path as it is."""
+    return _without_credentials(tracking_uri) if _is_server(tracking_uri) else tracking_uri
+
+
 def ui_base(tracking_uri: str) -> str:
     """The MLflow UI of a tracking URI: a server's own address without user, password, query
     or fragment; for a local store, the address ``evalkit ui`` serves it on."""
-    parts = urlsplit(tracking_uri)
-    if parts.scheme not in ("http", "https"):
-        return LOCAL_UI
+    return shown_uri(tracking_uri) if _is_server(tracking_uri) else LOCAL_UI
+
+
+def _is_server(uri: str) -> bool:
+    return urlsplit(uri).scheme in ("http", "https")
+
+
+def _without_credentials(url: str) -> str:
+    parts = urlsplit(url)
     host = parts.hostname or ""
     if ":" in host:  # an IPv6 literal keeps its brackets
         host = f"[{host}]"
