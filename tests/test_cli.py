@@ -115,7 +115,7 @@ def test_evalkit_report_reproduces_reports_byte_for_byte(tmp_path: Path) -> None
     assert run_script(tmp_path, "--type=all").returncode == 0
     reports = tmp_path / "reports"
     original = {p.name: p.read_bytes() for p in reports.iterdir()}
-    assert len(original) == 5
+    assert len(original) == 6  # five reports and summary.md
     shutil.rmtree(reports)
     run_id = only_run(tmp_path).info.run_id
     done = subprocess.run([sys.executable, "-m", "evalkit", "report", run_id], cwd=tmp_path,
