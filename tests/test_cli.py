@@ -115,7 +115,7 @@ def test_evalkit_report_reproduces_reports_byte_for_byte(tmp_path: Path) -> None
     assert run_script(tmp_path, "--type=all").returncode == 0
     reports = tmp_path / "reports"
     original = {p.name: p.read_bytes() for p in reports.iterdir()}
-    assert len(original) == 5
+    assert len(original) == 6  # five reports and summary.md
     shutil.rmtree(reports)
     run_id = only_run(tmp_path).info.run_id
     done = subprocess.run([sys.executable, "-m", "evalkit", "report", run_id], cwd=tmp_path,
@@ -186,10 +186,10 @@ def test_example_repeatability_run_writes_only_its_report(example_copy: Path) ->
     done = run_script(example_copy, "--type=repeatability")
     assert done.returncode in (0, 1), done.stderr  # the router is genuinely stochastic
     assert sorted(p.name for p in (example_copy / "reports").iterdir()) == [
-        "report-repeatability.md"]
+        "report-repeatability.md", "summary.md"]
     report = (example_copy / "reports" / "report-repeatability.md").read_text()
     assert "- **Repeat count:** 5" in report
-    assert "| ID | Input | Outputs (distinct of all repeats) | Avg pairwise cosine | Result |" \
+    assert "| ID | Input | Outputs (how the repeats differ) | Avg pairwise cosine | Result |" \
         in report
     client = store(example_copy)
     experiment = client.get_experiment_by_name("support-router/golden")
@@ -215,7 +215,8 @@ def test_example_full_run_reports_every_type(example_copy: Path) -> None:
     experiment = client.get_experiment_by_name("support-router/golden")
     latest = client.search_runs([experiment.experiment_id], order_by=["start_time DESC"])[0]
     types = latest.data.tags["test_types"].split(",")
-    assert names == sorted([f"report-{t}.md" for t in types] + ["report-human-review.md"])
+    assert names == sorted([f"report-{t}.md" for t in types]
+                           + ["report-human-review.md", "summary.md"])
     assert {"functional", "smoke", "fairness", "repeatability", "bias"} <= set(types)
     assert latest.data.tags["groups_filter"] == "all"
     assert latest.data.params["component.temperature"] == "0.05"

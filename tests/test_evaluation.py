@@ -103,7 +103,7 @@ def test_a_single_type_calls_only_its_entries(tmp_path: Path, tracking_uri: str,
     outcome = run(tmp_path, tracking_uri, config_for(tmp_path, dataset), component, test_type)
     assert component.count() == expected_calls
     assert [m.test_type for m in outcome.metrics] == [test_type]
-    assert [p.name for p in outcome.reports] == [f"report-{test_type}.md"]
+    assert [p.name for p in outcome.reports] == [f"report-{test_type}.md", "summary.md"]
 
 
 def test_component_errors_score_zero_and_stay_in_the_denominator(tmp_path: Path,
@@ -230,7 +230,8 @@ def test_mlflow_run_holds_tags_params_metrics_and_artifacts(tmp_path: Path,
     assert artifacts == {
         "reports/report-functional.md", "reports/report-smoke.md", "reports/report-bias.md",
         "reports/report-repeatability.md", "reports/report-human-review.md",
-        "results/evaluation.json", "results/entries.json", "raw/raw-results.jsonl"}
+        "reports/summary.md", "results/evaluation.json", "results/entries.json",
+        "raw/raw-results.jsonl"}
     table = client.load_table(run_info.info.experiment_id, "results/entries.json",
                               run_ids=[outcome.run_id])
     assert len(table) == 4 + 1 + 1 + 2  # functional, smoke, bias group, repeatability
@@ -254,7 +255,7 @@ def test_reports_rerender_identically_from_mlflow(tmp_path: Path, tracking_uri: 
     written = {p.name: p.read_text(encoding="utf-8") for p in outcome.reports}
     assert rendered == written
     assert set(written) == {"report-functional.md", "report-smoke.md", "report-bias.md",
-                            "report-repeatability.md", "report-human-review.md"}
+                            "report-repeatability.md", "report-human-review.md", "summary.md"}
 
 
 def test_only_the_reports_of_this_run_are_overwritten(tmp_path: Path, tracking_uri: str) -> None:
@@ -265,7 +266,7 @@ def test_only_the_reports_of_this_run_are_overwritten(tmp_path: Path, tracking_u
     run(tmp_path, tracking_uri, config_for(tmp_path, dataset), RecordingComponent(),
         "repeatability")
     assert sorted(p.name for p in (tmp_path / "reports").iterdir()) == [
-        "report-repeatability.md", "report-smoke.md"]
+        "report-repeatability.md", "report-smoke.md", "summary.md"]
     assert old_smoke.read_text() == "earlier smoke report\n"
 
 
@@ -296,8 +297,12 @@ def test_hostile_output_cannot_break_tables_or_the_chart(tmp_path: Path,
         report = (tmp_path / "reports" / name).read_text()
         rows = table_rows(report, "Per-item Results")
         assert len({unescaped_pipes(row) for row in rows}) == 1, rows  # same column count
-        assert "<script>" not in report and "](http" not in report
-        assert max(len(row) for row in rows) < 600  # long outputs are shortened
+        assert "<script>" not in report
+        assert not re.search(r"(?<!\\)\]\(http", report)  # brackets escaped: no link
+        # Long outputs are shortened: 500 characters at most (the text shown in full),
+        # plus escapes, for the output column.
+        assert max(len(row) for row in rows) < 1200
+        assert any("…" in row for row in rows)
         chart = report.split("```mermaid\n", 1)[1].split("\n```\n", 1)[0].splitlines()
         assert chart[0] == "xychart-beta" and len(chart) == 6
         assert report.count("```") == 2  # the chart's own fences only

@@ -70,7 +70,8 @@ def test_calibration_rescores_prefixes_without_new_calls(tmp_path: Path,
     artifacts = {a.path for d in ("reports", "calibration")
                  for a in client.list_artifacts(outcome.run.run_id, d)}
     assert artifacts == {"reports/report-calibration.md", "reports/calibration.png",
-                         "reports/report-repeatability.md", "calibration/calibration.json"}
+                         "reports/report-repeatability.md", "reports/summary.md",
+                         "calibration/calibration.json"}
     record = Tracker(tracking_uri).fetch(outcome.run.run_id)
     assert record.tags["mode"] == "calibration" and record.metrics["repeat_count"] == 6
     assert render_reports(record)["report-calibration.md"] == report
@@ -168,6 +169,14 @@ def test_contrast_between_two_systems_over_replicates(tmp_path: Path,
     assert contrast.replicates_needed == 2  # zero SD: the floor of two
     assert contrast.whole_replicate_variance == pytest.approx(0.0)
     assert contrast.nested_variance > 0  # the items inside each row still vary
+    # Resampling the items too widens the interval: the items differ from each other.
+    population = contrast.population_interval
+    assert population is not None and population.estimate == pytest.approx(0.375)
+    assert population.high - population.low > contrast.t_interval.high - contrast.t_interval.low
+    _, _, report = record_plan(tracker, plan, tmp_path / "reports", {})
+    assert "t interval (these items)" in report
+    assert "not on the population the items were drawn from" in report
+    assert "(covers ≈ 0.75, not 0.95)" in report  # the bootstrap at 3 replicates
 
 
 @pytest.mark.slow

@@ -80,7 +80,7 @@ def test_replicates_make_a_parent_with_nested_children(tmp_path: Path,
         assert child.data.tags["seed"] == str(seeds[index])
         assert "functional_accuracy" in child.data.metrics
         assert [a.path for a in client.list_artifacts(child.info.run_id, "reports")] == [
-            "reports/report-functional.md"]
+            "reports/report-functional.md", "reports/summary.md"]
     accuracies = [c.data.metrics["functional_accuracy"] for c in children]
     assert parent.data.metrics["functional_accuracy"] == pytest.approx(sum(accuracies) / 3)
     assert parent.data.metrics["functional_accuracy_spread"] == pytest.approx(
@@ -240,7 +240,10 @@ def test_history_lists_runs_newest_first_from_the_local_store(tmp_path: Path) ->
     listed = evalkit_cli(tmp_path, "history", "hist/local")
     assert listed.returncode == 0, listed.stderr
     lines = listed.stdout.splitlines()
-    assert len(lines) == 3  # header, the replicate parent (children folded), the single run
+    # The header (two lines), then the replicate parent (children folded) and the single
+    # run, each a line with its accuracies on the line below.
+    assert len(lines) == 6
+    assert [line.split()[3] for line in lines[2::2]] == ["replicates", "evaluation"]
     rows = json.loads(evalkit_cli(tmp_path, "history", "hist/local", "--json").stdout)
     assert [r["replicates"] for r in rows] == [3, None]
     assert rows[0]["started"] >= rows[1]["started"]

@@ -16,7 +16,11 @@ from evalkit import (
     cumulative_series,
     wilson_interval,
 )
-from evalkit.stats._one_run import STABLE_RECOMMENDATION, UNSTABLE_RECOMMENDATION
+from evalkit.stats._one_run import (
+    MIN_CONVERGENCE_SAMPLES,
+    STABLE_RECOMMENDATION,
+    UNSTABLE_RECOMMENDATION,
+)
 
 Z95 = 1.959963984540054
 
@@ -99,13 +103,30 @@ def test_cumulative_series_by_hand() -> None:
     assert f1 == pytest.approx((1.0, 2 / 3, 0.8, 1.5 / 1.75))
 
 
-def test_short_unsettled_run_asks_for_more_samples() -> None:
+def test_short_unsettled_run_is_too_short_to_judge() -> None:
     result = convergence(*cumulative_series([True, False, True, True], [True] * 4))
     assert result.window == 4
     assert result.accuracy_change_pp == pytest.approx(50.0)
     assert result.f1_change_pp == pytest.approx(100 / 3)
     assert not result.stable
-    assert result.recommendation == UNSTABLE_RECOMMENDATION
+    assert result.recommendation.startswith("Too few samples to judge convergence")
+
+
+@pytest.mark.parametrize("n", [1, 2, 5, MIN_CONVERGENCE_SAMPLES - 1])
+def test_below_ten_samples_never_claims_sufficiency(n: int) -> None:
+    # All passes: the cumulative series is flat (0 pp change), which alone would read as
+    # settled; at n = 2 the Wilson interval of 2/2 still spans [0.34, 1].
+    result = convergence(*cumulative_series([True] * n, [True] * n))
+    assert result.accuracy_change_pp == 0.0
+    assert not result.stable
+    assert "Too few samples" in result.recommendation
+    assert result.recommendation != STABLE_RECOMMENDATION
+
+
+def test_ten_flat_samples_are_enough_to_judge() -> None:
+    result = convergence(*cumulative_series([True] * 10, [True] * 10))
+    assert result.stable
+    assert result.recommendation == STABLE_RECOMMENDATION
 
 
 def test_change_is_measured_over_the_last_ten_samples() -> None:

@@ -253,4 +253,5 @@ def test_two_evaluations_write_at_the_same_time(tmp_path: Path, team: TeamServer
         assert run.info.status == "FINISHED"
         assert run.data.metrics["functional_samples"] == 20
         assert {a.path for a in client.list_artifacts(run.info.run_id, "reports")} == {
-            "reports/report-functional.md", "reports/report-repeatability.md"}
+            "reports/report-functional.md", "reports/report-repeatability.md",
+            "reports/summary.md"}

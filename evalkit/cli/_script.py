@@ -5,12 +5,14 @@ from __future__ import annotations
 import argparse
 import os
 import sys
+import time
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
 from evalkit._errors import ExitStatus
 from evalkit.cli._common import EXIT_STATUSES, configure_logging, guarded
+from evalkit.cli._outputs import RunSummary, write_json, write_junit
 from evalkit.config import EvalConfig
 from evalkit.dataset import TEST_TYPES
 from evalkit.run import (
@@ -24,6 +26,7 @@ from evalkit.run import (
     evaluate_replicates,
     resume,
 )
+from evalkit.tracking import Tracker, shown_uri
 
 
 def run_eval_script(constants: Mapping[str, Any], component: Component,
@@ -36,7 +39,8 @@ def run_eval_script(constants: Mapping[str, Any], component: Component,
     parser = argparse.ArgumentParser(
         prog=script, formatter_class=argparse.RawDescriptionHelpFormatter,
         description="Evaluate the component against the golden dataset named in this script, "
-                    "log the run to MLflow and write reports/report-<type>.md. Scoring "
+                    "log the run to MLflow, write reports/report-<type>.md and "
+                    "reports/summary.md, and end with a verdict line and the run's URL. Scoring "
                     "parameters are constants in this script, not options.",
         epilog=EXIT_STATUSES)
     parser.add_argument("--type", metavar="TYPE", dest="test_type",
@@ -62,6 +66,14 @@ def run_eval_script(constants: Mapping[str, Any], component: Component,
     modes.add_argument("--resume", metavar="RUN_ID",
                        help="continue an interrupted run: its recorded calls are reused, only "
                             "the missing ones are made (selection and constants as the run's)")
+    # --- CI outputs (issue 13) ---
+    parser.add_argument("--json", metavar="PATH", type=Path, dest="json_path",
+                        help="also write a machine-readable summary: per type the metrics, "
+                             "interval, threshold and verdict; the run id and URL; the exit "
+                             "status")
+    parser.add_argument("--junit-xml", metavar="PATH", type=Path, dest="junit_path",
+                        help="also write JUnit XML: a test case per entry and test type (bias: "
+                             "per group), a failure carrying its reason")
     args = parser.parse_args(argv)
     if args.test_type is None and args.resume is None:
         parser.error("the following arguments are required: --type (or --resume RUN_ID)")
@@ -85,16 +97,19 @@ def _end_now(status: int) -> None:
 
 def _run(constants: Mapping[str, Any], component: Component, script: str,
          args: argparse.Namespace) -> int:
+    started = time.monotonic()
     config = EvalConfig.from_constants(constants, script)
     if args.resume is not None:
         outcome = resume(config, component, args.resume)
         _print_outcome(outcome)
-        return ExitStatus.OK if outcome.passed else ExitStatus.THRESHOLD_FAILED
+        return _finish(args, started, "evaluation", outcome.run_id, outcome.tracking_uri,
+                       outcome.experiment_name, (outcome,))
     selection = Selection.parse(args.test_type, args.groups, args.human_review)
     if args.replicates:
         series = evaluate_replicates(config, component, selection)
         _print_replicates(series)
-        return ExitStatus.OK if series.passed else ExitStatus.THRESHOLD_FAILED
+        return _finish(args, started, "replicates", series.parent_run_id, series.tracking_uri,
+                       series.experiment_name, series.replicates)
     if args.calibrate:
         calibrated = evaluate_calibration(config, component, selection)
         for point in calibrated.calibration.points:
@@ -103,11 +118,34 @@ def _run(constants: Mapping[str, Any], component: Component, script: str,
         for path in calibrated.reports:
             print(f"wrote: {path}")
         print(f"mlflow: calibration run {calibrated.run.run_id} in "
-              f"{calibrated.run.experiment_name} ({calibrated.run.tracking_uri})")
-        return ExitStatus.OK
+              f"{calibrated.run.experiment_name} ({shown_uri(calibrated.run.tracking_uri)})")
+        # A calibration measures; its exit status does not depend on the thresholds.
+        return _finish(args, started, "calibration", calibrated.run.run_id,
+                       calibrated.run.tracking_uri, calibrated.run.experiment_name,
+                       (calibrated.run,), always_ok=True)
     outcome = evaluate(config, component, selection)
     _print_outcome(outcome)
-    return ExitStatus.OK if outcome.passed else ExitStatus.THRESHOLD_FAILED
+    return _finish(args, started, "evaluation", outcome.run_id, outcome.tracking_uri,
+                   outcome.experiment_name, (outcome,))
+
+
+def _finish(args: argparse.Namespace, started: float, mode: str, run_id: str,
+            tracking_uri: str, experiment_name: str, runs: tuple[EvaluationOutcome, ...],
+            always_ok: bool = False) -> int:
+    """Print the verdict line, write the CI outputs asked for, return the exit status."""
+    passed = all(m.passed for run in runs for m in run.metrics)
+    status = ExitStatus.OK if passed or always_ok else ExitStatus.THRESHOLD_FAILED
+    summary = RunSummary(mode, run_id, Tracker(tracking_uri).run_url(run_id), experiment_name,
+                         runs, time.monotonic() - started, int(status))
+    if args.json_path is not None:
+        write_json(summary, args.json_path)
+        print(f"json: {args.json_path}")
+    if args.junit_path is not None:
+        write_junit(summary, args.junit_path)
+        print(f"junit: {args.junit_path}")
+    for line in summary.verdict_lines():
+        print(line)
+    return status
 
 
 def _print_replicates(series: ReplicatesOutcome) -> None:
@@ -119,7 +157,7 @@ def _print_replicates(series: ReplicatesOutcome) -> None:
     for path in (*series.reports, series.stability_path, series.lock_path):
         print(f"wrote: {path}")
     print(f"mlflow: parent run {series.parent_run_id} with {len(series.replicates)} "
-          f"replicate runs in {series.experiment_name} ({series.tracking_uri})")
+          f"replicate runs in {series.experiment_name} ({shown_uri(series.tracking_uri)})")
     for failure in series.failures:
         print(f"threshold missed: {failure}", file=sys.stderr)
 
@@ -134,6 +172,7 @@ def _print_outcome(outcome: EvaluationOutcome) -> None:
         print(f"{'PASS' if m.passed else 'FAIL'}  {m.test_type}_accuracy {figure}")
     for path in outcome.reports:
         print(f"report: {path}")
-    print(f"mlflow: run {outcome.run_id} in {outcome.experiment_name} ({outcome.tracking_uri})")
+    print(f"mlflow: run {outcome.run_id} in {outcome.experiment_name} "
+          f"({shown_uri(outcome.tracking_uri)})")
     for failure in outcome.failures:
         print(f"threshold missed: {failure}", file=sys.stderr)

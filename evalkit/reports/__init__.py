@@ -23,6 +23,7 @@ from evalkit.reports._human_review import human_review_report
 from evalkit.reports._per_type import type_report
 from evalkit.reports._planning import PLANNING_REPORT, planning_report
 from evalkit.reports._stability import STABILITY_REPORT, stability_report
+from evalkit.reports._summary import SUMMARY_REPORT, summary_report
 from evalkit.stats import TypeMetrics, threshold_from_params
 
 HUMAN_REVIEW_REPORT = "report-human-review.md"
@@ -47,11 +48,15 @@ def render_reports(record: RunRecord) -> dict[str, str]:
         return {PLANNING_REPORT: planning_report(record, record.documents[PLAN_ARTIFACT])}
     assert record.evaluation is not None
     reports = {}
+    typed = []
     for result in record.evaluation.types:
         metrics = TypeMetrics.from_mlflow(
             result.test_type, record.metrics, record.histories,
             threshold_from_params(result.test_type, record.params))
         reports[report_name(result.test_type)] = type_report(record, result, metrics)
+        typed.append((result, metrics))
+    reports[SUMMARY_REPORT] = summary_report(record, typed,
+                                             [report_name(r.test_type) for r, _ in typed])
     if record.evaluation.human_review:
         reports[HUMAN_REVIEW_REPORT] = human_review_report(record, record.evaluation.human_review)
     if CALIBRATION_ARTIFACT in record.documents:
@@ -61,4 +66,5 @@ def render_reports(record: RunRecord) -> dict[str, str]:
 
 
 __all__ = ["CALIBRATION_REPORT", "CHART_FILE", "HUMAN_REVIEW_REPORT", "PLANNING_REPORT",
-           "STABILITY_REPORT", "plot_calibration", "render_reports", "report_name"]
+           "STABILITY_REPORT", "SUMMARY_REPORT", "plot_calibration", "render_reports",
+           "report_name"]

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from collections import Counter
 from collections.abc import Sequence
 from datetime import UTC, datetime
@@ -12,7 +13,7 @@ from evalkit.reports._markdown import cell
 
 PASS, FAIL = "✓", "✗"
 MAX_ROWS = 200
-"""Item rows a report shows; beyond them it shows failures first and points to the artifact
+"""Item rows a report shows (failures always first); beyond them it points to the artifact
 that holds every item, so that a 10,000-entry report stays readable."""
 
 
@@ -43,9 +44,54 @@ def number(value: float | None) -> str:
     return "—" if value is None else f"{value:.3f}"
 
 
-def distinct(outputs: Sequence[Any], shown: int = 3) -> str:
+TEXT_LIMIT = 500
+"""Characters of each distinct output a repeatability or bias cell shows: enough for a reply
+in full, so that the difference is visible without opening an artifact."""
+_ABSENT = "(absent)"
+
+
+def distinct(outputs: Sequence[Any], shown: int = 5) -> str:
+    """How the outputs of one item differ, for a table cell.
+
+    Structured outputs (JSON objects, or strings holding one) are compared field by field:
+    each field whose values differ is listed with every value and its count, the fields that
+    agree are counted. Other outputs are listed as distinct texts, in full up to
+    :data:`TEXT_LIMIT` characters, most frequent first, at most ``shown`` of them."""
+    if not outputs:
+        return "—"
     counts = Counter(as_text(o) for o in outputs)
-    parts = [f"{n}× {cell(text, 40)}" for text, n in counts.most_common(shown)]
+    summary = f"{len(counts)} distinct of {len(outputs)}"
+    records = [_record(o) for o in outputs]
+    if all(r is not None for r in records) and len(counts) > 1:
+        return summary + "; " + _field_differences([r for r in records if r is not None],
+                                                   shown)
+    parts = [f"{n}× {cell(text, TEXT_LIMIT)}" for text, n in counts.most_common(shown)]
     if len(counts) > shown:
         parts.append(f"+{len(counts) - shown} more")
-    return f"{len(counts)} of {len(outputs)}: " + "; ".join(parts) if parts else "—"
+    return f"{summary}:<br>" + "<br>".join(parts)
+
+
+def _record(output: Any) -> dict[str, Any] | None:
+    if isinstance(output, str):
+        try:
+            output = json.loads(output)
+        except ValueError:
+            return None
+    return output if isinstance(output, dict) else None
+
+
+def _field_differences(records: Sequence[dict[str, Any]], shown: int) -> str:
+    fields = sorted({key for r in records for key in r})
+    values = {key: Counter(_ABSENT if key not in r else as_text(r[key]) for r in records)
+              for key in fields}
+    differing = [key for key in fields if len(values[key]) > 1]
+    lines = []
+    for key in differing:
+        common = values[key].most_common(shown)
+        more = len(values[key]) - len(common)
+        lines.append(f"field **{cell(key)}**: " + "; ".join(
+            f"{n}× {cell(value, TEXT_LIMIT)}" for value, n in common)
+            + (f"; +{more} more" if more > 0 else ""))
+    agree = len(fields) - len(differing)
+    noun = "field differs" if len(differing) == 1 else "fields differ"
+    return (f"{len(differing)} {noun}, {agree} agree:<br>" + "<br>".join(lines))

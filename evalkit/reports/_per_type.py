@@ -121,31 +121,33 @@ def _judgement(item: ItemResult) -> str:
 
 
 def _shown(items: Sequence[ItemResult]) -> tuple[Sequence[ItemResult], list[str]]:
-    """Every item up to :data:`MAX_ROWS`; beyond that, failures first and a pointer to the
-    full table, so that a 10,000-entry report stays readable."""
-    if len(items) <= MAX_ROWS:
-        return items, []
+    """Failures first (errors among them), then the rest, each in dataset order; at most
+    :data:`MAX_ROWS`, with a pointer to the full table beyond that."""
     ordered = [i for i in items if not i.correct] + [i for i in items if i.correct]
+    if len(items) <= MAX_ROWS:
+        return ordered, []
     return ordered[:MAX_ROWS], ["", f"Showing {MAX_ROWS} of {len(items)} items, failures "
                                 "first. Every item is in the run's results/entries.json "
                                 "(per-entry table) and results/evaluation.json artifacts."]
 
 
 def _per_item(result: TypeResult) -> list[str]:
-    lines = ["## Per-item Results", ""]
+    lines = ["## Per-item Results", "", "Failures first, then passes, each in dataset order.",
+             ""]
     measured, measure = _measure(result)
     items, note = _shown(result.items)
     if result.test_type == "repeatability":
         rows = [[cell(i.id), cell(i.input, 60), distinct(i.outputs), *measure(i), _verdict(i)]
                 for i in items]
-        lines.append(table(["ID", "Input", "Outputs (distinct of all repeats)", *measured,
+        lines.append(table(["ID", "Input", "Outputs (how the repeats differ)", *measured,
                             "Result"], rows))
     elif result.test_type == "bias":
         rows = [[cell(i.id), str(len(i.entry_ids)), "<br>".join(cell(e) for e in i.entry_ids),
-                 "<br>".join(cell(o, 60) for o in i.outputs), *measure(i), _verdict(i)]
+                 distinct(i.outputs), *measure(i), _verdict(i)]
                 for i in items]
-        lines.append(table(["Bias group", "Variants", "Entry IDs", "Outputs", *measured,
-                            "Consistent"], rows) if rows else "No group was scored.")
+        lines.append(table(["Bias group", "Variants", "Entry IDs",
+                            "Outputs (how the variants differ)", *measured, "Consistent"],
+                           rows) if rows else "No group was scored.")
     else:
         rows = [[cell(i.id), cell(i.input, 60), cell(i.expected, 60),
                  "—" if i.outputs[0] is None and i.error else cell(i.outputs[0], 80),

@@ -11,7 +11,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from evalkit.records import RunRecord
-from evalkit.reports._common import FAIL, MAX_ROWS, PASS, distinct, header
+from evalkit.reports._common import FAIL, MAX_ROWS, PASS, TEXT_LIMIT, distinct, header
 from evalkit.reports._markdown import cell, table
 from evalkit.stats import VarianceComponents
 
@@ -140,16 +140,12 @@ def _reading(doc: Mapping[str, Any] | None) -> str:
 
 
 def _answer(cell_doc: Mapping[str, Any] | None, test_type: str) -> str:
-    """The item's answer in one replicate: its mark and output(s). The variants of a bias
-    group are listed one by one (they differ by design); repeats are counted by distinct
-    output."""
+    """The item's answer in one replicate: its mark and output(s). Several outputs (the
+    repeats of an entry, the variants of a bias group) are shown by how they differ."""
     if cell_doc is None:
         return "—"
     mark = PASS if cell_doc["correct"] else FAIL
     if cell_doc["error"]:
         return f"{mark} error: {cell(cell_doc['error'], 60)}"
     outputs = cell_doc["outputs"]
-    if test_type == "bias":
-        return f"{mark} " + "<br>".join(cell(o, 50) for o in outputs)
-    return f"{mark} {cell(outputs[0], 60) if len(outputs) == 1 else distinct(outputs, 2)}"
-
+    return f"{mark} {cell(outputs[0], TEXT_LIMIT) if len(outputs) == 1 else distinct(outputs)}"

@@ -5,6 +5,9 @@ thing twice (seeds/002). For each test type both runs share, the comparison repo
 which items flipped between A and B in each direction, and the noise floor measured from the
 replicates behind A and/or B (the larger of the two when both have one). Only a gap that
 clears twice the floor gets a winner; inside it, or without a floor, the comparison refuses.
+A floor is read from the pairwise disagreement of the replicates (``stability.json``) and
+counts only pairs of replicates that observed a common item: replicates that share no item
+measured nothing, and are treated as no floor at all.
 """
 
 from __future__ import annotations
@@ -14,7 +17,7 @@ from dataclasses import dataclass
 from enum import StrEnum
 from typing import Any
 
-from evalkit.records import STABILITY_ITEMS_ARTIFACT
+from evalkit.records import STABILITY_ARTIFACT, STABILITY_ITEMS_ARTIFACT, RunRecord
 from evalkit.tracking import Tracker
 
 FLOOR_MULTIPLE = 2.0
@@ -25,6 +28,7 @@ class Verdict(StrEnum):
     WORSE = "A worse"
     INSIDE_NOISE = "inside the noise"
     NO_FLOOR = "no noise floor measured: run replicates first"
+    """No replicates behind either side, or replicates that share no item."""
 
     @property
     def decided(self) -> bool:
@@ -103,20 +107,33 @@ def load_side(tracker: Tracker, reference: str) -> Side:
     types = [t for t in record.tags.get("test_types", "").split(",") if t]
     accuracy = {t: record.metrics[f"{t}_accuracy"] for t in types
                 if f"{t}_accuracy" in record.metrics}
+    floors: Mapping[str, float] = {}
     if record.mode == "replicates":
         items = {t: {item: _majority(cells) for item, cells in rows.items()}
                  for t, rows in record.documents[STABILITY_ITEMS_ARTIFACT].items()}
-        floor_metrics: Mapping[str, float] = record.metrics
+        floors = shared_item_floors(record)
     else:
         assert record.evaluation is not None
         items = {r.test_type: {i.id: i.correct for i in r.items}
                  for r in record.evaluation.types}
         parent = record.tags.get("mlflow.parentRunId")
-        floor_metrics = tracker.run_data(parent).data.metrics if parent else {}
-    floors = {t: floor_metrics[f"{t}_noise_floor"] for t in types
-              if f"{t}_noise_floor" in floor_metrics}
+        if parent:
+            floors = shared_item_floors(tracker.fetch(parent))
     label = f"{record.experiment_name} / {record.run_name}"
-    return Side(run_id, label, accuracy, items, floors)
+    return Side(run_id, label, accuracy, items,
+                {t: floor for t, floor in floors.items() if t in types})
+
+
+def shared_item_floors(parent: RunRecord) -> dict[str, float]:
+    """test type -> noise floor of a replicate series: the largest disagreement rate over the
+    pairs of replicates that observed at least one common item. A type whose replicates share
+    no item has no floor (its stored rate of 0 over 0 items would wave any gap through)."""
+    floors = {}
+    for metric in parent.documents[STABILITY_ARTIFACT]["metrics"]:
+        rates = [p["rate"] for p in metric["pairwise"] if p["shared"]]
+        if rates:
+            floors[metric["metric"].removesuffix("_accuracy")] = max(rates)
+    return floors
 
 
 def _majority(cells: Sequence[Mapping[str, Any] | None]) -> bool | None:

@@ -32,7 +32,7 @@ from evalkit.run._scoring import score_run
 from evalkit.run._selection import Selection
 from evalkit.run._signals import stop_signals
 from evalkit.stats import TypeMetrics, latency_percentiles
-from evalkit.tracking import Tracker, TrackingOffline, unsynced_bundles
+from evalkit.tracking import Tracker, TrackingOffline, shown_uri, unsynced_bundles
 
 logger = logging.getLogger("evalkit")
 
@@ -151,7 +151,7 @@ def _complete(prepared: PreparedEvaluation, component: Component, tracker: Track
     missing = {p.entry.id: sum((p.entry.id, r) not in recorded for r in range(p.calls))
                for p in plan.items}
     logger.info("MLflow run %s in experiment %s (%s); %d entries, %d calls; raw results: %s",
-                run_id, config.experiment_name, tracker.tracking_uri, len(plan.items),
+                run_id, config.experiment_name, shown_uri(tracker.tracking_uri), len(plan.items),
                 sum(missing.values()), raw_path)
 
     status = "FAILED"
@@ -187,7 +187,7 @@ def _complete(prepared: PreparedEvaluation, component: Component, tracker: Track
             clock = _lap(timings, "scoring", clock)
             verdict = "PASS" if all(m.passed for m in metrics) else "FAIL"
             tracker.log_results(run_id, _run_metrics(prepared, metrics, scored, outputs),
-                                {"verdict": verdict})
+                                {"verdict": verdict, "run_url": tracker.run_url(run_id)})
             tracker.log_evaluation(run_id, scored)
             clock = _lap(timings, "logging", clock)
             written = publish_reports(tracker, run_id, render_reports(tracker.fetch(run_id)),

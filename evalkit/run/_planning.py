@@ -35,7 +35,9 @@ from evalkit.stats import (
     VarianceComponents,
     VoteTable,
     allocate,
+    bootstrap_coverage,
     disagreement,
+    items_and_replicates_t_interval,
     nested_bootstrap_variance,
     replicate_mean_t_interval,
     replicates_for_half_width,
@@ -65,7 +67,12 @@ class ContrastPlan:
     """A_r: mean over shared items of (A minus B) in replicate r."""
     items: int
     t_interval: ContrastInterval
+    """Covers the difference on the evaluated items (they are held fixed)."""
+    population_interval: ContrastInterval | None
+    """Also resamples items: covers the difference on the population they were drawn from
+    (``None`` with a single shared item)."""
     bootstrap: ContrastInterval
+    """Shown with its measured small-n coverage; it decides nothing."""
     nested_variance: float
     whole_replicate_variance: float
     replicates_needed: int | None
@@ -108,7 +115,13 @@ class Plan:
                 "types": [{
                     "test_type": c.test_type, "differences": list(c.differences),
                     "items": c.items, "t_interval": _interval_json(c.t_interval),
+                    "t_interval_covers": "the difference on the evaluated items",
+                    "population_interval": None if c.population_interval is None
+                    else _interval_json(c.population_interval),
+                    "population_interval_covers": "the difference on the population of "
+                                                  "items (items and replicates resampled)",
                     "bootstrap": _interval_json(c.bootstrap),
+                    "bootstrap_measured_coverage": bootstrap_coverage(c.bootstrap.n),
                     "nested_bootstrap_variance": c.nested_variance,
                     "whole_replicate_bootstrap_variance": c.whole_replicate_variance,
                     "replicates_needed": c.replicates_needed} for c in self.contrasts]},
@@ -238,6 +251,7 @@ def _contrasts(a: RunRecord, b: RunRecord, contrast_count: int | None,
         t_interval = replicate_mean_t_interval(differences, k)
         plans.append(ContrastPlan(
             test_type, differences, len(shared), t_interval,
+            items_and_replicates_t_interval(matrix, k) if len(shared) >= 2 else None,
             whole_replicate_bootstrap(differences, k), nested_bootstrap_variance(matrix),
             whole_replicate_bootstrap_variance(matrix),
             None if half_width is None else replicates_for_half_width(

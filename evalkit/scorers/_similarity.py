@@ -37,12 +37,14 @@ class Embedder:
         unique = list(dict.fromkeys(texts))
         if not unique:
             return {}
-        vectors = self._load().encode(unique, batch_size=self._batch_size,
+        vectors = self.model().encode(unique, batch_size=self._batch_size,
                                       normalize_embeddings=True, convert_to_numpy=True,
                                       show_progress_bar=False)
         return dict(zip(unique, vectors, strict=True))
 
-    def _load(self) -> Any:
+    def model(self) -> Any:
+        """The sentence-transformers model, loaded on the first call and kept: one Embedder
+        serves every run that shares it (the runs of a replicate series share one)."""
         if self._model is None:
             from sentence_transformers import SentenceTransformer
 

@@ -10,7 +10,10 @@ Nothing here imports evalkit beyond its errors and records.
 from evalkit.stats._budget import Allocation, allocate, variance_times_budget
 from evalkit.stats._calibration import PLATEAU_RULE, Calibration, CalibrationPoint
 from evalkit.stats._contrasts import (
+    WHOLE_REPLICATE_BOOTSTRAP_COVERAGE,
     ContrastInterval,
+    bootstrap_coverage,
+    items_and_replicates_t_interval,
     nested_bootstrap_variance,
     replicate_mean_t_interval,
     replicates_for_half_width,
@@ -45,12 +48,14 @@ from evalkit.stats._votes import (
 )
 
 __all__ = [
-    "DECISION_CROSSOVER_P", "PLATEAU_RULE", "STABILITY_TOLERANCE_PP", "Allocation", "Calibration",
-    "CalibrationPoint", "ConfusionMatrix", "ContrastInterval", "Convergence", "Disagreement",
-    "ReplicateStability", "TypeMetrics", "VarianceComponents", "VoteTable", "WilsonInterval",
-    "allocate", "chart_points", "confusion_matrix", "convergence", "cumulative_series",
-    "disagreement", "latency_percentiles", "nested_bootstrap_variance", "replicate_mean_t_interval",
-    "replicate_seed", "replicate_stability", "replicates_for_half_width", "threshold_from_params",
-    "threshold_params", "variance_times_budget", "vote_table", "whole_replicate_bootstrap",
-    "whole_replicate_bootstrap_variance", "wilson_interval",
+    "DECISION_CROSSOVER_P", "PLATEAU_RULE", "STABILITY_TOLERANCE_PP",
+    "WHOLE_REPLICATE_BOOTSTRAP_COVERAGE", "Allocation", "Calibration", "CalibrationPoint",
+    "ConfusionMatrix", "ContrastInterval", "Convergence", "Disagreement", "ReplicateStability",
+    "TypeMetrics", "VarianceComponents", "VoteTable", "WilsonInterval", "allocate",
+    "bootstrap_coverage", "chart_points", "confusion_matrix", "convergence",
+    "cumulative_series", "disagreement", "items_and_replicates_t_interval",
+    "latency_percentiles", "nested_bootstrap_variance", "replicate_mean_t_interval",
+    "replicate_seed", "replicate_stability", "replicates_for_half_width",
+    "threshold_from_params", "threshold_params", "variance_times_budget", "vote_table",
+    "whole_replicate_bootstrap", "whole_replicate_bootstrap_variance", "wilson_interval",
 ]

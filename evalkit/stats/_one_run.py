@@ -14,8 +14,13 @@ from scipy.stats import binomtest
 
 STABLE_RECOMMENDATION = "Dataset appears sufficient for confident evaluation"
 UNSTABLE_RECOMMENDATION = "Add more samples — metrics have not yet stabilized"
+TOO_FEW_RECOMMENDATION = ("Too few samples to judge convergence (fewer than {minimum}): "
+                          "add samples before trusting the rate")
 STABILITY_TOLERANCE_PP = 2.0
 STABILITY_WINDOW = 10
+MIN_CONVERGENCE_SAMPLES = 10
+"""Below this many samples the last-window test compares a handful of noisy prefixes (at n = 2
+the Wilson interval of 2/2 is [0.34, 1]), so no verdict of sufficiency is given."""
 
 
 @dataclass(frozen=True)
@@ -121,12 +126,18 @@ class Convergence:
     f1_change_pp: float
 
     @property
+    def enough_samples(self) -> bool:
+        return len(self.accuracy) >= MIN_CONVERGENCE_SAMPLES
+
+    @property
     def stable(self) -> bool:
-        return (self.accuracy_change_pp <= STABILITY_TOLERANCE_PP
+        return (self.enough_samples and self.accuracy_change_pp <= STABILITY_TOLERANCE_PP
                 and self.f1_change_pp <= STABILITY_TOLERANCE_PP)
 
     @property
     def recommendation(self) -> str:
+        if not self.enough_samples:
+            return TOO_FEW_RECOMMENDATION.format(minimum=MIN_CONVERGENCE_SAMPLES)
         return STABLE_RECOMMENDATION if self.stable else UNSTABLE_RECOMMENDATION
 
 

@@ -144,8 +144,9 @@ class ReplicateStability:
     def noise_floor(self) -> float | None:
         """The largest pairwise disagreement rate: how many items two runs that were meant to
         be identical disagreed on, at worst. It is the error bar of any comparison between
-        two single runs; ``None`` below two replicates."""
-        return max((p.rate for p in self.pairwise), default=None)
+        two single runs; ``None`` below two replicates, or when no two replicates observed
+        a common item (a floor measured on nothing is no floor)."""
+        return max((p.rate for p in self.pairwise if p.shared), default=None)
 
     def to_json(self) -> dict[str, Any]:
         """The shape of seeds/000's worked example, with the flip statistics added."""

@@ -1,8 +1,10 @@
 """The run history of an experiment, newest first: the terminal view of what MLflow holds.
 
 Replicate children are folded into their parent (which carries the mean over replicates and
-the effective-n interval), so each line is one evaluation a user ran; planning runs, which
-evaluate nothing, are left out.
+the effective-n interval), so each entry is one evaluation a user ran, with its mode
+(evaluation, replicates or calibration). Planning runs evaluate nothing and have no accuracy
+to list, so they are left out (``evalkit plan`` names its own run). The text layout fits 100
+columns: one line per run, its accuracies per type wrapped on the lines below it.
 """
 
 from __future__ import annotations
@@ -36,6 +38,8 @@ class HistoryRow:
     git_commit: str
     verdict: str
     """PASS/FAIL when the run finished; otherwise its MLflow status (KILLED, FAILED, ...)."""
+    mode: str
+    """``evaluation``, ``replicates`` or ``calibration``."""
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -46,7 +50,7 @@ class HistoryRow:
                          for t, f in self.accuracy.items()},
             "repeat_count": self.repeat_count, "replicates": self.replicates,
             "dataset_digest": self.dataset_digest, "git_commit": self.git_commit,
-            "verdict": self.verdict,
+            "verdict": self.verdict, "mode": self.mode,
         }
 
 
@@ -72,21 +76,42 @@ def _row(run: Any) -> HistoryRow:
         replicates=None if replicates is None else int(replicates),
         dataset_digest=params.get("dataset_digest", ""),
         git_commit=tags.get("git_commit", "unknown"),
-        verdict=tags.get("verdict", status) if status == "FINISHED" else status)
+        verdict=tags.get("verdict", status) if status == "FINISHED" else status,
+        mode=tags.get("mode", "evaluation"))
+
+
+WIDTH = 100
+_INDENT = " " * 18
 
 
 def render_history(rows: Sequence[HistoryRow]) -> str:
-    """A plain-text table, one run a line."""
-    lines = [f"{'started (UTC)':<19}  {'run id':<32}  {'verdict':<8}  {'repeat':>6}  "
-             f"{'repl.':>5}  {'dataset':<12}  {'commit':<12}  accuracy per type [95% CI]"]
+    """A plain-text table that fits :data:`WIDTH` columns: one line per run (date, run id,
+    mode, verdict, repeat count / replicates, dataset digest, commit), then its accuracy per
+    type with the 95% interval, wrapped and indented under it."""
+    lines = [f"{'started (UTC)':<16}  {'run id':<32}  {'mode':<11}  {'verdict':<7}  "
+             f"{'rpt/rpl':<7}  {'dataset':<7}  commit",
+             f"{_INDENT}accuracy per type [95% CI]"]
     for row in rows:
-        figures = "; ".join(
-            f"{t} {f.accuracy:.3f}" + ("" if f.low is None or f.high is None
-                                      else f" [{f.low:.3f}, {f.high:.3f}]")
-            for t, f in row.accuracy.items()) or "—"
-        lines.append(
-            f"{row.started:%Y-%m-%d %H:%M:%S}  {row.run_id:<32}  {row.verdict:<8}  "
-            f"{'' if row.repeat_count is None else row.repeat_count:>6}  "
-            f"{'' if row.replicates is None else row.replicates:>5}  "
-            f"{row.dataset_digest[:12]:<12}  {row.git_commit[:12]:<12}  {figures}")
+        counts = (f"{'-' if row.repeat_count is None else row.repeat_count}/"
+                  f"{'-' if row.replicates is None else row.replicates}")
+        lines.append(f"{row.started:%Y-%m-%d %H:%M}  {row.run_id:<32}  {row.mode:<11}  "
+                     f"{row.verdict:<7}  {counts:<7}  {row.dataset_digest[:7]:<7}  "
+                     f"{row.git_commit[:7]}")
+        lines += _packed([f"{t} {f.accuracy:.3f}" + ("" if f.low is None or f.high is None
+                                                      else f" [{f.low:.3f}, {f.high:.3f}]")
+                          for t, f in row.accuracy.items()] or ["—"])
     return "\n".join(lines)
+
+
+def _packed(figures: Sequence[str]) -> list[str]:
+    """Figures joined by "; " on indented lines of at most :data:`WIDTH` columns, never
+    splitting one figure."""
+    lines = [_INDENT]
+    for figure in figures:
+        joined = figure if lines[-1] == _INDENT else f"; {figure}"
+        if lines[-1] != _INDENT and len(lines[-1]) + len(joined) > WIDTH:
+            lines[-1] += ";"
+            lines.append(_INDENT)
+            joined = figure
+        lines[-1] += joined
+    return lines

@@ -24,6 +24,7 @@ from evalkit.records import (
     history_keys,
 )
 from evalkit.tracking._bundle import RunJournal
+from evalkit.tracking._links import run_url
 from evalkit.tracking._store import TrackingStore
 
 _RUN_ID = re.compile(r"^[0-9a-f]{32}$")
@@ -47,6 +48,13 @@ class RunReader(TrackingStore):
             read_json=lambda path: self.read_json(run_id, path),
             history=lambda key: tuple(m.value for m in sorted(
                 self._client.get_metric_history(run_id, key), key=lambda m: m.step)))
+
+    def run_url(self, run_id: str) -> str:
+        """The run's page in the MLflow UI (see :func:`evalkit.tracking.run_url`)."""
+        journal = self._journals.get(run_id)
+        experiment_id = (journal.experiment_id if journal is not None
+                         else self.run_data(run_id).info.experiment_id)
+        return run_url(self.tracking_uri, experiment_id, run_id)
 
     def read_text(self, run_id: str, artifact: str) -> str:
         """A text artifact of a run."""

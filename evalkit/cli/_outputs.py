@@ -1,0 +1,154 @@
+"""What a finished run tells a person and a CI system: the verdict line, a JSON summary and
+JUnit XML.
+
+JUnit XML is written with the standard library's ``xml.etree.ElementTree``: the format needs
+four elements and their attributes, and ElementTree escapes text and attributes correctly, so
+a dependency (``junit-xml`` is unmaintained since 2020; ``junitparser`` is mostly a reader)
+would add nothing.
+"""
+
+from __future__ import annotations
+
+import json
+import xml.etree.ElementTree as ET
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from evalkit.records import ItemResult, as_text
+from evalkit.run import EvaluationOutcome
+from evalkit.stats import TypeMetrics
+
+_REASON_LIMIT = 500
+
+
+@dataclass(frozen=True)
+class RunSummary:
+    """One finished invocation of eval.py: its verdict, counts and where to open it."""
+
+    mode: str
+    """``evaluation``, ``replicates`` or ``calibration``."""
+    run_id: str
+    run_url: str
+    experiment_name: str
+    runs: tuple[EvaluationOutcome, ...]
+    """The evaluated runs: one, or one per replicate."""
+    duration_s: float
+    exit_status: int
+
+    @property
+    def types(self) -> tuple[str, ...]:
+        return tuple(m.test_type for m in self.runs[0].metrics)
+
+    def type_passed(self, test_type: str) -> bool:
+        return all(m.passed for run in self.runs for m in run.metrics if m.test_type == test_type)
+
+    @property
+    def passed(self) -> bool:
+        return all(self.type_passed(t) for t in self.types)
+
+    @property
+    def entries(self) -> int:
+        return len({e for t in self.runs[0].scored.types for i in t.items for e in i.entry_ids})
+
+    def verdict_lines(self) -> list[str]:
+        """The verdict, types passed and failed, counts and duration; then the run's URL."""
+        failed = [t for t in self.types if not self.type_passed(t)]
+        passed = len(self.types) - len(failed)
+        calls = sum(r.scored.calls for r in self.runs)
+        errors = sum(r.scored.component_errors for r in self.runs)
+        replicates = f" x {len(self.runs)} replicates" if self.mode == "replicates" else ""
+        head = (f"{'PASS' if not failed else 'FAIL'}: {passed}/{len(self.types)} types passed"
+                + (f" (failed: {', '.join(failed)})" if failed else ""))
+        return [f"{head}; {self.entries} entries{replicates}, {calls} calls, {errors} errors, "
+                f"{self.duration_s:.1f} s", f"run: {self.run_url}"]
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "verdict": "PASS" if self.passed else "FAIL", "exit_status": self.exit_status,
+            "mode": self.mode, "run_id": self.run_id, "run_url": self.run_url,
+            "experiment": self.experiment_name, "duration_s": round(self.duration_s, 3),
+            "entries": self.entries, "calls": sum(r.scored.calls for r in self.runs),
+            "component_errors": sum(r.scored.component_errors for r in self.runs),
+            "replicate_run_ids": [r.run_id for r in self.runs] if self.mode == "replicates"
+            else [],
+            "types": [_type_json(t, [m for r in self.runs for m in r.metrics
+                                     if m.test_type == t], self.type_passed(t))
+                      for t in self.types],
+        }
+
+
+def _type_json(test_type: str, metrics: Sequence[TypeMetrics], passed: bool) -> dict[str, Any]:
+    """One type's figures; over replicates, one entry per replicate in ``replicates``."""
+    def figures(m: TypeMetrics) -> dict[str, Any]:
+        return {"accuracy": m.accuracy, "ci_lower": m.ci_low, "ci_upper": m.ci_high,
+                "f1": m.f1, "precision": m.precision, "recall": m.recall,
+                "samples": m.samples, "failures": list(m.failures)}
+
+    threshold = metrics[0].threshold
+    doc = {"test_type": test_type, "verdict": "PASS" if passed else "FAIL",
+           "min_accuracy": threshold.min_accuracy, "min_f1": threshold.min_f1}
+    if len(metrics) == 1:
+        return doc | figures(metrics[0])
+    return doc | {"replicates": [figures(m) for m in metrics]}
+
+
+def write_json(summary: RunSummary, path: Path) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(summary.to_json(), indent=1) + "\n", encoding="utf-8")
+
+
+def write_junit(summary: RunSummary, path: Path) -> None:
+    """A ``testsuite`` per test type, a ``testcase`` per entry (bias: per group) and type;
+    over replicates, a case per replicate of each. A failure or error carries its reason."""
+    root = ET.Element("testsuites", name=f"evalkit {summary.experiment_name}",
+                      time=f"{summary.duration_s:.3f}")
+    for test_type in summary.types:
+        suite = ET.SubElement(root, "testsuite", name=test_type)
+        cases = failures = errors = 0
+        for index, run in enumerate(summary.runs):
+            suffix = f" [replicate {index}]" if summary.mode == "replicates" else ""
+            for item in run.scored.type_result(test_type).items:
+                case = ET.SubElement(suite, "testcase", classname=f"evalkit.{test_type}",
+                                     name=f"{item.id}{suffix}")
+                cases += 1
+                if item.error is not None:
+                    errors += 1
+                    ET.SubElement(case, "error", message=_short(item.error),
+                                  type="component_error").text = item.error
+                elif not item.correct:
+                    failures += 1
+                    reason = failure_reason(item)
+                    ET.SubElement(case, "failure", message=_short(reason),
+                                  type="score").text = reason
+        suite.set("tests", str(cases))
+        suite.set("failures", str(failures))
+        suite.set("errors", str(errors))
+    path.parent.mkdir(parents=True, exist_ok=True)
+    ET.ElementTree(root).write(path, encoding="utf-8", xml_declaration=True)
+
+
+def failure_reason(item: ItemResult) -> str:
+    """Why an item's verdict did not match its expectation, in one paragraph."""
+    if not item.expected_pass:
+        return "annotated expected_pass: false, but it passed"
+    parts = []
+    if item.invalid_judgement:
+        parts.append(f"invalid judgement {item.judge_reply!r} (the judge must reply 0 or 1)")
+    elif item.judge_reply is not None:
+        parts.append(f"the judge replied {item.judge_reply}")
+    if item.similarity is not None:
+        parts.append(f"similarity {item.similarity:.3f} under the threshold")
+    if len(item.outputs) == 1:
+        parts.append(f"expected {_short(as_text(item.expected))}, got "
+                     f"{_short(as_text(item.outputs[0]))}")
+    else:
+        distinct = len({as_text(o) for o in item.outputs})
+        parts.append(f"{distinct} distinct outputs of {len(item.outputs)}: "
+                     + _short(" | ".join(dict.fromkeys(as_text(o) for o in item.outputs))))
+    return "; ".join(parts)
+
+
+def _short(text: str) -> str:
+    return text if len(text) <= _REASON_LIMIT else text[: _REASON_LIMIT - 1] + "…"

@@ -1,0 +1,62 @@
+"""``summary.md``: every type of a run at a glance, failing types first, with links to each
+report and to the run in the MLflow UI."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from evalkit.records import RunRecord, TypeResult
+from evalkit.reports._common import FAIL, PASS, header, number
+from evalkit.reports._markdown import cell, table
+from evalkit.stats import TypeMetrics
+
+SUMMARY_REPORT = "summary.md"
+
+
+def summary_report(record: RunRecord, results: Sequence[tuple[TypeResult, TypeMetrics]],
+                   report_names: Sequence[str]) -> str:
+    """The run's verdict and one row per test type (failing types first); ``report_names``
+    are the type reports in the order of ``results``."""
+    passed = all(m.passed for _, m in results)
+    url = record.tags.get("run_url")
+    run_link = f"[{record.run_id}]({url})" if url else record.run_id
+    metrics = record.metrics
+    counts = ", ".join(f"{int(metrics[key])} {label}" for key, label in (
+        ("entries", "entries"), ("calls", "calls"), ("component_errors", "component errors"))
+        if key in metrics)
+    lines = header(record, "Eval Summary", [
+        ("Verdict", f"**{'PASS' if passed else 'FAIL'}**"), ("Calls", counts or "—"),
+        ("Run in the MLflow UI", run_link)])
+    ordered = sorted(zip(results, report_names, strict=True), key=lambda r: r[0][1].passed)
+    rows = [[cell(m.test_type), PASS if m.passed else FAIL, _accuracy(m), _threshold(m),
+             _failed_items(result), f"[{name}]({name})"]
+            for (result, m), name in ordered]
+    lines += ["## Test Types", "",
+              table(["Type", "Verdict", "Accuracy (95% CI)", "Threshold", "Failed items",
+                     "Report"], rows), ""]
+    misses = [f for (_, m), _ in ordered for f in m.failures]
+    if misses:
+        lines += ["## Thresholds Missed", "", *(f"- {cell(f, 200)}" for f in misses), ""]
+    lines += ["Accuracy intervals are 95% Wilson intervals over the type's entries (bias: its "
+              "groups). Each report lists its items failures first.", ""]
+    return "\n".join(lines).rstrip("\n") + "\n"
+
+
+def _accuracy(m: TypeMetrics) -> str:
+    if not m.samples:
+        return "no samples"
+    return f"{number(m.accuracy)} [{number(m.ci_low)}, {number(m.ci_high)}] (n = {m.samples})"
+
+
+def _threshold(m: TypeMetrics) -> str:
+    text = f"accuracy ≥ {m.threshold.min_accuracy:g}"
+    if m.threshold.min_f1 is not None:
+        text += f", F1 ≥ {m.threshold.min_f1:g}"
+    return text
+
+
+def _failed_items(result: TypeResult) -> str:
+    failed = [i for i in result.items if not i.correct]
+    errors = sum(i.error is not None for i in failed)
+    text = f"{len(failed)} of {len(result.items)}"
+    return text + (f" ({errors} errors)" if errors else "")

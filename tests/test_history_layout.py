@@ -1,0 +1,37 @@
+"""`evalkit history`: a mode column, and a layout that fits 100 columns."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+
+from evalkit.tracking import HistoryRow, render_history
+from evalkit.tracking._history import TypeFigure
+
+TYPES = ("safety", "adversarial", "fairness", "bias", "robustness", "functional", "smoke",
+         "repeatability")
+
+
+def _row(mode: str, verdict: str, replicates: int | None) -> HistoryRow:
+    return HistoryRow(
+        run_id="c5e6c94321dd419784c4d720605bad64", run_name="all-1",
+        started=datetime(2026, 11, 30, 16, 30, 5, tzinfo=UTC), status="FINISHED",
+        test_types=TYPES, accuracy={t: TypeFigure(0.8125, 0.5699, 0.9342) for t in TYPES},
+        repeat_count=5, replicates=replicates, dataset_digest="4d39f0a" + "0" * 57,
+        git_commit="de4676c" + "1" * 33, verdict=verdict, mode=mode)
+
+
+def test_history_has_a_mode_column_and_fits_100_columns() -> None:
+    rows = [_row("replicates", "PASS", 3), _row("calibration", "FAIL", None),
+            _row("evaluation", "KILLED", None)]
+    text = render_history(rows)
+    lines = text.splitlines()
+    assert max(len(line) for line in lines) <= 100
+    assert lines[0].split()[:6] == ["started", "(UTC)", "run", "id", "mode", "verdict"]
+    runs = [line for line in lines if line.startswith("2026-")]
+    assert [line.split()[3:5] for line in runs] == [
+        ["replicates", "PASS"], ["calibration", "FAIL"], ["evaluation", "KILLED"]]
+    assert runs[0].split()[5:] == ["5/3", "4d39f0a", "de4676c"]
+    # Every type's figure appears whole, never split over two lines.
+    for t in TYPES:
+        assert text.count(f"{t} 0.812 [0.570, 0.934]") == 3
+    assert rows[0].to_json()["mode"] == "replicates"
