@@ -28,11 +28,12 @@ help:
 
 install: $(STAMP)
 
-# torch goes first, pinned to the CPU wheel: an unpinned install would pull a multi-GB CUDA build.
+# Everything, the semantic extra included. torch goes first, pinned to the CPU wheel: an
+# unpinned install would pull a multi-GB CUDA build.
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet torch==2.13.0
-	$(BIN)/python -m pip install --quiet -e '.[dev]'
+	$(BIN)/python -m pip install --quiet -e '.[dev,semantic]'
 	touch $@
 
 lint: install

@@ -10,6 +10,7 @@ from typing import Any
 
 from evalkit._errors import ExitStatus
 from evalkit.cli._common import EXIT_STATUSES, configure_logging, guarded
+from evalkit.cli._parser import Parser
 from evalkit.config import EvalConfig
 from evalkit.dataset import TEST_TYPES
 from evalkit.run import (
@@ -32,7 +33,7 @@ def run_eval_script(constants: Mapping[str, Any], component: Component,
     ``constants`` is the script's ``globals()``; returns the process exit status.
     """
     script = script or Path(sys.argv[0]).name
-    parser = argparse.ArgumentParser(
+    parser = Parser(
         prog=script, formatter_class=argparse.RawDescriptionHelpFormatter,
         description="Evaluate the component against the golden dataset named in this script, "
                     "log the run to MLflow and write reports/report-<type>.md. Scoring "
