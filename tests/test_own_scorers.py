@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import hashlib
 import inspect
+import json
 import subprocess
 import sys
 import uuid
@@ -102,7 +103,7 @@ def test_compared_fields_ignore_a_volatile_field(tmp_path: Path, tracking_uri: s
     def component(item: Any, call: Any) -> Any:
         stamp = f"{item.id}-{call.repeat}"
         if item.id == "s":  # a JSON string holding an object counts as an object
-            return '{"category": "billing", "at": "%s"}' % stamp
+            return json.dumps({"category": "billing", "at": stamp})
         return {"category": "billing", "reply": "ok", "request_id": stamp}
 
     def run(**constants: Any) -> dict[str, bool]:
