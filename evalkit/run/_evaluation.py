@@ -26,13 +26,13 @@ from evalkit.records import (
     ScoredRun,
 )
 from evalkit.reports import render_reports
+from evalkit.run._async_loop import run_component_calls
 from evalkit.run._loop import (
     CallRecord,
     Component,
     EntryOutputs,
     RawResultsLog,
     read_raw_results,
-    run_calls,
 )
 from evalkit.run._prepare import PreparedEvaluation, RunRole, prepare
 from evalkit.run._progress import Progress
@@ -154,7 +154,7 @@ def _complete(prepared: PreparedEvaluation, component: Component, tracker: Track
     try:
         with _sigterm_as_interrupt(), RawResultsLog(raw_path) as raw_log:
             try:
-                outputs = run_calls(
+                outputs = run_component_calls(
                     plan, component, config.mock_adapters, raw_log, prepared.redactor,
                     seed=role.seed, replicate=role.replicate,
                     concurrency=config.max_concurrency, recorded=recorded,

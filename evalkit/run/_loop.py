@@ -144,8 +144,6 @@ def run_calls(plan: RunPlan, component: Component,
     awaited (a second Ctrl-C abandons them), the raw results are put in dataset order, and
     the interrupt propagates.
     """
-    records: dict[tuple[int, int], CallRecord] = {}
-
     def work(index: int, repeat: int) -> CallRecord:
         planned = plan.items[index]
         call = Call(mocks={}, repeat=repeat, repeats=planned.calls, seed=seed,
@@ -156,13 +154,8 @@ def run_calls(plan: RunPlan, component: Component,
 
     # A sliding window rather than submitting everything: at most `concurrency` calls exist
     # beyond those finished, so a stop starts nothing new and only awaits what is in flight.
-    recorded = recorded or {}
-    for index, planned in enumerate(plan.items):
-        for repeat in range(planned.calls):
-            if (planned.entry.id, repeat) in recorded:
-                records[(index, repeat)] = recorded[(planned.entry.id, repeat)]
-    tasks = iter([(index, repeat) for index, planned in enumerate(plan.items)
-                  for repeat in range(planned.calls) if (index, repeat) not in records])
+    records, pending = reused_calls(plan, recorded or {})
+    tasks = iter(pending)
     in_flight: dict[Future[CallRecord], tuple[int, int]] = {}
     pool = ThreadPoolExecutor(max_workers=concurrency, thread_name_prefix="evalkit-call")
 
@@ -191,6 +184,22 @@ def run_calls(plan: RunPlan, component: Component,
     finally:
         pool.shutdown(wait=False)
         raw_log.put_in_order({p.entry.id: i for i, p in enumerate(plan.items)})
+    return entry_outputs(plan, records)
+
+
+def reused_calls(plan: RunPlan, recorded: Mapping[tuple[str, int], CallRecord]
+                 ) -> tuple[dict[tuple[int, int], CallRecord], list[tuple[int, int]]]:
+    """The calls an earlier attempt recorded, by (entry index, repeat), and those to make."""
+    records = {(index, repeat): recorded[(planned.entry.id, repeat)]
+               for index, planned in enumerate(plan.items) for repeat in range(planned.calls)
+               if (planned.entry.id, repeat) in recorded}
+    pending = [(index, repeat) for index, planned in enumerate(plan.items)
+               for repeat in range(planned.calls) if (index, repeat) not in records]
+    return records, pending
+
+
+def entry_outputs(plan: RunPlan, records: Mapping[tuple[int, int], CallRecord]
+                  ) -> list[EntryOutputs]:
     return [EntryOutputs(planned, tuple(records[(index, r)] for r in range(planned.calls)))
             for index, planned in enumerate(plan.items)]
 
@@ -201,17 +210,33 @@ def _invoke(component: Component, entry: Entry, call: Call,
     repeat = call.repeat
     started = time.perf_counter()
     try:
-        mocks = {name: adapters[name](fixture) for name, fixture in entry.mock_fixtures.items()}
-        output = component(entry, replace(call, mocks=mocks))
+        output = component(entry, with_fresh_mocks(call, entry, adapters))
     except Exception as err:  # a component failure is a result, not a crash of the run
-        latency = (time.perf_counter() - started) * 1000
-        message = redactor.text(f"{type(err).__name__}: {err}")
-        return CallRecord(entry.id, repeat, None, message, latency)
+        return failed_call(entry.id, repeat, err, started, redactor)
+    return settled_call(entry.id, repeat, output, started, redactor)
+
+
+def with_fresh_mocks(call: Call, entry: Entry,
+                     adapters: Mapping[str, Callable[[Any], Any]]) -> Call:
+    mocks = {name: adapters[name](fixture) for name, fixture in entry.mock_fixtures.items()}
+    return replace(call, mocks=mocks)
+
+
+def failed_call(entry_id: str, repeat: int, err: Exception, started: float,
+                redactor: Redactor) -> CallRecord:
+    latency = (time.perf_counter() - started) * 1000
+    message = redactor.text(f"{type(err).__name__}: {err}")
+    return CallRecord(entry_id, repeat, None, message, latency)
+
+
+def settled_call(entry_id: str, repeat: int, output: Any, started: float,
+                 redactor: Redactor) -> CallRecord:
+    """The record of a call that returned ``output``: a JSON value, redacted."""
     latency = (time.perf_counter() - started) * 1000
     try:
         output = json.loads(json.dumps(output, ensure_ascii=False, allow_nan=False))
     except (TypeError, ValueError) as err:
-        return CallRecord(entry.id, repeat, None, redactor.text(
+        return CallRecord(entry_id, repeat, None, redactor.text(
             f"OutputNotJSON: the component returned {type(output).__name__} ({err}); return a "
             "string, number, boolean, list or dict"), latency)
-    return CallRecord(entry.id, repeat, redactor.value(output), None, latency)
+    return CallRecord(entry_id, repeat, redactor.value(output), None, latency)
