@@ -82,7 +82,7 @@ test-llm: install $(LLM_STAMP)
 # test-adoption: evalkit as a user adopts it: the wheel in virtualenvs under .cache/adoption
 # (kept between runs), evalkit init and make eval in a scaffold under /tmp (tools/test_adoption.sh).
 test-adoption: install
-	PYTHON=$(abspath $(BIN)/python) tools/test_adoption.sh
+	EVALKIT_BUILD_PYTHON=$(abspath $(BIN)/python) tools/test_adoption.sh
 
 dev-mlflow: install
 	$(BIN)/mlflow ui --backend-store-uri sqlite:///mlflow.db --host 127.0.0.1 --port $(MLFLOW_PORT)

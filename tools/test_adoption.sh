@@ -8,26 +8,28 @@
 # reinstalled); `rm -rf .cache/adoption` starts from nothing.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-PYTHON=${PYTHON:-python3}
+# The interpreter that builds the wheel and creates the virtualenvs; the scaffold itself runs
+# with the `python` on PATH, as a user's would.
+BUILDER=${EVALKIT_BUILD_PYTHON:-python3}
 CACHE=$(pwd)/.cache/adoption
 BASE=$CACHE/venv-base
 SEMANTIC=$CACHE/venv-semantic
 PROJECT=$(mktemp -d /tmp/evalkit-adoption.XXXXXX)
 trap 'rm -rf "$PROJECT"' EXIT
 # Nothing of this repository may leak into the user's environment.
-unset PYTHONPATH VIRTUAL_ENV MLFLOW_TRACKING_URI
+unset PYTHONPATH PYTHON VIRTUAL_ENV MLFLOW_TRACKING_URI MAKEFLAGS MFLAGS MAKELEVEL
 step() { printf '\n== %s\n' "$*"; }
 fail() { echo "test-adoption FAILED: $*" >&2; exit 1; }
 
 step "build the wheel"
 rm -rf "$CACHE/dist" build
-"$PYTHON" -m pip wheel --quiet --no-deps --no-build-isolation -w "$CACHE/dist" .
+"$BUILDER" -m pip wheel --quiet --no-deps --no-build-isolation -w "$CACHE/dist" .
 rm -rf build
 WHEEL=$(ls "$CACHE"/dist/evalkit_mlflow-*.whl)
 echo "$WHEEL"
 
 install_wheel() {  # venv, requirement: a fresh venv on first use; the wheel replaced each run
-  test -x "$1/bin/python" || "$PYTHON" -m venv "$1"
+  test -x "$1/bin/python" || "$BUILDER" -m venv "$1"
   "$1/bin/python" -m pip install --quiet --force-reinstall --no-deps "$WHEEL"
   "$1/bin/python" -m pip install --quiet "$2"
 }
@@ -63,7 +65,7 @@ grep -q "pip install 'evalkit-mlflow\[semantic\]'" semantic.err || fail "no inst
 
 step "the semantic extra, CPU torch first"
 started=$(date +%s)
-test -x "$SEMANTIC/bin/python" || "$PYTHON" -m venv "$SEMANTIC"
+test -x "$SEMANTIC/bin/python" || "$BUILDER" -m venv "$SEMANTIC"
 "$SEMANTIC/bin/python" -m pip install --quiet torch==2.13.0  # the CPU wheel on this machine
 install_wheel "$SEMANTIC" "evalkit-mlflow[semantic] @ file://$WHEEL"
 echo "installed in $(( $(date +%s) - started )) s"
