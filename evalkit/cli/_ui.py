@@ -21,7 +21,10 @@ def serve_ui(tracking_uri: str | None, port: int) -> int:
     print(f"MLflow UI over {store} on {url} (Ctrl-C stops it)", flush=True)
     command = [sys.executable, "-m", "mlflow", "ui", "--backend-store-uri", store,
                "--host", "127.0.0.1", "--port", str(port)]
+    server = subprocess.Popen(command)
     try:
-        return subprocess.call(command)
-    except KeyboardInterrupt:
+        return server.wait()
+    except KeyboardInterrupt:  # Ctrl-C reaches the server too; this only makes sure it ends
+        server.terminate()
+        server.wait()
         return ExitStatus.INTERRUPTED
