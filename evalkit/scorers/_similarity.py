@@ -68,7 +68,8 @@ def require_semantic_extra(with_model: bool = True) -> None:
         raise ConfigError(
             f"semantic_similarity needs the semantic extra ({', '.join(missing)} not "
             f"installed): {CPU_TORCH_COMMAND} && {SEMANTIC_EXTRA_COMMAND}  (the first command "
-            "keeps pip from pulling the multi-GB CUDA build of torch on Linux)")
+            "keeps pip from pulling the multi-GB CUDA build of torch on Linux; installed from a "
+            "wheel or a git URL, add [semantic] to that: 'evalkit-mlflow[semantic] @ <url>')")
 
 
 def _cosine(a: str, b: str, vectors: dict[str, np.ndarray]) -> float:
