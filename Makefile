@@ -9,8 +9,8 @@ STAMP := $(VENV)/.installed
 DATASETS := $(wildcard datasets/*/)
 MLFLOW_PORT ?= 5000
 
-.PHONY: help install lint eval eval-replicates eval-calibrate run test test-llm dev-mlflow \
-	dev-mlflow-server clean
+.PHONY: help install lint eval eval-replicates eval-calibrate run test test-llm test-adoption \
+	dev-mlflow dev-mlflow-server clean
 
 help:
 	@echo "make eval               lint the datasets, then evaluate every test type (python eval.py --type=all)"
@@ -21,6 +21,7 @@ help:
 	@echo "make lint               lint every dataset under datasets/"
 	@echo "make test               run the test suite"
 	@echo "make test-llm           run examples/eval_llm.py against a real local LLM (llama.cpp, offline)"
+	@echo "make test-adoption      the wheel in fresh virtualenvs: light install, evalkit init, make eval, the semantic extra"
 	@echo "make dev-mlflow         MLflow UI on http://127.0.0.1:$(MLFLOW_PORT) over the local store"
 	@echo "make dev-mlflow-server  a throwaway team server (PostgreSQL + MLflow) on loopback; Ctrl-C stops it"
 	@echo "make install            create .venv and install evalkit (done by every target)"
@@ -28,11 +29,12 @@ help:
 
 install: $(STAMP)
 
-# torch goes first, pinned to the CPU wheel: an unpinned install would pull a multi-GB CUDA build.
+# Everything, the semantic extra included. torch goes first, pinned to the CPU wheel: an
+# unpinned install would pull a multi-GB CUDA build.
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet torch==2.13.0
-	$(BIN)/python -m pip install --quiet -e '.[dev]'
+	$(BIN)/python -m pip install --quiet -e '.[dev,semantic]'
 	touch $@
 
 lint: install
@@ -76,6 +78,11 @@ $(LLM_STAMP):
 test-llm: install $(LLM_STAMP)
 	EVALKIT_LLM_PYTHON=$(abspath $(LLM_VENV)/bin/python) EVALKIT_LLM_MODEL=$(abspath $(LLM_MODEL)) \
 		$(BIN)/python -m pytest -m llm tests/test_real_llm.py
+
+# test-adoption: evalkit as a user adopts it: the wheel in virtualenvs under .cache/adoption
+# (kept between runs), evalkit init and make eval in a scaffold under /tmp (tools/test_adoption.sh).
+test-adoption: install
+	EVALKIT_BUILD_PYTHON=$(abspath $(BIN)/python) tools/test_adoption.sh
 
 dev-mlflow: install
 	$(BIN)/mlflow ui --backend-store-uri sqlite:///mlflow.db --host 127.0.0.1 --port $(MLFLOW_PORT)

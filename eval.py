@@ -11,7 +11,10 @@ Run it from the repository root:
 
 All scoring parameters are the constants below; change them here, never through Makefile
 variables, command-line flags or dataset fields. To evaluate your own component, replace
-invoke_component (and MOCK_ADAPTERS, if it uses fixtures) and point DATASET_PATH at your data.
+invoke_component (and MOCK_ADAPTERS, if it uses fixtures) and point DATASET_PATH at your data;
+in another repository, `evalkit init` writes a starting eval.py. invoke_component may be
+`async def`; a scorer may be your own function (SCORER_<TYPE> = my_scorer); COMPARED_FIELDS
+names the fields of a structured output that repeatability and bias compare.
 """
 
 from __future__ import annotations
@@ -45,7 +48,7 @@ ROOT_SEED = 0  # seeds per replicate derive from it, the experiment name and the
 
 # --- scoring method per test type -------------------------------------------------------------
 SCORER = "exact"  # default: normalised equality with expected_output (expected keys only)
-SCORER_REPEATABILITY = "semantic_similarity"
+SCORER_REPEATABILITY = "semantic_similarity"  # needs the semantic extra (make install has it)
 SCORER_BIAS = "semantic_similarity"
 BIAS_SEMANTIC_SIMILARITY_SCORE = 0.9  # min average pairwise cosine of a bias group's outputs
 

@@ -26,7 +26,7 @@ from evalkit.dataset import (
 )
 from evalkit.records import Threshold
 from evalkit.run import Call, CallRecord, Component, EvaluationOutcome, Selection, evaluate, resume
-from evalkit.scorers import ChatEndpoint, ProviderError, RetryPolicy
+from evalkit.scorers import ChatEndpoint, ProviderError, RetryPolicy, ScoreResult
 from evalkit.stats import (
     ConfusionMatrix,
     Convergence,
@@ -44,5 +44,5 @@ __all__ = [
     "Dataset", "DatasetInvalid", "Entry", "EvalConfig", "EvalkitError", "evaluate",
     "EvaluationOutcome", "ExitStatus", "lint_dataset", "LintReport", "LintViolation",
     "load_dataset", "ProviderError", "resume", "RetryPolicy", "run_eval_script", "RunInterrupted",
-    "Selection", "Threshold", "TrackingError", "wilson_interval", "WilsonInterval",
+    "ScoreResult", "Selection", "Threshold", "TrackingError", "wilson_interval", "WilsonInterval",
 ]

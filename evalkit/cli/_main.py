@@ -1,15 +1,20 @@
-"""The ``evalkit`` command: lint, report, compare, plan, sync, resume, history."""
+"""The ``evalkit`` command: init, lint, report, compare, plan, sync, resume, history, ui."""
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
+from evalkit._distribution import DISTRIBUTION, VERSION
 from evalkit._errors import ExitStatus
 from evalkit.cli._common import EXIT_STATUSES, configure_logging, guarded
+from evalkit.cli._init import scaffold
+from evalkit.cli._parser import Parser
+from evalkit.cli._ui import serve_ui
 from evalkit.dataset import lint_dataset
 from evalkit.records import CALIBRATION_ARTIFACT
 from evalkit.reports import CHART_FILE, plot_calibration, render_reports
@@ -17,25 +22,45 @@ from evalkit.run import FLOOR_MULTIPLE, build_plan, compare, load_side, record_p
 from evalkit.stats import Calibration
 from evalkit.tracking import Tracker, history, render_history, unsynced_bundles
 
+RUN_REFERENCE = "run id, its first 4 or more characters, or experiment name (its latest run)"
+
 
 def main(argv: Sequence[str] | None = None) -> int:
     """The ``evalkit`` command."""
-    parser = argparse.ArgumentParser(
+    parser = Parser(
         prog="evalkit", formatter_class=argparse.RawDescriptionHelpFormatter,
-        description="evalkit: lint golden datasets, re-render reports from MLflow, list run "
+        description="evalkit: scaffold an evaluation into a repository, lint golden datasets, "
+                    "browse runs in the MLflow UI, re-render reports from MLflow, list run "
                     "history, compare runs against the noise floor, plan how many runs a "
                     "claim needs, resume interrupted runs and upload bundles left by a "
                     "tracking outage. "
                     "Evaluations themselves run from an eval script: python eval.py --type=all.",
         epilog=EXIT_STATUSES)
+    parser.add_argument("--version", action="version", version=f"{DISTRIBUTION} {VERSION}")
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    init = commands.add_parser(
+        "init", help="scaffold eval.py, a dataset, a Makefile and reports/ into DIR",
+        description="Scaffold an evaluation into DIR (default: the current folder): eval.py "
+                    "(the constants and a runnable invoke_component stub), datasets/DATASET/ "
+                    "(README, schema, example entries), a Makefile (eval, eval-<type>, "
+                    "eval-replicates, eval-calibrate, lint, ui; it uses the python on PATH, "
+                    "or PYTHON=...) and reports/, and add the local store to .gitignore. "
+                    "Nothing is overwritten: if a file exists, nothing is written and every "
+                    "conflict is listed.")
+    init.add_argument("directory", nargs="?", type=Path, default=Path("."), metavar="DIR")
+    init.add_argument("--component", help="component name, the first half of EXPERIMENT_NAME "
+                                          "(default: DIR's folder name)")
+    init.add_argument("--dataset", default="golden",
+                      help="dataset folder name under datasets/ (default: golden)")
     lint = commands.add_parser("lint", help="check datasets; list every violation")
     lint.add_argument("datasets", nargs="+", metavar="DATASET", help="dataset folder(s)")
     report = commands.add_parser(
         "report", help="re-render a past run's reports from MLflow alone",
-        description="Render the reports of RUN_ID from what its MLflow run holds "
-                    "(MLFLOW_TRACKING_URI, else the local store) and write them to --output.")
-    report.add_argument("run_id", metavar="RUN_ID")
+        description="Render the reports of RUN (a run id, its first 4 or more characters, or "
+                    "an experiment name for its latest finished run) from what its MLflow run "
+                    "holds (MLFLOW_TRACKING_URI, else the local store) and write them to "
+                    "--output.")
+    report.add_argument("run", metavar="RUN", help=RUN_REFERENCE)
     report.add_argument("--output", type=Path, default=Path("reports"),
                         help="folder to write report-<type>.md to (default: reports)")
     compare = commands.add_parser(
@@ -47,8 +72,8 @@ def main(argv: Sequence[str] | None = None) -> int:
                     "the gap clears twice the floor; otherwise the comparison is refused.",
         epilog="exit status: 0 every metric decided, 5 a comparison was refused "
                "(inside the noise, or no floor: run replicates first), 4 runtime failure")
-    compare.add_argument("a", metavar="A", help="run id, or experiment name (its latest run)")
-    compare.add_argument("b", metavar="B", help="run id, or experiment name (its latest run)")
+    for side in ("a", "b"):
+        compare.add_argument(side, metavar=side.upper(), help=RUN_REFERENCE)
     compare.add_argument("--json", action="store_true", help="machine-readable output")
     plan = commands.add_parser(
         "plan", help="how many runs a claim needs, from an experiment's runs in MLflow",
@@ -95,12 +120,27 @@ def main(argv: Sequence[str] | None = None) -> int:
                          help="experiment name, e.g. support-router/golden")
     history.add_argument("--limit", type=int, default=20, help="runs to list (default: 20)")
     history.add_argument("--json", action="store_true", help="machine-readable output")
+    ui = commands.add_parser(
+        "ui", help="the MLflow UI over evalkit's store, on 127.0.0.1",
+        description="Start the MLflow UI over the store evalkit uses (MLFLOW_TRACKING_URI, "
+                    "else the local sqlite:///mlflow.db) on 127.0.0.1 and print its URL; for a "
+                    "tracking server, print the server's URL (it serves its own UI).")
+    ui.add_argument("--port", type=int, default=5000, help="port (default: 5000)")
     args = parser.parse_args(argv)
     configure_logging()
     handlers: dict[str, Callable[[argparse.Namespace], int]] = {
+        "init": _init, "ui": lambda a: serve_ui(os.environ.get("MLFLOW_TRACKING_URI"), a.port),
         "lint": _lint, "report": _report, "compare": _compare, "history": _history,
         "plan": _plan, "sync": _sync, "resume": _resume}
     return guarded(lambda: handlers[args.command](args))
+
+
+def _init(args: argparse.Namespace) -> int:
+    target = args.directory.resolve()
+    for path in scaffold(target, args.component or target.name.lower(), args.dataset):
+        print(f"wrote: {path}")
+    print(f"next: cd {target} && make eval   (make help lists every target)")
+    return ExitStatus.OK
 
 
 def _lint(args: argparse.Namespace) -> int:
@@ -122,7 +162,8 @@ def _reachable() -> Tracker:
 
 
 def _report(args: argparse.Namespace) -> int:
-    record = _reachable().fetch(args.run_id)
+    tracker = _reachable()
+    record = tracker.fetch(tracker.resolve(args.run))
     reports = render_reports(record)
     args.output.mkdir(parents=True, exist_ok=True)
     for name, text in reports.items():

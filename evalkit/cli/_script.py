@@ -13,6 +13,7 @@ from typing import Any
 from evalkit._errors import ExitStatus
 from evalkit.cli._common import EXIT_STATUSES, configure_logging, guarded
 from evalkit.cli._outputs import RunSummary, write_json, write_junit
+from evalkit.cli._parser import Parser
 from evalkit.config import EvalConfig
 from evalkit.dataset import TEST_TYPES
 from evalkit.run import (
@@ -36,7 +37,7 @@ def run_eval_script(constants: Mapping[str, Any], component: Component,
     ``constants`` is the script's ``globals()``; returns the process exit status.
     """
     script = script or Path(sys.argv[0]).name
-    parser = argparse.ArgumentParser(
+    parser = Parser(
         prog=script, formatter_class=argparse.RawDescriptionHelpFormatter,
         description="Evaluate the component against the golden dataset named in this script, "
                     "log the run to MLflow, write reports/report-<type>.md and "

@@ -9,18 +9,22 @@ from __future__ import annotations
 
 import difflib
 import re
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Collection, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from evalkit._errors import ConfigError
 from evalkit.config._judge import JudgeSettings, judge_settings
+from evalkit.config._problems import Problems
 from evalkit.config._values import (
     DEFAULT_KEY,
+    ScorerChoice,
     adapters,
+    check_scorer_signature,
     cosine,
     count,
+    field_names,
     fraction,
     integer,
     mapping,
@@ -45,14 +49,14 @@ _SINGLE = (
     "CALIBRATION_REPEAT_COUNT", "MAX_CONCURRENCY", "CALL_TIMEOUT", "JUDGE_MODEL",
     "JUDGE_MAX_TOKENS", "JUDGE_SEED",
     "JUDGE_TIMEOUT", "JUDGE_MAX_ATTEMPTS", "JUDGE_MAX_WAIT", "JUDGE_PROMPTS",
-    "JUDGE_INVALID_IS_ERROR", "JUDGE_SYSTEM_IN_USER",
+    "JUDGE_INVALID_IS_ERROR", "JUDGE_SYSTEM_IN_USER", "COMPARED_FIELDS",
 )
 KNOWN_CONSTANTS = frozenset(
     [*_SINGLE, *_PER_TYPE, *(f"{base}_{t.upper()}" for base in _PER_TYPE for t in TEST_TYPES)]
 )
 _RESERVED_PREFIXES = ("EVAL_", "REPEAT_", "REPLICATE", "ROOT_SEED", "SCORER", "BIAS_", "SEMANTIC_",
                       "EXPERIMENT", "DATASET", "CALIBRATION", "JUDGE", "MAX_CONCURRENCY",
-                      "CALL_TIMEOUT")
+                      "COMPARED", "MOCK_", "REPORTS", "CALL_TIMEOUT")
 DEFAULT_REPLICATES = 2
 DEFAULT_CALIBRATION_REPEAT_COUNT = 20
 DEFAULT_CALL_TIMEOUT = 600.0
@@ -83,63 +87,101 @@ class EvalConfig:
     min_accuracy: Mapping[str, float] = field(default_factory=dict)
     """Per type, plus ``"default"``."""
     min_f1: Mapping[str, float] = field(default_factory=dict)
-    scorer: Mapping[str, str] = field(default_factory=lambda: {DEFAULT_KEY: "exact"})
+    scorer: Mapping[str, ScorerChoice] = field(default_factory=lambda: {DEFAULT_KEY: "exact"})
+    """Per type, plus ``"default"``: a built-in scorer's name or a function of eval.py."""
     similarity_threshold: float | None = None
     repeat_similarity_threshold: float | None = None
     bias_similarity_threshold: float | None = None
     mock_adapters: Mapping[str, Callable[[Any], Any]] = field(default_factory=dict)
     component_params: Mapping[str, Any] = field(default_factory=dict)
+    compared_fields: tuple[str, ...] | None = None
+    """The fields of an object output that repeatability and bias compare (all when None)."""
     constants: Mapping[str, Any] = field(default_factory=dict)
     """The recognised constants as declared, for logging as MLflow params."""
 
     @classmethod
     def from_constants(cls, namespace: Mapping[str, Any], script: str) -> EvalConfig:
-        """Build the config from an eval script's module namespace (``globals()``)."""
+        """Build the config from an eval script's module namespace (``globals()``); every
+        problem found is reported in one :class:`ConfigError`."""
+        problems = Problems(script)
         constants = {k: v for k, v in namespace.items() if k.isupper() and not k.startswith("_")}
         for name in constants:
             if name not in KNOWN_CONSTANTS and name.startswith(_RESERVED_PREFIXES):
                 close = difflib.get_close_matches(name, KNOWN_CONSTANTS, n=1)
                 hint = f"did you mean {close[0]}?" if close else "remove or rename it"
-                raise ConfigError(f"{script}: unknown constant {name}: {hint}")
+                problems.add(f"unknown constant {name}: {hint}")
         known = {k: v for k, v in constants.items() if k in KNOWN_CONSTANTS}
-        for required in ("EXPERIMENT_NAME", "DATASET_PATH"):
+        for required, example in (("EXPERIMENT_NAME", "'<component>/<eval-name>'"),
+                                  ("DATASET_PATH", "'datasets/<name>'")):
             if required not in known:
-                raise ConfigError(f"{script}: constant {required} is missing: declare it")
-        experiment = known["EXPERIMENT_NAME"]
+                problems.add(f"constant {required} is missing: declare it, e.g. "
+                             f"{required} = {example}")
+        experiment = known.get("EXPERIMENT_NAME", "missing/missing")
         if not isinstance(experiment, str) or not _EXPERIMENT_PATTERN.match(experiment):
-            raise ConfigError(f"{script}: EXPERIMENT_NAME={experiment!r} must read "
-                              "'<component>/<eval-name>', e.g. 'support-router/golden'")
-        scorer = per_type(known, "SCORER", script, scorer_name) or {}
+            problems.add(f"EXPERIMENT_NAME={experiment!r} must read '<component>/<eval-name>', "
+                         "e.g. 'support-router/golden'")
+        scorer = problems.check(per_type, known, "SCORER", script, scorer_name, default={})
         scorer.setdefault(DEFAULT_KEY, "exact")
+        check = problems.check
         config = cls(
             experiment_name=experiment,
-            dataset_path=Path(string(known, "DATASET_PATH", script)),
+            dataset_path=Path(check(string, known, "DATASET_PATH", script, "missing",
+                                    default="missing")),
             script=script,
-            reports_dir=Path(string(known, "REPORTS_DIR", script, default="reports")),
-            repeat_count=repeat_count(known.get("REPEAT_COUNT"), script),
-            replicates=count(known, "REPLICATES", script, DEFAULT_REPLICATES,
-                              "the smallest number that produces a spread at all"),
-            root_seed=integer(known, "ROOT_SEED", script, 0),
-            calibration_repeat_count=count(known, "CALIBRATION_REPEAT_COUNT", script,
-                                            DEFAULT_CALIBRATION_REPEAT_COUNT,
-                                            "prefixes k = 2..N are re-scored"),
-            max_concurrency=positive_int(known, "MAX_CONCURRENCY", script, 8),
-            call_timeout=positive_number(known, "CALL_TIMEOUT", script, DEFAULT_CALL_TIMEOUT),
-            judge=judge_settings(known, script),
-            min_accuracy=per_type(known, "EVAL_MIN_ACCURACY", script, fraction),
-            min_f1=per_type(known, "EVAL_MIN_F1", script, fraction),
+            reports_dir=Path(check(string, known, "REPORTS_DIR", script, "reports",
+                                   default="reports")),
+            repeat_count=check(repeat_count, known.get("REPEAT_COUNT"), script),
+            replicates=check(count, known, "REPLICATES", script, DEFAULT_REPLICATES,
+                             "the smallest number that produces a spread at all",
+                             default=DEFAULT_REPLICATES),
+            root_seed=check(integer, known, "ROOT_SEED", script, 0, default=0),
+            calibration_repeat_count=check(count, known, "CALIBRATION_REPEAT_COUNT", script,
+                                           DEFAULT_CALIBRATION_REPEAT_COUNT,
+                                           "prefixes k = 2..N are re-scored",
+                                           default=DEFAULT_CALIBRATION_REPEAT_COUNT),
+            max_concurrency=check(positive_int, known, "MAX_CONCURRENCY", script, 8, default=8),
+            call_timeout=check(positive_number, known, "CALL_TIMEOUT", script,
+                               DEFAULT_CALL_TIMEOUT, default=DEFAULT_CALL_TIMEOUT),
+            judge=check(judge_settings, known, script),
+            min_accuracy=check(per_type, known, "EVAL_MIN_ACCURACY", script, fraction,
+                               default={}),
+            min_f1=check(per_type, known, "EVAL_MIN_F1", script, fraction, default={}),
             scorer=scorer,
-            similarity_threshold=cosine(known, "SEMANTIC_SIMILARITY_SCORE", script),
-            repeat_similarity_threshold=cosine(known, "REPEAT_SEMANTIC_SIMILARITY_SCORE", script),
-            bias_similarity_threshold=cosine(known, "BIAS_SEMANTIC_SIMILARITY_SCORE", script),
-            mock_adapters=adapters(known.get("MOCK_ADAPTERS", {}), script),
-            component_params=mapping(known, "COMPONENT_PARAMS", script),
+            similarity_threshold=check(cosine, known, "SEMANTIC_SIMILARITY_SCORE", script),
+            repeat_similarity_threshold=check(cosine, known, "REPEAT_SEMANTIC_SIMILARITY_SCORE",
+                                              script),
+            bias_similarity_threshold=check(cosine, known, "BIAS_SEMANTIC_SIMILARITY_SCORE",
+                                            script),
+            mock_adapters=check(adapters, known.get("MOCK_ADAPTERS", {}), script, default={}),
+            component_params=check(mapping, known, "COMPONENT_PARAMS", script, default={}),
+            compared_fields=check(field_names, known, "COMPARED_FIELDS", script),
             constants=known,
         )
-        config._check_similarity_constants()
+        check(config._check_similarity_constants)
+        problems.raise_any()
         return config
 
-    def scorer_for(self, test_type: str) -> str:
+    def check_types(self, types: Collection[str]) -> None:
+        """Check that every constant the given test types need is declared and usable;
+        one :class:`ConfigError` lists every problem."""
+        problems = Problems(self.script)
+        if "repeatability" in types:
+            problems.check(self.require_repeat_count)
+        for test_type in (t for t in TEST_TYPES if t in types):
+            problems.check(self.threshold_for, test_type)
+            scorer = self.scorer_for(test_type)
+            if scorer == "semantic_similarity":
+                problems.check(self.similarity_threshold_for, test_type)
+            elif scorer == "llm_judge":
+                problems.check(self.judge_settings)
+            elif callable(scorer):
+                problems.check(check_scorer_signature, scorer, test_type, self.script)
+        if len(set(problems.messages)) < len(problems.messages):  # one judge, many types
+            problems.messages = list(dict.fromkeys(problems.messages))
+        problems.raise_any()
+
+    def scorer_for(self, test_type: str) -> ScorerChoice:
+        """A built-in scorer's name, or the user's scorer function."""
         return self.scorer.get(test_type, self.scorer[DEFAULT_KEY])
 
     def threshold_for(self, test_type: str) -> Threshold:

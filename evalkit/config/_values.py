@@ -2,20 +2,27 @@
 
 from __future__ import annotations
 
+import inspect
 import json
 import math
 from collections.abc import Callable, Mapping
 from typing import Any
 
 from evalkit._errors import ConfigError
-from evalkit.dataset import TEST_TYPES
+from evalkit.dataset import COMPARATIVE_TYPES, TEST_TYPES
 
 DEFAULT_KEY = "default"
 SCORERS = ("exact", "semantic_similarity", "llm_judge")
+ScorerChoice = str | Callable[..., Any]
+"""A built-in scorer's name, or a scorer function of the eval script."""
 
 
 def param_value(value: Any) -> str:
-    return value if isinstance(value, str) else json.dumps(value, sort_keys=True)
+    if isinstance(value, str):
+        return value
+    if callable(value):  # a scorer function: its name (its source digest is a param too)
+        return f"{getattr(value, '__module__', '?')}.{getattr(value, '__qualname__', value)}"
+    return json.dumps(value, sort_keys=True, default=param_value)
 
 
 def string(known: Mapping[str, Any], name: str, script: str, default: str | None = None) -> str:
@@ -31,11 +38,41 @@ def fraction(value: Any, name: str, script: str) -> float:
     return float(value)
 
 
-def scorer_name(value: Any, name: str, script: str) -> str:
+def scorer_name(value: Any, name: str, script: str) -> ScorerChoice:
+    if callable(value):
+        return value
     if value not in SCORERS:
         raise ConfigError(f"{script}: {name}={value!r} is not a scorer: use one of "
-                          + ", ".join(repr(s) for s in SCORERS))
-    return value
+                          + ", ".join(repr(s) for s in SCORERS) + ", or a function")
+    return str(value)
+
+
+def check_scorer_signature(scorer: Callable[..., Any], test_type: str, script: str) -> None:
+    """A scorer function gets ``(outputs)`` for repeatability and bias, else
+    ``(output, expected)``."""
+    comparative = test_type in COMPARATIVE_TYPES
+    arguments: tuple[Any, ...] = ([],) if comparative else (None, None)
+    try:
+        inspect.signature(scorer).bind(*arguments)
+    except TypeError:
+        wanted = "(outputs)" if comparative else "(output, expected)"
+        raise ConfigError(
+            f"{script}: the scorer {getattr(scorer, '__name__', scorer)!r} of {test_type} must "
+            f"take {wanted}: define it as def {getattr(scorer, '__name__', 'scorer')}"
+            f"{wanted} -> bool | evalkit.ScoreResult") from None
+    except ValueError:  # no signature to inspect (a builtin): it is called as it is
+        return
+
+
+def field_names(known: Mapping[str, Any], name: str, script: str) -> tuple[str, ...] | None:
+    value = known.get(name)
+    if value is None:
+        return None
+    if isinstance(value, str) or not isinstance(value, list | tuple) or not value or not all(
+            isinstance(f, str) and f for f in value):
+        raise ConfigError(f"{script}: {name}={value!r} must be a non-empty list of field "
+                          "names, e.g. [\"category\", \"reply\"]")
+    return tuple(value)
 
 
 def cosine(known: Mapping[str, Any], name: str, script: str) -> float | None:

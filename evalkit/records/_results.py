@@ -54,6 +54,10 @@ class ItemResult:
     """The LLM judge's raw reply, when an LLM judged the item."""
     invalid_judgement: bool = False
     """The judge replied something other than exactly 0 or 1 (scored 0)."""
+    score: float | None = None
+    """What a scorer function measured, when it returned one."""
+    rationale: str | None = None
+    """A scorer function's reason for its verdict."""
 
     @property
     def correct(self) -> bool:
@@ -139,4 +143,5 @@ def _item_json(item: ItemResult) -> dict[str, Any]:
             "input": item.input, "expected": item.expected, "outputs": list(item.outputs),
             "entry_ids": list(item.entry_ids), "similarity": item.similarity,
             "error": item.error, "judge_reply": item.judge_reply,
-            "invalid_judgement": item.invalid_judgement}
+            "invalid_judgement": item.invalid_judgement, "score": item.score,
+            "rationale": item.rationale}

@@ -109,6 +109,8 @@ def _measure(result: TypeResult) -> tuple[list[str], Callable[[ItemResult], list
         return [label], lambda i: [number(i.similarity)]
     if result.scorer == "llm_judge":
         return ["Judge"], lambda i: [_judgement(i)]
+    if any(i.score is not None or i.rationale is not None for i in result.items):
+        return ["Score", "Rationale"], lambda i: [number(i.score), cell(i.rationale or "—", 80)]
     return [], lambda i: []
 
 

@@ -67,15 +67,34 @@ def invoke(component: Component, entry: Entry, call: Call,
     Raises only ``KeyboardInterrupt``; everything else the component does is recorded."""
     started = time.perf_counter()
     try:
-        mocks = {name: adapters[name](fixture) for name, fixture in entry.mock_fixtures.items()}
-        output = component(entry, replace(call, mocks=mocks))
+        output = component(entry, with_fresh_mocks(call, entry, adapters))
     except KeyboardInterrupt:
         raise
     # A component failure of any kind (SystemExit, GeneratorExit included) is a result, not a
     # crash of the run.
     except BaseException as err:  # noqa: BLE001
-        latency = (time.perf_counter() - started) * 1000
-        return CallRecord(entry.id, call.repeat, None, error_message(err, redactor), latency)
+        return failed_call(entry, call, err, started, redactor)
+    return settled_call(entry, call, output, started, redactor)
+
+
+def with_fresh_mocks(call: Call, entry: Entry,
+                     adapters: Mapping[str, Callable[[Any], Any]]) -> Call:
+    """``call`` with a fresh mock adapter per fixture of the entry (never shared by calls)."""
+    return replace(call, mocks={name: adapters[name](fixture)
+                                for name, fixture in entry.mock_fixtures.items()})
+
+
+def failed_call(entry: Entry, call: Call, err: BaseException, started: float,
+                redactor: Redactor) -> CallRecord:
+    """The record of a call that raised ``err``."""
+    latency = (time.perf_counter() - started) * 1000
+    return CallRecord(entry.id, call.repeat, None, error_message(err, redactor), latency)
+
+
+def settled_call(entry: Entry, call: Call, output: Any, started: float,
+                 redactor: Redactor) -> CallRecord:
+    """The record of a call that returned ``output``: kept as a plain JSON value, redacted,
+    or an ``OutputNotKept`` error saying why it cannot be."""
     latency = (time.perf_counter() - started) * 1000
     try:
         kept, problem = plain_output(output)

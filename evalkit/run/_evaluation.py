@@ -23,8 +23,9 @@ from evalkit.records import (
     ScoredRun,
 )
 from evalkit.reports import render_reports
+from evalkit.run._async_loop import run_component_calls
 from evalkit.run._call import CallRecord, Component
-from evalkit.run._loop import EntryOutputs, run_calls
+from evalkit.run._loop import EntryOutputs
 from evalkit.run._prepare import PreparedEvaluation, RunRole, prepare
 from evalkit.run._progress import Progress
 from evalkit.run._raw import RawResultsLog, repair_raw_results, run_lock
@@ -164,7 +165,7 @@ def _complete(prepared: PreparedEvaluation, component: Component, tracker: Track
         try:
             with RawResultsLog(raw_path) as raw_log:
                 try:
-                    outputs = run_calls(
+                    outputs = run_component_calls(
                         plan, component, config.mock_adapters, raw_log, prepared.redactor,
                         seed=role.seed, replicate=role.replicate,
                         concurrency=config.max_concurrency, call_timeout=config.call_timeout,

@@ -81,16 +81,10 @@ def run_calls(plan: RunPlan, component: Component,
     abandons them); then the raw results are put in dataset order and the interrupt
     propagates.
     """
-    records: dict[_Task, CallRecord] = {}
-    recorded = recorded or {}
-    for index, planned in enumerate(plan.items):
-        for repeat in range(planned.calls):
-            if (planned.entry.id, repeat) in recorded:
-                records[(index, repeat)] = recorded[(planned.entry.id, repeat)]
     # A sliding window rather than everything at once: a stop starts nothing new and only
     # awaits what is in flight.
-    tasks = iter([(index, repeat) for index, planned in enumerate(plan.items)
-                  for repeat in range(planned.calls) if (index, repeat) not in records])
+    records, pending = reused_calls(plan, recorded or {})
+    tasks = iter(pending)
     finished: queue.SimpleQueue[_Finished] = queue.SimpleQueue()
     work: queue.SimpleQueue[_Work | None] = queue.SimpleQueue()
     in_flight: dict[_Task, _Started] = {}
@@ -164,6 +158,22 @@ def run_calls(plan: RunPlan, component: Component,
         for _ in range(workers):  # idle workers end; a hung one stays abandoned
             work.put(None)
         raw_log.put_in_order({p.entry.id: i for i, p in enumerate(plan.items)})
+    return entry_outputs(plan, records)
+
+
+def reused_calls(plan: RunPlan, recorded: Mapping[tuple[str, int], CallRecord]
+                 ) -> tuple[dict[tuple[int, int], CallRecord], list[tuple[int, int]]]:
+    """The calls an earlier attempt recorded, by (entry index, repeat), and those to make."""
+    records = {(index, repeat): recorded[(planned.entry.id, repeat)]
+               for index, planned in enumerate(plan.items) for repeat in range(planned.calls)
+               if (planned.entry.id, repeat) in recorded}
+    pending = [(index, repeat) for index, planned in enumerate(plan.items)
+               for repeat in range(planned.calls) if (index, repeat) not in records]
+    return records, pending
+
+
+def entry_outputs(plan: RunPlan, records: Mapping[tuple[int, int], CallRecord]
+                  ) -> list[EntryOutputs]:
     return [EntryOutputs(planned, tuple(records[(index, r)] for r in range(planned.calls)))
             for index, planned in enumerate(plan.items)]
 

@@ -6,8 +6,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from importlib import metadata
 
+from evalkit._distribution import VERSION
 from evalkit._secrets import Redactor
 from evalkit.config import EvalConfig
 from evalkit.dataset import Dataset, load_dataset
@@ -50,10 +50,10 @@ class PreparedEvaluation:
                   "dataset_entries": str(len(self.dataset.entries))}
         for test_type in self.plan.types:
             params.update(threshold_params(test_type, self.thresholds[test_type]))
-            params[f"{test_type}_scorer"] = config.scorer_for(test_type)
             if config.scorer_for(test_type) == "semantic_similarity":
                 params[f"{test_type}_similarity_threshold"] = repr(
                     config.similarity_threshold_for(test_type))
+        params.update(self.scorers.scorer_params())
         params["max_concurrency"] = str(config.max_concurrency)
         params.update(self.scorers.judge_params())
         return {k: self.redactor.text(v) for k, v in params.items()}
@@ -63,7 +63,7 @@ class PreparedEvaluation:
         tags = {"test_types": ",".join(self.plan.types), "groups_filter": selection.groups_filter,
                 "eval_type": selection.test_type,
                 "human_review_only": str(selection.human_review_only).lower(),
-                "evalkit_version": metadata.version("evalkit"),
+                "evalkit_version": VERSION,
                 **source_tags(self.config.script)}
         return {k: self.redactor.text(v) for k, v in tags.items()}
 

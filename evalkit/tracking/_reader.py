@@ -28,6 +28,7 @@ from evalkit.tracking._links import run_url
 from evalkit.tracking._store import TrackingStore
 
 _RUN_ID = re.compile(r"^[0-9a-f]{32}$")
+_RUN_ID_PREFIX = re.compile(r"^[0-9a-f]{4,31}$")
 
 
 class RunReader(TrackingStore):
@@ -88,10 +89,14 @@ class RunReader(TrackingStore):
                 and run.data.tags.get("mode") != "planning"]
 
     def resolve(self, reference: str, mode: str | None = None) -> str:
-        """A run id as given, or the latest finished evaluation run of the experiment named
-        ``reference`` (of the given ``mode`` tag, e.g. ``replicates``, when one is asked)."""
+        """A run id as given, the one run whose id starts with ``reference`` (4 or more hex
+        digits), or the latest finished evaluation run of the experiment named ``reference``
+        (of the given ``mode`` tag, e.g. ``replicates``, when one is asked)."""
         if _RUN_ID.match(reference):
             return reference
+        if _RUN_ID_PREFIX.match(reference) and \
+                self._client.get_experiment_by_name(reference) is None:
+            return self._run_with_prefix(reference)
         for run in self.evaluation_runs(reference):
             if run.info.status == "FINISHED" and (mode is None
                                                   or run.data.tags.get("mode") == mode):
@@ -100,6 +105,21 @@ class RunReader(TrackingStore):
         raise TrackingError(f"experiment {reference!r} has no finished {kind}"
                             + (": run make eval-replicates for it first"
                                if mode == "replicates" else ""))
+
+    def _run_with_prefix(self, prefix: str) -> str:
+        from mlflow.entities import ViewType
+
+        experiments = [e.experiment_id for e in self._client.search_experiments(
+            view_type=ViewType.ALL)]
+        matches = [run.info.run_id for run in self._client.search_runs(
+            experiments, run_view_type=ViewType.ALL, max_results=50000)
+            if run.info.run_id.startswith(prefix)]
+        if len(matches) != 1:
+            found = ("no run" if not matches else
+                     f"{len(matches)} runs ({', '.join(sorted(matches)[:5])})")
+            raise TrackingError(f"{found} at {self.tracking_uri} has an id starting with "
+                                f"{prefix!r}: give more of the run id, or the experiment name")
+        return str(matches[0])
 
 
 def build_record(*, run_id: str, run_name: str, experiment_id: str, experiment_name: str,

@@ -1,0 +1,74 @@
+"""``evalkit init [DIR]``: scaffold an evaluation into an existing repository.
+
+Writes eval.py, datasets/<name>/, a Makefile and reports/, and adds the local store's lines
+to .gitignore. It never overwrites: when any file it would write exists, it writes nothing and
+lists every conflict.
+"""
+
+from __future__ import annotations
+
+import re
+from importlib import resources
+from importlib.resources.abc import Traversable
+from pathlib import Path, PurePosixPath
+
+from evalkit._errors import ConfigError
+
+GITIGNORE_LINES = ("mlflow.db", "mlruns/", ".evalkit/")
+_NAME = re.compile(r"^[a-z0-9][a-z0-9._-]*$")
+
+
+def scaffold(target: Path, component: str, dataset: str) -> list[Path]:
+    """Write the scaffold into ``target`` (created if missing); return the paths written.
+
+    Raises :class:`ConfigError` listing every file that exists already, having written none.
+    """
+    for label, name in (("--component", component), ("--dataset", dataset)):
+        if not _NAME.match(name):
+            raise ConfigError(f"{label} {name!r}: use lower-case letters, digits, '.', '_' "
+                              "and '-' (it names a folder and the MLflow experiment)")
+    files = {path: text.replace("{{component}}", component).replace("{{dataset}}", dataset)
+             for path, text in _templates(dataset)}
+    conflicts = sorted(str(target / path) for path in files if (target / path).exists())
+    if conflicts:
+        raise ConfigError("evalkit init writes nothing over existing files; these exist:\n  "
+                          + "\n  ".join(conflicts)
+                          + "\nmove them aside, or scaffold into another folder")
+    written = []
+    for path, text in files.items():
+        (target / path).parent.mkdir(parents=True, exist_ok=True)
+        (target / path).write_text(text, encoding="utf-8")
+        written.append(target / path)
+    (target / "reports").mkdir(exist_ok=True)
+    gitignore = target / ".gitignore"
+    before = gitignore.read_text(encoding="utf-8") if gitignore.exists() else ""
+    missing = [line for line in GITIGNORE_LINES if line not in before.splitlines()]
+    if missing:
+        separator = "\n" if before and not before.endswith("\n") else ""
+        gitignore.write_text(before + separator + "# evalkit: the local MLflow store and run "
+                             "folders\n" + "".join(f"{line}\n" for line in missing),
+                             encoding="utf-8")
+        written.append(gitignore)
+    return written
+
+
+def _templates(dataset: str) -> list[tuple[PurePosixPath, str]]:
+    """(path in the scaffold, template text) of every packaged template."""
+    root = resources.files("evalkit").joinpath("cli", "templates")
+    found = []
+    for relative, item in _walk(root, PurePosixPath()):
+        if relative.parts[0] == "dataset":
+            relative = PurePosixPath("datasets", dataset, *relative.parts[1:])
+        found.append((relative.with_name(relative.name.removesuffix(".tmpl")),
+                      item.read_text(encoding="utf-8")))
+    return found
+
+
+def _walk(folder: Traversable, relative: PurePosixPath) -> list[tuple[PurePosixPath, Traversable]]:
+    items = []
+    for item in sorted(folder.iterdir(), key=lambda i: i.name):
+        if item.is_dir():
+            items += _walk(item, relative / item.name)
+        elif item.name != "__pycache__":
+            items.append((relative / item.name, item))
+    return items
