@@ -21,6 +21,7 @@ from evalkit.config._values import (
     adapters,
     cosine,
     count,
+    flag,
     fraction,
     integer,
     mapping,
@@ -43,13 +44,13 @@ _SINGLE = (
     "SEMANTIC_SIMILARITY_SCORE", "MOCK_ADAPTERS", "COMPONENT_PARAMS", "REPLICATES", "ROOT_SEED",
     "CALIBRATION_REPEAT_COUNT", "MAX_CONCURRENCY", "JUDGE_MODEL", "JUDGE_MAX_TOKENS", "JUDGE_SEED",
     "JUDGE_TIMEOUT", "JUDGE_MAX_ATTEMPTS", "JUDGE_MAX_WAIT", "JUDGE_PROMPTS",
-    "JUDGE_INVALID_IS_ERROR", "JUDGE_SYSTEM_IN_USER",
+    "JUDGE_INVALID_IS_ERROR", "JUDGE_SYSTEM_IN_USER", "TRACE_CALLS",
 )
 KNOWN_CONSTANTS = frozenset(
     [*_SINGLE, *_PER_TYPE, *(f"{base}_{t.upper()}" for base in _PER_TYPE for t in TEST_TYPES)]
 )
 _RESERVED_PREFIXES = ("EVAL_", "REPEAT_", "REPLICATE", "ROOT_SEED", "SCORER", "BIAS_", "SEMANTIC_",
-                      "EXPERIMENT", "DATASET", "CALIBRATION", "JUDGE", "MAX_CONCURRENCY")
+                      "EXPERIMENT", "DATASET", "CALIBRATION", "JUDGE", "MAX_CONCURRENCY", "TRACE")
 DEFAULT_REPLICATES = 2
 DEFAULT_CALIBRATION_REPEAT_COUNT = 20
 _EXPERIMENT_PATTERN = re.compile(r"^[^/\s][^/]*/[^/]*[^/\s]$")
@@ -74,6 +75,8 @@ class EvalConfig:
     """Component calls, and judge calls, in flight at once."""
     judge: JudgeSettings | None = None
     """``None`` unless ``JUDGE_MODEL`` is declared."""
+    trace_calls: bool = True
+    """Record every entry as an MLflow trace with its verdicts as assessments."""
     min_accuracy: Mapping[str, float] = field(default_factory=dict)
     """Per type, plus ``"default"``."""
     min_f1: Mapping[str, float] = field(default_factory=dict)
@@ -119,6 +122,7 @@ class EvalConfig:
                                             "prefixes k = 2..N are re-scored"),
             max_concurrency=positive_int(known, "MAX_CONCURRENCY", script, 8),
             judge=judge_settings(known, script),
+            trace_calls=flag(known, "TRACE_CALLS", script, True),
             min_accuracy=per_type(known, "EVAL_MIN_ACCURACY", script, fraction),
             min_f1=per_type(known, "EVAL_MIN_F1", script, fraction),
             scorer=scorer,

@@ -162,6 +162,10 @@ def _complete(prepared: PreparedEvaluation, component: Component, tracker: Track
             finally:
                 progress.finish()
             clock = _lap(timings, "calls", clock)
+            if config.trace_calls:  # written while the calls are scored
+                tracker.start_traces(run_id, [
+                    {**c.to_json(), "input": prepared.redactor.value(o.entry.input)}
+                    for o in outputs for c in o.calls])
             if prepared.scorers.judge is not None:
                 logger.info("judging with %s", prepared.scorers.judge.model)
             # Judge errors can quote the provider; nothing leaves the run unredacted.
@@ -177,6 +181,8 @@ def _complete(prepared: PreparedEvaluation, component: Component, tracker: Track
         tracker.log_results(run_id, _run_metrics(prepared, metrics, scored, outputs),
                             {"verdict": verdict})
         tracker.log_evaluation(run_id, scored)
+        if config.trace_calls:
+            tracker.log_traces(run_id, scored)
         clock = _lap(timings, "logging", clock)
         written = publish_reports(tracker, run_id, render_reports(tracker.fetch(run_id)),
                                   config.reports_dir if role.local_reports else None)

@@ -11,7 +11,9 @@ import logging
 import subprocess
 import time
 from collections.abc import Callable, Mapping, Sequence
+from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
+from typing import Any
 
 from evalkit._errors import TrackingError
 from evalkit.records import (
@@ -26,10 +28,15 @@ from evalkit.tracking._reader import RunReader
 from evalkit.tracking._store import TrackingOffline
 from evalkit.tracking._sync import BundleSync
 from evalkit.tracking._table import results_table, table_json
+from evalkit.tracking._trace_writer import TraceWriter
+from evalkit.tracking._traces import EntryTrace, RunContext, build_traces
 
 logger = logging.getLogger("evalkit")
 
 _MAX_PARAM_LENGTH = 6000
+TRACES_TAG = "evalkit.traces"
+"""Set on a run whose entries are traced: sync writes the traces of such a bundle."""
+TRACES_MISSING_METRIC = "traces_missing"
 
 
 class Tracker(RunReader, BundleSync):
@@ -45,6 +52,9 @@ class Tracker(RunReader, BundleSync):
         self._resumed: set[str] = set()
         """Runs continued by :meth:`resume_run`: they may hold metric points already."""
         self.bundles: list[Path] = []
+        self._trace_pool = ThreadPoolExecutor(1, thread_name_prefix="evalkit-traces")
+        self._trace_jobs: dict[str, tuple[TraceWriter, Sequence[Mapping[str, Any]],
+                                          Future[None]]] = {}
 
     def start_run(self, experiment_name: str, run_name: str, params: Mapping[str, str],
                   tags: Mapping[str, str]) -> str:
@@ -125,6 +135,45 @@ class Tracker(RunReader, BundleSync):
             self._client.log_table(run_id, table, TABLE_ARTIFACT)
 
         self._write(run_id, upload)
+
+    def start_traces(self, run_id: str, calls: Sequence[Mapping[str, Any]]) -> None:
+        """Begin writing one trace per entry (its calls, each call's record with the entry's
+        ``input``) in the background, while the calls are scored; :meth:`log_traces` adds the
+        verdicts. Offline, the bundle holds what ``evalkit sync`` needs to write them."""
+        journal = self._journals[run_id]
+        journal.tags[TRACES_TAG] = "true"
+        context = RunContext(run_id, journal.experiment_id, journal.start_time_ms,
+                             journal.params, journal.tags)
+        writer = TraceWriter(self._client, context)
+        traces = build_traces(context, ScoredRun(()), calls)
+        job = self._trace_pool.submit(self._write, run_id, lambda: writer.write_calls(traces))
+        self._trace_jobs[run_id] = (writer, calls, job)
+
+    def log_traces(self, run_id: str, evaluation: ScoredRun) -> None:
+        """Add every verdict to the traces begun by :meth:`start_traces`, then check the
+        store's count: a shortfall is a warning and the ``traces_missing`` metric."""
+        writer, calls, job = self._trace_jobs.pop(run_id)
+        traces = build_traces(writer.context, evaluation, calls)
+
+        def verdicts() -> None:
+            job.result()
+            writer.write_verdicts(traces)
+
+        try:
+            self._write(run_id, verdicts)
+        except Exception as err:  # a local store refusing traces does not sink the run
+            logger.warning("writing the traces of run %s failed: %s", run_id, err)
+        if run_id not in self._offline:
+            self._check_traces(writer, traces)
+
+    def _check_traces(self, writer: TraceWriter, traces: Sequence[EntryTrace]) -> None:
+        held = writer.stored()
+        missing = sum(t.trace_id not in held or (held[t.trace_id] == 0 and bool(t.verdicts))
+                      for t in traces)
+        if missing:
+            logger.warning("run %s: %d of %d traces (or their assessments) are missing from %s",
+                           writer.context.run_id, missing, len(traces), self.tracking_uri)
+            self.log_results(writer.context.run_id, [(TRACES_MISSING_METRIC, missing, 0)])
 
     def log_file(self, run_id: str, path: Path, artifact_dir: str) -> None:
         self._journals[run_id].artifacts[f"{artifact_dir}/{path.name}"] = path
