@@ -12,8 +12,9 @@ import pytest
 
 from evalkit import Call, Entry, EvalConfig, Selection, evaluate
 from evalkit.records import EVALUATION_ARTIFACT, ItemResult, ScoredRun
+from evalkit.run import evaluate_replicates
 from evalkit.tracking import Tracker
-from evalkit.tracking._traces import stability_verdicts
+from evalkit.tracking._traces import stability_verdict
 from tests.conftest import entry, write_dataset
 
 
@@ -123,10 +124,34 @@ def test_trace_calls_false_writes_no_trace(tmp_path: Path, tracking_uri: str) ->
 def test_stability_names_the_items_that_flip() -> None:
     right = {"correct": True, "outputs": ["a"], "error": None}
     wrong = {"correct": False, "outputs": ["b"], "error": None}
-    assert stability_verdicts([right, right]).value == "always right"
-    assert stability_verdicts([wrong, None]).value == "always wrong"
-    changed = stability_verdicts([right, wrong])
-    assert (changed.value, changed.rationale) == ("changed", "r0: right (a); r1: wrong (b)")
+    assert stability_verdict("functional", [right, right]).value == "always right"
+    assert stability_verdict("functional", [wrong, None]).value == "always wrong"
+    changed = stability_verdict("functional", [right, wrong])
+    assert (changed.name, changed.value, changed.rationale) == (
+        "functional_stability", "changed", "r0: right (a); r1: wrong (b)")
+
+
+def test_a_replicate_series_marks_each_item_stable_or_changed(tmp_path: Path,
+                                                              tracking_uri: str) -> None:
+    dataset = write_dataset(tmp_path / "ds", {"steady": entry("functional"),
+                                              "flaky": entry("functional")})
+    config = EvalConfig.from_constants({
+        "EXPERIMENT_NAME": "traces/replicates", "DATASET_PATH": str(dataset),
+        "REPORTS_DIR": str(tmp_path / "reports"), "EVAL_MIN_ACCURACY": 0.0}, "eval.py")
+
+    def answer(item: Entry, call: Call) -> str:
+        return "a" if item.id == "steady" or call.replicate == 0 else "b"
+
+    outcome = evaluate_replicates(config, answer, Selection("functional"),
+                                  tracker=Tracker(tracking_uri), runs_dir=tmp_path / "runs")
+    last = outcome.replicates[-1].run_id
+    traces = {t.info.tags["evalkit.entry_id"]: t for t in traces_of(tracking_uri, last)}
+    steady = traces["steady"].search_assessments("functional_stability")[0]
+    flaky = traces["flaky"].search_assessments("functional_stability")[0]
+    assert steady.value == "always right"
+    assert (flaky.value, flaky.rationale) == ("changed", "r0: right (a); r1: wrong (b)")
+    assert traces_of(tracking_uri, outcome.replicates[0].run_id)[0].search_assessments(
+        "functional_stability") == []
 
 
 def test_a_bias_group_verdict_lands_on_every_member() -> None:

@@ -124,7 +124,7 @@ def build_traces(context: RunContext, evaluation: ScoredRun,
     return list(traces.values())
 
 
-def stability_verdicts(cells: Sequence[Mapping[str, Any] | None]) -> Verdict:
+def stability_verdict(test_type: str, cells: Sequence[Mapping[str, Any] | None]) -> Verdict:
     """An item's stability across replicates (one cell per replicate, ``None`` when the item
     was not scored there): always right, always wrong, or changed, with each answer."""
     correct = {c["correct"] for c in cells if c is not None}
@@ -135,7 +135,7 @@ def stability_verdicts(cells: Sequence[Mapping[str, Any] | None]) -> Verdict:
                      f"{'right' if c['correct'] else 'wrong'} "
                      f"({_short(c['error'] or ' | '.join(as_text(o) for o in c['outputs']))})")
         for r, c in enumerate(cells))
-    return Verdict("stability", value, answers, "CODE", "evalkit.replicates")
+    return Verdict(f"{test_type}_stability", value, answers, "CODE", "evalkit.replicates")
 
 
 def _rationale(test_type: str, item: ItemResult, params: Mapping[str, str]) -> str:

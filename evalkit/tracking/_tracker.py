@@ -28,8 +28,8 @@ from evalkit.tracking._reader import RunReader
 from evalkit.tracking._store import TrackingOffline
 from evalkit.tracking._sync import BundleSync
 from evalkit.tracking._table import results_table, table_json
-from evalkit.tracking._trace_writer import TraceWriter
-from evalkit.tracking._traces import EntryTrace, RunContext, build_traces
+from evalkit.tracking._trace_writer import TraceWriter, verdicts_on
+from evalkit.tracking._traces import EntryTrace, RunContext, Verdict, build_traces, trace_id_for
 
 logger = logging.getLogger("evalkit")
 
@@ -165,6 +165,18 @@ class Tracker(RunReader, BundleSync):
             logger.warning("writing the traces of run %s failed: %s", run_id, err)
         if run_id not in self._offline:
             self._check_traces(writer, traces)
+
+    def log_stability(self, run_id: str, verdicts: Mapping[str, Sequence[Verdict]]) -> None:
+        """Add assessments (entry id -> verdicts) to the traces of a run written earlier: the
+        stability of each item of a replicate series, on its last replicate."""
+        journal = self._journals[run_id]
+        if TRACES_TAG not in journal.tags:
+            return
+        writer = TraceWriter(self._client, RunContext(
+            run_id, journal.experiment_id, journal.start_time_ms, journal.params, journal.tags))
+        self._write(run_id, lambda: writer.log_assessments([
+            a for entry_id, items in verdicts.items()
+            for a in verdicts_on(trace_id_for(run_id, entry_id), items, run_id)]))
 
     def _check_traces(self, writer: TraceWriter, traces: Sequence[EntryTrace]) -> None:
         held = writer.stored()
