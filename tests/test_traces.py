@@ -110,6 +110,19 @@ def test_functional_traces_carry_expectation_error_and_review(tmp_path: Path,
     review = traces["look"].search_assessments("human_review")[0]
     assert (review.value, review.rationale) == ("pending", "Check the tone.")
 
+    run = mlflow.MlflowClient(tracking_uri).get_run(outcome.run_id)
+    assert run.info.run_name.startswith("all-")
+    assert run.data.tags["mlflow.user"] and run.info.user_id == run.data.tags["mlflow.user"]
+    (dataset,) = run.inputs.dataset_inputs
+    assert (dataset.dataset.name, dataset.dataset.source_type) == ("ds", "local")
+    assert str(tmp_path / "ds") in dataset.dataset.source
+    assert dataset.dataset.digest == run.data.params["dataset_digest"][:36]
+    assert run.data.tags["mlflow.note.content"] == (
+        "**evalkit verdict: PASS**\n\n"
+        "| test type | accuracy [95% CI] | n | threshold | verdict |\n|---|---|---|---|---|\n"
+        "| functional | 0.500 [0.150, 0.850] | 4 | >= 0 | pass |\n\n"
+        "Reports (artifacts, `reports/`): `report-functional.md`, `report-human-review.md`\n")
+
 
 def test_trace_calls_false_writes_no_trace(tmp_path: Path, tracking_uri: str) -> None:
     dataset = write_dataset(tmp_path / "ds", {"e1": entry("functional")})

@@ -25,7 +25,7 @@ from evalkit.records import (
     MetricPoint,
     ScoredRun,
 )
-from evalkit.reports import render_reports
+from evalkit.reports import DESCRIPTION_TAG, render_reports, run_description
 from evalkit.run._loop import (
     CallRecord,
     Component,
@@ -82,7 +82,7 @@ def run_prepared(prepared: PreparedEvaluation, component: Component, tracker: Tr
     """One MLflow run of a prepared evaluation, in the given role (alone by default)."""
     role = role or RunRole()
     run_id = tracker.start_run(prepared.config.experiment_name,
-                               prepared.run_name(role.name_suffix), prepared.params(),
+                               prepared.run_name(role.name_prefix), prepared.params(),
                                {**prepared.tags(), **role.tags})
     for bundle in unsynced_bundles(tracker.bundles_dir):
         logger.warning("bundle %s has not been uploaded yet: evalkit sync %s", bundle, bundle)
@@ -184,8 +184,10 @@ def _complete(prepared: PreparedEvaluation, component: Component, tracker: Track
         if config.trace_calls:
             tracker.log_traces(run_id, scored)
         clock = _lap(timings, "logging", clock)
-        written = publish_reports(tracker, run_id, render_reports(tracker.fetch(run_id)),
+        reports = render_reports(tracker.fetch(run_id))
+        written = publish_reports(tracker, run_id, reports,
                                   config.reports_dir if role.local_reports else None)
+        tracker.log_results(run_id, [], {DESCRIPTION_TAG: run_description(metrics, list(reports))})
         clock = _lap(timings, "reports", clock)
         status = "FINISHED"
     except KeyboardInterrupt:

@@ -107,7 +107,7 @@ def evaluate_replicates(config: EvalConfig, component: Component, selection: Sel
     params = {**prepared.params(), "REPLICATES": str(config.replicates),
               "ROOT_SEED": str(config.root_seed),
               **{f"seed_{r}": str(seed) for r, seed in enumerate(seeds.seeds)}}
-    parent = tracker.start_run(config.experiment_name, prepared.run_name("-replicates"),
+    parent = tracker.start_run(config.experiment_name, prepared.run_name("replicates-"),
                                params, tags)
     logger.info("replicates: parent MLflow run %s, %d replicates, seeds %s", parent,
                 config.replicates, ", ".join(map(str, seeds.seeds)))
@@ -116,7 +116,7 @@ def evaluate_replicates(config: EvalConfig, component: Component, selection: Sel
         children = tuple(
             run_prepared(prepared, component, tracker, runs_dir, RunRole(
                 tags={"mlflow.parentRunId": parent, "replicate": str(r), "seed": str(seed)},
-                name_suffix=f"-r{r}", seed=seed, replicate=r, local_reports=False))
+                name_prefix=f"r{r}-", seed=seed, replicate=r, local_reports=False))
             for r, seed in enumerate(seeds.seeds))
         stability = _stability_of(prepared, children)
         lock_doc = seeds.to_json()

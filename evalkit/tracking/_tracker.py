@@ -6,6 +6,7 @@ Everything a report needs is written to the run (the artifact layout is in
 
 from __future__ import annotations
 
+import getpass
 import json
 import logging
 import subprocess
@@ -24,6 +25,7 @@ from evalkit.records import (
     ScoredRun,
 )
 from evalkit.tracking._bundle import BUNDLES_DIR, RunJournal
+from evalkit.tracking._dataset import log_dataset_input
 from evalkit.tracking._reader import RunReader
 from evalkit.tracking._store import TrackingOffline
 from evalkit.tracking._sync import BundleSync
@@ -67,9 +69,12 @@ class Tracker(RunReader, BundleSync):
         self.check_reachable()
         try:
             experiment_id = self._experiment_id(experiment_name)
-            run = self._client.create_run(experiment_id, run_name=run_name)
+            # the user is set at creation: MLflow takes the run's user_id from that tag only then
+            run = self._client.create_run(experiment_id, run_name=run_name, tags={
+                k: v for k, v in tags.items() if k == "mlflow.user"})
             self._client.log_batch(run.info.run_id, params=checked,
                                    tags=[RunTag(k, v) for k, v in sorted(tags.items())])
+            log_dataset_input(self._client, run.info.run_id, params)
         except TrackingError:
             raise
         except Exception as err:  # any failure here means MLflow is unusable: say where
@@ -233,12 +238,21 @@ def source_tags(script: str) -> dict[str, str]:
         return done.stdout.strip()
 
     commit = git("rev-parse", "HEAD")
-    tags = {"mlflow.source.name": script, "git_commit": commit or "unknown"}
+    tags = {"mlflow.source.name": script, "git_commit": commit or "unknown",
+            "mlflow.user": _user()}
     if commit:
         tags["mlflow.source.git.commit"] = commit
         dirty = git("status", "--porcelain", "--untracked-files=no")
         tags["git_dirty"] = "true" if dirty else "false"
     return tags
+
+
+def _user() -> str:
+    """Who ran it, as MLflow's own fluent API records it."""
+    try:
+        return getpass.getuser()
+    except (OSError, KeyError):  # no login name (a container without a passwd entry)
+        return "unknown"
 
 
 def _param(value: str) -> str:
