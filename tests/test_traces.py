@@ -182,3 +182,37 @@ def test_a_bias_group_verdict_lands_on_every_member() -> None:
         assert verdict.rationale == ("FAIL; judge replied '0'; 2 distinct answer(s) of 2: "
                                      "'x' x1, 'y' x1; group g1 (m1, m2)")
         assert trace.judge_replies == [("bias", "0")]
+
+
+def test_a_judged_run_registers_its_prompts_and_traces_the_judge(
+        tmp_path: Path, tracking_uri: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    from tests.openai_stub import OpenAIStub
+
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-test-traces")
+    dataset = write_dataset(tmp_path / "ds", {"e1": entry("functional"),
+                                              "e2": entry("repeatability")})
+    with OpenAIStub() as stub:
+        monkeypatch.setenv("OPENAI_BASE_URL", stub.base_url)
+        config = EvalConfig.from_constants({
+            "EXPERIMENT_NAME": "traces/judged", "DATASET_PATH": str(dataset),
+            "REPORTS_DIR": str(tmp_path / "reports"), "EVAL_MIN_ACCURACY": 0.0,
+            "EVAL_MIN_ACCURACY_REPEATABILITY": 0.0, "REPEAT_COUNT": 2, "SCORER": "llm_judge",
+            "JUDGE_MODEL": "stub-judge"}, "eval.py")
+        runs = [evaluate(config, lambda item, call: "a", Selection.parse("all", None, False),
+                         tracker=Tracker(tracking_uri), runs_dir=tmp_path / "runs")
+                for _ in range(2)]
+    client = mlflow.MlflowClient(tracking_uri)
+    for outcome in runs:  # the same content twice: one version, linked to both runs
+        linked = json.loads(client.get_run(outcome.run_id).data.tags["mlflow.linkedPrompts"])
+        assert sorted((p["name"], str(p["version"])) for p in linked) == [
+            ("evalkit-judge-expected", "1"), ("evalkit-judge-repeatability", "1")]
+    template = client.load_prompt("prompts:/evalkit-judge-expected/1").template
+    assert "EXPECTED: {{expected}}" in template[1]["content"]
+    traces = {t.info.tags["evalkit.entry_id"]: t for t in traces_of(tracking_uri,
+                                                                  runs[0].run_id)}
+    judge = traces["e1"].data.spans[-1]
+    assert (judge.name, judge.attributes["evalkit.judge_model"],
+            judge.attributes["evalkit.prompt_use"], judge.outputs) == (
+        "judge expected 0", "stub-judge", "expected", "1")
+    verdict = traces["e2"].search_assessments("repeatability")[0]
+    assert (verdict.source.source_type, verdict.source.source_id) == ("LLM_JUDGE", "stub-judge")

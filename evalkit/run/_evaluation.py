@@ -84,6 +84,8 @@ def run_prepared(prepared: PreparedEvaluation, component: Component, tracker: Tr
     run_id = tracker.start_run(prepared.config.experiment_name,
                                prepared.run_name(role.name_prefix), prepared.params(),
                                {**prepared.tags(), **role.tags})
+    tracker.log_prompts(run_id, {p.registry_name: p.registry_template()
+                                 for p in prepared.scorers.judge_prompts.values()})
     for bundle in unsynced_bundles(tracker.bundles_dir):
         logger.warning("bundle %s has not been uploaded yet: evalkit sync %s", bundle, bundle)
     return _complete(prepared, component, tracker, run_id, runs_dir, role)

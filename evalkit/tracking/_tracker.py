@@ -26,6 +26,7 @@ from evalkit.records import (
 )
 from evalkit.tracking._bundle import BUNDLES_DIR, RunJournal
 from evalkit.tracking._dataset import log_dataset_input
+from evalkit.tracking._prompts import register_prompts
 from evalkit.tracking._reader import RunReader
 from evalkit.tracking._store import TrackingOffline
 from evalkit.tracking._sync import BundleSync
@@ -191,6 +192,21 @@ class Tracker(RunReader, BundleSync):
             logger.warning("run %s: %d of %d traces (or their assessments) are missing from %s",
                            writer.context.run_id, missing, len(traces), self.tracking_uri)
             self.log_results(writer.context.run_id, [(TRACES_MISSING_METRIC, missing, 0)])
+
+    def log_prompts(self, run_id: str,
+                    prompts: Mapping[str, Sequence[Mapping[str, str]]]) -> None:
+        """The judge's prompts (registry name -> chat template) registered and linked to the
+        run; a store without a prompt registry is skipped with a warning."""
+        if not prompts or run_id in self._offline:
+            return
+        try:
+            register_prompts(self._client, run_id, prompts)
+        except Exception as err:
+            if self.is_remote and not self._answers():
+                self._offline.add(run_id)
+                return
+            logger.warning("the judge's prompts were not registered in MLflow (%s); they "
+                           "stay in the run's params", err)
 
     def log_file(self, run_id: str, path: Path, artifact_dir: str) -> None:
         self._journals[run_id].artifacts[f"{artifact_dir}/{path.name}"] = path
