@@ -9,9 +9,11 @@ from typing import Any
 
 import mlflow
 import pytest
+from mlflow.entities import Feedback
 
 from evalkit import Call, Entry, EvalConfig, Selection, evaluate
 from evalkit.records import EVALUATION_ARTIFACT, ItemResult, ScoredRun
+from evalkit.reports import render_reports
 from evalkit.run import evaluate_replicates
 from evalkit.tracking import Tracker
 from evalkit.tracking._traces import stability_verdict
@@ -109,6 +111,20 @@ def test_functional_traces_carry_expectation_error_and_review(tmp_path: Path,
         "functional")[0].rationale
     review = traces["look"].search_assessments("human_review")[0]
     assert (review.value, review.rationale) == ("pending", "Check the tone.")
+
+    # a reviewer's verdict in the UI reaches report-human-review.md; the rest stays identical
+    tracker = Tracker(tracking_uri)
+    checklist = (tmp_path / "reports" / "report-human-review.md").read_text(encoding="utf-8")
+    assert render_reports(tracker.fetch(outcome.run_id))["report-human-review.md"] == checklist
+    from mlflow.entities import AssessmentSource
+    mlflow.MlflowClient(tracking_uri)._tracing_client.log_assessment(
+        traces["look"].info.trace_id, Feedback(
+            name="tone", value="fail", rationale="Too curt | rude",
+            source=AssessmentSource(source_type="HUMAN", source_id="bob@example.com")))
+    reviewed = render_reports(tracker.fetch(outcome.run_id))["report-human-review.md"]
+    assert reviewed.startswith(checklist)
+    assert "| look | bob@example.com | 20" in reviewed
+    assert "| tone | fail | Too curt \\| rude |" in reviewed
 
     run = mlflow.MlflowClient(tracking_uri).get_run(outcome.run_id)
     assert run.info.run_name.startswith("all-")
