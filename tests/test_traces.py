@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 from collections import Counter
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -56,9 +57,19 @@ def component(item: Entry, call: Call) -> str:
     return "a" if index % 4 else f"b{call.repeat % 2}"  # every 4th entry flips between two
 
 
+@pytest.fixture(scope="module")
+def team(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    from tools.team_server import TeamServer
+
+    with TeamServer.create(tmp_path_factory.mktemp("team")) as server:
+        yield server.tracking_uri
+
+
 @pytest.mark.slow
+@pytest.mark.parametrize("store", ["local", "team server"])
 def test_200_entries_x_5_repeats_at_concurrency_16_give_one_trace_each(
-        tmp_path: Path, tracking_uri: str) -> None:
+        tmp_path: Path, request: pytest.FixtureRequest, store: str) -> None:
+    tracking_uri = request.getfixturevalue("tracking_uri" if store == "local" else "team")
     dataset = write_dataset(tmp_path / "ds", {f"e{i:03d}": entry("repeatability")
                                               for i in range(200)})
     config = EvalConfig.from_constants({

@@ -23,6 +23,8 @@ from evalkit.records import ItemResult, ScoredRun, as_text
 
 JUDGE_PROMPT_USE = {"repeatability": "repeatability", "bias": "bias"}
 """The judge's prompt use per test type; any other type is judged against its expected output."""
+TRACES_TAG = "evalkit.traces"
+"""Set on a run whose entries are traced: ``evalkit sync`` writes the traces of its bundle."""
 REVIEW_ASSESSMENT = "human_review"
 PENDING = "pending"
 EXPECTATION = "expected_output"

@@ -32,13 +32,18 @@ from evalkit.tracking._store import TrackingOffline
 from evalkit.tracking._sync import BundleSync
 from evalkit.tracking._table import results_table, table_json
 from evalkit.tracking._trace_writer import TraceWriter, verdicts_on
-from evalkit.tracking._traces import EntryTrace, RunContext, Verdict, build_traces, trace_id_for
+from evalkit.tracking._traces import (
+    TRACES_TAG,
+    EntryTrace,
+    RunContext,
+    Verdict,
+    build_traces,
+    trace_id_for,
+)
 
 logger = logging.getLogger("evalkit")
 
 _MAX_PARAM_LENGTH = 6000
-TRACES_TAG = "evalkit.traces"
-"""Set on a run whose entries are traced: sync writes the traces of such a bundle."""
 TRACES_MISSING_METRIC = "traces_missing"
 
 
