@@ -144,6 +144,12 @@ def test_functional_traces_carry_expectation_error_and_review(tmp_path: Path,
     assert (dataset.dataset.name, dataset.dataset.source_type) == ("ds", "local")
     assert str(tmp_path / "ds") in dataset.dataset.source
     assert dataset.dataset.digest == run.data.params["dataset_digest"][:36]
+    (registered,) = mlflow.MlflowClient(tracking_uri).search_datasets(
+        filter_string=f"name = 'ds-{run.data.params['dataset_digest'][:12]}'")
+    records = {r.tags["entry_id"]: r for r in registered.records}
+    assert set(records) == {"ok", "bad", "boom", "look"}
+    assert records["ok"].inputs == {"entry_id": "ok", "input": {"q": 1}}
+    assert records["bad"].expectations == {"expected_output": "zzz"}
     assert run.data.tags["mlflow.note.content"] == (
         "**evalkit verdict: PASS**\n\n"
         "| test type | accuracy [95% CI] | n | threshold | verdict |\n|---|---|---|---|---|\n"

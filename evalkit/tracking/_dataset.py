@@ -1,4 +1,5 @@
-"""The golden dataset as the run's input in MLflow (the run page and the runs table show it)."""
+"""The golden dataset in MLflow: the run's input (the run page and the runs table show it), and
+a GenAI evaluation dataset (the experiment's Datasets page)."""
 
 from __future__ import annotations
 
@@ -6,6 +7,8 @@ import json
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
+
+from evalkit.records import ScoredRun
 
 DATASET_CONTEXT = "evaluation"
 
@@ -23,3 +26,32 @@ def log_dataset_input(client: Any, run_id: str, params: Mapping[str, str]) -> No
                       source_type="local", source=json.dumps({"uri": str(path)}))
     client.log_inputs(run_id, datasets=[DatasetInput(
         dataset=dataset, tags=[InputTag("mlflow.data.context", DATASET_CONTEXT)])])
+
+
+def register_evaluation_dataset(client: Any, experiment_id: str, params: Mapping[str, str],
+                                evaluation: ScoredRun) -> bool:
+    """Register the dataset as an MLflow GenAI evaluation dataset (records = entries with
+    their input, expectations = ``expected_output``), once per digest, when the run covered
+    every entry (a ``--groups`` or single-type run holds only part of it). Returns whether it
+    registered one now."""
+    entries = {i.id: i for r in evaluation.types for i in r.items if len(i.entry_ids) == 1}
+    if "dataset_digest" not in params or len(entries) != int(params.get("dataset_entries", -1)):
+        return False
+    digest = params["dataset_digest"]
+    name = f"{Path(params['DATASET_PATH']).name}-{digest[:12]}"
+    found = client.search_datasets(filter_string=f"name = '{name}'", max_results=1)
+    if found:
+        if experiment_id not in (found[0].experiment_ids or []):
+            client.add_dataset_to_experiments(found[0].dataset_id, [experiment_id])
+        return False
+    dataset = client.create_dataset(name=name, experiment_id=experiment_id, tags={
+        "evalkit.dataset_digest": digest,
+        "evalkit.source": str(Path(params["DATASET_PATH"]).resolve())})
+    # the store's own upsert: the entity's merge_records would use the global tracking URI.
+    # MLflow keys records by their inputs: the entry id is one, so two entries with the same
+    # input stay two records.
+    client._tracking_client.store.upsert_dataset_records(dataset_id=dataset.dataset_id, records=[
+        {"inputs": {"entry_id": entry_id, "input": item.input}, "tags": {"entry_id": entry_id},
+         "expectations": {} if item.expected is None else {"expected_output": item.expected}}
+        for entry_id, item in sorted(entries.items())])
+    return True

@@ -25,7 +25,7 @@ from evalkit.records import (
     ScoredRun,
 )
 from evalkit.tracking._bundle import BUNDLES_DIR, RunJournal
-from evalkit.tracking._dataset import log_dataset_input
+from evalkit.tracking._dataset import log_dataset_input, register_evaluation_dataset
 from evalkit.tracking._prompts import register_prompts
 from evalkit.tracking._reader import RunReader
 from evalkit.tracking._store import TrackingOffline
@@ -176,6 +176,15 @@ class Tracker(RunReader, BundleSync):
             logger.warning("writing the traces of run %s failed: %s", run_id, err)
         if run_id not in self._offline:
             self._check_traces(writer, traces)
+            self._register_dataset(writer.context, evaluation)
+
+    def _register_dataset(self, context: RunContext, evaluation: ScoredRun) -> None:
+        try:
+            register_evaluation_dataset(self._client, context.experiment_id, context.params,
+                                        evaluation)
+        except Exception as err:  # a store without GenAI datasets: the run input is enough
+            logger.info("the dataset was not registered as an MLflow evaluation dataset: %s",
+                        err)
 
     def log_stability(self, run_id: str, verdicts: Mapping[str, Sequence[Verdict]]) -> None:
         """Add assessments (entry id -> verdicts) to the traces of a run written earlier: the
