@@ -166,7 +166,8 @@ def _complete(prepared: PreparedEvaluation, component: Component, tracker: Track
             clock = _lap(timings, "calls", clock)
             if config.trace_calls:  # written while the calls are scored
                 tracker.start_traces(run_id, [
-                    {**c.to_json(), "input": prepared.redactor.value(o.entry.input)}
+                    {**c.to_json(), "input": prepared.redactor.value(o.entry.input),
+                     "expected": prepared.redactor.value(o.entry.expected_output)}
                     for o in outputs for c in o.calls])
             if prepared.scorers.judge is not None:
                 logger.info("judging with %s", prepared.scorers.judge.model)

@@ -8,8 +8,6 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from evalkit.records import ScoredRun
-
 DATASET_CONTEXT = "evaluation"
 
 
@@ -29,12 +27,11 @@ def log_dataset_input(client: Any, run_id: str, params: Mapping[str, str]) -> No
 
 
 def register_evaluation_dataset(client: Any, experiment_id: str, params: Mapping[str, str],
-                                evaluation: ScoredRun) -> bool:
-    """Register the dataset as an MLflow GenAI evaluation dataset (records = entries with
-    their input, expectations = ``expected_output``), once per digest, when the run covered
-    every entry (a ``--groups`` or single-type run holds only part of it). Returns whether it
-    registered one now."""
-    entries = {i.id: i for r in evaluation.types for i in r.items if len(i.entry_ids) == 1}
+                                entries: Mapping[str, tuple[Any, Any]]) -> bool:
+    """Register the dataset as an MLflow GenAI evaluation dataset (records = entries, entry id
+    -> (input, expected output); expectations = ``expected_output``), once per digest, when the
+    run covered every entry (a ``--groups`` or single-type run holds only part of it). Returns
+    whether it registered one now."""
     if "dataset_digest" not in params or len(entries) != int(params.get("dataset_entries", -1)):
         return False
     digest = params["dataset_digest"]
@@ -51,7 +48,7 @@ def register_evaluation_dataset(client: Any, experiment_id: str, params: Mapping
     # MLflow keys records by their inputs: the entry id is one, so two entries with the same
     # input stay two records.
     client._tracking_client.store.upsert_dataset_records(dataset_id=dataset.dataset_id, records=[
-        {"inputs": {"entry_id": entry_id, "input": item.input}, "tags": {"entry_id": entry_id},
-         "expectations": {} if item.expected is None else {"expected_output": item.expected}}
-        for entry_id, item in sorted(entries.items())])
+        {"inputs": {"entry_id": entry_id, "input": given}, "tags": {"entry_id": entry_id},
+         "expectations": {} if expected is None else {"expected_output": expected}}
+        for entry_id, (given, expected) in sorted(entries.items())])
     return True

@@ -149,15 +149,23 @@ class Tracker(RunReader, BundleSync):
 
     def start_traces(self, run_id: str, calls: Sequence[Mapping[str, Any]]) -> None:
         """Begin writing one trace per entry (its calls, each call's record with the entry's
-        ``input``) in the background, while the calls are scored; :meth:`log_traces` adds the
-        verdicts. Offline, the bundle holds what ``evalkit sync`` needs to write them."""
+        ``input`` and ``expected`` output) in the background, while the calls are scored, and
+        register the dataset as an evaluation dataset; :meth:`log_traces` adds the verdicts.
+        Offline, the bundle holds what ``evalkit sync`` needs to write the traces."""
         journal = self._journals[run_id]
         journal.tags[TRACES_TAG] = "true"
         context = RunContext(run_id, journal.experiment_id, journal.start_time_ms,
                              journal.params, journal.tags)
         writer = TraceWriter(self._client, context)
         traces = build_traces(context, ScoredRun(()), calls)
-        job = self._trace_pool.submit(self._write, run_id, lambda: writer.write_calls(traces))
+        entries = {c["entry_id"]: (c.get("input"), c.get("expected")) for c in calls}
+
+        def write() -> None:
+            self._write(run_id, lambda: writer.write_calls(traces))
+            if run_id not in self._offline:
+                self._register_dataset(context, entries)
+
+        job = self._trace_pool.submit(write)
         self._trace_jobs[run_id] = (writer, calls, job)
 
     def log_traces(self, run_id: str, evaluation: ScoredRun) -> None:
@@ -176,12 +184,12 @@ class Tracker(RunReader, BundleSync):
             logger.warning("writing the traces of run %s failed: %s", run_id, err)
         if run_id not in self._offline:
             self._check_traces(writer, traces)
-            self._register_dataset(writer.context, evaluation)
 
-    def _register_dataset(self, context: RunContext, evaluation: ScoredRun) -> None:
+    def _register_dataset(self, context: RunContext,
+                          entries: Mapping[str, tuple[Any, Any]]) -> None:
         try:
             register_evaluation_dataset(self._client, context.experiment_id, context.params,
-                                        evaluation)
+                                        entries)
         except Exception as err:  # a store without GenAI datasets: the run input is enough
             logger.info("the dataset was not registered as an MLflow evaluation dataset: %s",
                         err)
