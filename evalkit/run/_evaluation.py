@@ -16,6 +16,7 @@ from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import FrameType
+from typing import Any
 
 from evalkit._errors import ConfigError, RunInterrupted
 from evalkit.config import EvalConfig
@@ -153,6 +154,18 @@ def _complete(prepared: PreparedEvaluation, component: Component, tracker: Track
     prepared.scorers.reset_judge_stats()
     progress = Progress({entry_id: n for entry_id, n in missing.items() if n},
                         retries=prepared.scorers.judge_retries)
+    entries = {p.entry.id: p.entry for p in plan.items}
+
+    def traced(record: CallRecord) -> dict[str, Any]:
+        entry = entries[record.entry_id]
+        return {**record.to_json(), "input": prepared.redactor.value(entry.input),
+                "expected": prepared.redactor.value(entry.expected_output)}
+
+    def on_call(record: CallRecord) -> None:
+        progress.call_done(record.entry_id, record.error is not None)
+        if config.trace_calls and not recorded:  # traces written while the calls run
+            tracker.trace_call(run_id, traced(record), missing[record.entry_id])
+
     try:
         with _sigterm_as_interrupt(), RawResultsLog(raw_path) as raw_log:
             try:
@@ -160,15 +173,12 @@ def _complete(prepared: PreparedEvaluation, component: Component, tracker: Track
                     plan, component, config.mock_adapters, raw_log, prepared.redactor,
                     seed=role.seed, replicate=role.replicate,
                     concurrency=config.max_concurrency, recorded=recorded,
-                    on_call=lambda r: progress.call_done(r.entry_id, r.error is not None))
+                    on_call=on_call)
             finally:
                 progress.finish()
             clock = _lap(timings, "calls", clock)
-            if config.trace_calls:  # written while the calls are scored
-                tracker.start_traces(run_id, [
-                    {**c.to_json(), "input": prepared.redactor.value(o.entry.input),
-                     "expected": prepared.redactor.value(o.entry.expected_output)}
-                    for o in outputs for c in o.calls])
+            if config.trace_calls:  # the rest written while the calls are scored
+                tracker.start_traces(run_id, [traced(c) for o in outputs for c in o.calls])
             if prepared.scorers.judge is not None:
                 logger.info("judging with %s", prepared.scorers.judge.model)
             # Judge errors can quote the provider; nothing leaves the run unredacted.

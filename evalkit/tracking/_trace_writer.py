@@ -1,9 +1,10 @@
 """Writing a run's traces to MLflow in a few batched calls, and counting what the store holds.
 
 The path (measured in README's MLflow section), in two phases so that the first overlaps the
-judge's calls:
+calls:
 
-1. *calls*, as soon as the component calls are done: finished spans (the entry and its calls)
+1. *calls*, as entries complete (in the background while the calls run): finished spans (the
+   entry and its calls)
    are built in memory and written with one ``log_spans`` per batch of 100 traces, which
    creates the trace rows too (name and tags travel as root-span attributes); one
    ``link_traces_to_run`` per batch links them to the run;
@@ -44,9 +45,10 @@ class TraceWriter:
         self._tracing = TracingClient(client.tracking_uri)
         self.context = context
 
-    def write_calls(self, traces: Sequence[EntryTrace]) -> None:
-        """Phase 1: each entry's root span and call spans, linked to the run."""
-        held = self.stored()
+    def write_calls(self, traces: Sequence[EntryTrace], check_held: bool = True) -> None:
+        """Phase 1: each entry's root span and call spans, linked to the run (skipping the
+        traces the store holds, unless the caller knows they are new)."""
+        held = self.stored() if check_held else {}
         fresh = [t for t in traces if t.trace_id not in held]
         for start in range(0, len(fresh), BATCH):
             batch = fresh[start:start + BATCH]

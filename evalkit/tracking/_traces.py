@@ -96,6 +96,8 @@ def build_traces(context: RunContext, evaluation: ScoredRun,
             trace(call["entry_id"]).input = call["input"]
         trace(call["entry_id"]).calls.append(CallSpan(
             call["repeat"], call.get("output"), call.get("error"), float(call["latency_ms"])))
+    for entry in traces.values():  # calls arrive in the order they finish
+        entry.calls.sort(key=lambda c: c.repeat)
     judge_model = context.params.get("judge_model", "llm judge")
     for result in evaluation.types:
         judged = result.scorer == "llm_judge"

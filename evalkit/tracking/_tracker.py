@@ -45,6 +45,8 @@ logger = logging.getLogger("evalkit")
 
 _MAX_PARAM_LENGTH = 6000
 TRACES_MISSING_METRIC = "traces_missing"
+STREAM_BATCH = 50
+"""Entries per background write while the calls run."""
 
 
 class Tracker(RunReader, BundleSync):
@@ -63,6 +65,12 @@ class Tracker(RunReader, BundleSync):
         self._trace_pool = ThreadPoolExecutor(1, thread_name_prefix="evalkit-traces")
         self._trace_jobs: dict[str, tuple[TraceWriter, Sequence[Mapping[str, Any]],
                                           Future[None]]] = {}
+        """Per run: the writer, every call, and the last background job (the pool runs its
+        jobs in order: when it is done, every trace of the run is written)."""
+        self._trace_pending: dict[str, dict[str, list[Mapping[str, Any]]]] = {}
+        """Calls of entries not complete yet, streamed by :meth:`trace_call`."""
+        self._trace_ready: dict[str, list[Mapping[str, Any]]] = {}
+        self._trace_streamed: dict[str, set[str]] = {}
 
     def start_run(self, experiment_name: str, run_name: str, params: Mapping[str, str],
                   tags: Mapping[str, str]) -> str:
@@ -147,26 +155,46 @@ class Tracker(RunReader, BundleSync):
 
         self._write(run_id, upload)
 
+    def trace_call(self, run_id: str, call: Mapping[str, Any], calls_of_entry: int) -> None:
+        """Stream one call record (with its entry's ``input`` and ``expected`` output) while
+        the calls run: once its entry's ``calls_of_entry`` calls are in, the entry's trace is
+        queued, and every :data:`STREAM_BATCH` queued traces are written in the background,
+        in the time the calls spend waiting."""
+        pending = self._trace_pending.setdefault(run_id, {})
+        pending.setdefault(call["entry_id"], []).append(call)
+        if len(pending[call["entry_id"]]) < calls_of_entry:
+            return
+        ready = self._trace_ready.setdefault(run_id, [])
+        ready += pending.pop(call["entry_id"])
+        if len({c["entry_id"] for c in ready}) >= STREAM_BATCH:
+            self._trace_ready[run_id] = []
+            self._submit_traces(run_id, ready, check_held=False)
+
     def start_traces(self, run_id: str, calls: Sequence[Mapping[str, Any]]) -> None:
-        """Begin writing one trace per entry (its calls, each call's record with the entry's
-        ``input`` and ``expected`` output) in the background, while the calls are scored, and
-        register the dataset as an evaluation dataset; :meth:`log_traces` adds the verdicts.
-        Offline, the bundle holds what ``evalkit sync`` needs to write the traces."""
+        """Once the calls are done: queue the traces not streamed by :meth:`trace_call` (all of
+        them for a resumed run, without the ones it holds) and register the dataset as an
+        evaluation dataset; :meth:`log_traces` adds the verdicts. Offline, the bundle holds
+        what ``evalkit sync`` needs to write the traces."""
+        streamed = self._trace_streamed.pop(run_id, set())
+        self._trace_pending.pop(run_id, None)
+        self._trace_ready.pop(run_id, None)
+        writer = self._submit_traces(run_id, [c for c in calls if c["entry_id"] not in streamed],
+                                     check_held=True)
+        entries = {c["entry_id"]: (c.get("input"), c.get("expected")) for c in calls}
+        job = self._trace_pool.submit(self._register_dataset, writer.context, entries)
+        self._trace_jobs[run_id] = (writer, calls, job)
+
+    def _submit_traces(self, run_id: str, calls: Sequence[Mapping[str, Any]],
+                       check_held: bool) -> TraceWriter:
         journal = self._journals[run_id]
         journal.tags[TRACES_TAG] = "true"
-        context = RunContext(run_id, journal.experiment_id, journal.start_time_ms,
-                             journal.params, journal.tags)
-        writer = TraceWriter(self._client, context)
-        traces = build_traces(context, ScoredRun(()), calls)
-        entries = {c["entry_id"]: (c.get("input"), c.get("expected")) for c in calls}
-
-        def write() -> None:
-            self._write(run_id, lambda: writer.write_calls(traces))
-            if run_id not in self._offline:
-                self._register_dataset(context, entries)
-
-        job = self._trace_pool.submit(write)
-        self._trace_jobs[run_id] = (writer, calls, job)
+        writer = TraceWriter(self._client, RunContext(
+            run_id, journal.experiment_id, journal.start_time_ms, journal.params, journal.tags))
+        traces = build_traces(writer.context, ScoredRun(()), calls)
+        self._trace_streamed.setdefault(run_id, set()).update(t.entry_id for t in traces)
+        self._trace_pool.submit(self._write, run_id,
+                                lambda: writer.write_calls(traces, check_held))
+        return writer
 
     def log_traces(self, run_id: str, evaluation: ScoredRun) -> None:
         """Add every verdict to the traces begun by :meth:`start_traces`, then check the
@@ -187,6 +215,8 @@ class Tracker(RunReader, BundleSync):
 
     def _register_dataset(self, context: RunContext,
                           entries: Mapping[str, tuple[Any, Any]]) -> None:
+        if context.run_id in self._offline:
+            return
         try:
             register_evaluation_dataset(self._client, context.experiment_id, context.params,
                                         entries)
