@@ -10,7 +10,7 @@ DATASETS := $(wildcard datasets/*/)
 MLFLOW_PORT ?= 5000
 
 .PHONY: help install lint eval eval-replicates eval-calibrate run test test-llm test-adoption \
-	dev-mlflow dev-mlflow-server clean
+	test-ui dev-mlflow dev-mlflow-server clean
 
 help:
 	@echo "make eval               lint the datasets, then evaluate every test type (python eval.py --type=all)"
@@ -20,6 +20,7 @@ help:
 	@echo "make run ARGS='...'     python eval.py with your own options, e.g. ARGS='--type=functional --groups=billing'"
 	@echo "make lint               lint every dataset under datasets/"
 	@echo "make test               run the test suite"
+	@echo "make test-ui            the MLflow UI in headless Chromium over fresh runs (Playwright)"
 	@echo "make test-llm           run examples/eval_llm.py against a real local LLM (llama.cpp, offline)"
 	@echo "make test-adoption      the wheel in fresh virtualenvs: light install, evalkit init, make eval, the semantic extra"
 	@echo "make dev-mlflow         MLflow UI on http://127.0.0.1:$(MLFLOW_PORT) over the local store"
@@ -83,6 +84,24 @@ test-llm: install $(LLM_STAMP)
 # (kept between runs), evalkit init and make eval in a scaffold under /tmp (tools/test_adoption.sh).
 test-adoption: install
 	EVALKIT_BUILD_PYTHON=$(abspath $(BIN)/python) tools/test_adoption.sh
+
+# test-ui: the MLflow UI in a real headless browser over fresh runs (tests/test_ui.py).
+# Debian's chromium (apt-get, when missing) is driven through its executable path by
+# Playwright for Python from a venv in the ignored cache (`playwright install` needs the
+# internet); `rm -rf .cache/ui` reinstalls. Screenshots land in .cache/ui/screenshots.
+UI_CACHE := .cache/ui
+UI_VENV := $(UI_CACHE)/venv
+UI_STAMP := $(UI_CACHE)/.installed
+
+$(UI_STAMP):
+	command -v chromium >/dev/null || { sudo=""; [ "$$(id -u)" -eq 0 ] || sudo="sudo"; \
+		$$sudo apt-get update -qq && $$sudo apt-get install -y -qq chromium; }
+	test -x $(UI_VENV)/bin/python || $(PYTHON) -m venv $(UI_VENV)
+	$(UI_VENV)/bin/python -m pip install --quiet 'playwright>=1.50,<2'
+	touch $@
+
+test-ui: install $(UI_STAMP)
+	EVALKIT_UI_PYTHON=$(abspath $(UI_VENV)/bin/python) $(BIN)/python -m pytest -m ui tests/test_ui.py
 
 dev-mlflow: install
 	$(BIN)/mlflow ui --backend-store-uri sqlite:///mlflow.db --host 127.0.0.1 --port $(MLFLOW_PORT)

@@ -6,7 +6,8 @@ REPEAT_COUNT, a component that calls the server for every repeat, and the LLM ju
 call per entry), all at MAX_CONCURRENCY calls in flight. The ideal wall time is
 calls x latency / concurrency; the ratio of the measured wall time (the whole evaluate():
 preflight, calls, judging, MLflow logging and reports) to it is printed. Target: at most
-1.15 for a plain component (threads).
+1.15 for a plain component (threads) at concurrency 16 and 1.3 at 64, with tracing
+on (the default; ``--no-trace`` sets TRACE_CALLS = False to measure its cost).
 
 --mode=async makes the component an ``async def`` that calls the server with the async OpenAI
 client (openai.AsyncOpenAI; --http=aiohttp gives it openai's aiohttp transport, which costs
@@ -15,7 +16,7 @@ loop. Target: at most 1.3 at concurrency 256.
 
     .venv/bin/python benchmarks/concurrency.py [--entries 200] [--repeats 5]
                                                 [--concurrency 16] [--latency 0.2]
-                                                [--mode sync|async]
+                                                [--mode sync|async] [--no-trace]
     .venv/bin/python benchmarks/concurrency.py --mode=async --http=aiohttp \
         --concurrency=256 --entries=400 --latency=2
 """
@@ -62,6 +63,8 @@ def main() -> None:
     parser.add_argument("--http", choices=["httpx", "aiohttp"], default="httpx",
                         help="the async client's transport: openai's default (httpx) or "
                              "openai.DefaultAioHttpClient (aiohttp)")
+    parser.add_argument("--no-trace", action="store_true",
+                        help="TRACE_CALLS = False: no trace per entry")
     args = parser.parse_args()
 
     with tempfile.TemporaryDirectory() as scratch, stub_process(args.latency) as base_url:
@@ -75,7 +78,8 @@ def main() -> None:
             "EXPERIMENT_NAME": "benchmark/concurrency", "DATASET_PATH": str(dataset),
             "REPORTS_DIR": str(folder / "reports"), "REPEAT_COUNT": args.repeats,
             "EVAL_MIN_ACCURACY_REPEATABILITY": 0.0, "SCORER": "llm_judge",
-            "JUDGE_MODEL": "stub-judge", "MAX_CONCURRENCY": args.concurrency}, "benchmark")
+            "JUDGE_MODEL": "stub-judge", "MAX_CONCURRENCY": args.concurrency,
+            "TRACE_CALLS": not args.no_trace}, "benchmark")
         component: Component = (sync_component() if args.mode == "sync"
                                 else async_component(args.http))
 
@@ -93,6 +97,8 @@ def main() -> None:
     print(f"{args.mode} component ({client}): entries {args.entries}, REPEAT_COUNT {args.repeats}, "
           f"concurrency {args.concurrency}, latency {args.latency * 1000:.0f} ms")
     print(f"calls: {component_calls} component + {judge_calls} judge = {calls}")
+    print("tracing", "off" if args.no_trace else "on", "; phases (s):", ", ".join(
+        f"{phase} {seconds:.2f}" for phase, seconds in outcome.timings.items()))
     print(f"ideal {ideal:.2f} s (calls x latency / concurrency), measured {wall:.2f} s")
     print("seconds per phase: " + ", ".join(f"{phase} {seconds:.2f}"
                                             for phase, seconds in outcome.timings.items()))

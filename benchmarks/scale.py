@@ -1,9 +1,11 @@
 """Scale check: a generated 10,000-entry dataset, an instantaneous component, the whole
 pipeline (lint, calls, scoring, MLflow logging, reports) on a local store.
 
-Prints the wall time of each phase and the peak resident memory:
+Prints the wall time of each phase and the peak resident memory. Tracing (one MLflow trace
+per entry, with its assessments) is on unless ``--no-trace``; its cost is the difference in
+the logging phase between the two:
 
-    .venv/bin/python benchmarks/scale.py [--entries 10000]
+    .venv/bin/python benchmarks/scale.py [--entries 10000] [--no-trace]
 """
 
 from __future__ import annotations
@@ -29,6 +31,8 @@ from tests.conftest import entry, write_dataset  # noqa: E402
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--entries", type=int, default=10_000)
+    parser.add_argument("--no-trace", action="store_true",
+                        help="TRACE_CALLS = False: no trace per entry")
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as scratch:
         folder = Path(scratch)
@@ -43,7 +47,7 @@ def main() -> None:
         config = EvalConfig.from_constants({
             "EXPERIMENT_NAME": "benchmark/scale", "DATASET_PATH": str(dataset),
             "REPORTS_DIR": str(folder / "reports"), "EVAL_MIN_ACCURACY": 0.9,
-            "MAX_CONCURRENCY": 8}, "benchmark")
+            "MAX_CONCURRENCY": 8, "TRACE_CALLS": not args.no_trace}, "benchmark")
 
         def component(item: Entry, call: Call) -> str:  # instantaneous; 3% wrong answers
             number = int(item.id.rsplit("e", 1)[1])
@@ -61,7 +65,8 @@ def main() -> None:
     peak_mb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
     (metrics,) = outcome.metrics
     print(f"{args.entries} entries ({generated:.1f} s to generate), accuracy "
-          f"{metrics.accuracy:.3f}, report {len(report.splitlines())} lines")
+          f"{metrics.accuracy:.3f}, report {len(report.splitlines())} lines, tracing "
+          f"{'off' if args.no_trace else 'on'}")
     print(f"{'lint + plan':<14}{lint:8.2f} s")
     for phase, seconds in outcome.timings.items():
         print(f"{phase:<14}{seconds:8.2f} s")

@@ -16,6 +16,7 @@ import mlflow
 import pytest
 
 from tests.conftest import entry, run_script, script_env, write_dataset, write_eval_script
+from tests.test_traces import assert_traces_match_results
 from tools.team_server import TeamServer, free_port
 
 pytestmark = pytest.mark.slow
@@ -154,6 +155,7 @@ def test_an_outage_mid_run_keeps_everything_in_a_bundle_then_syncs(
     served_raw = Path(client.download_artifacts(run_id, "raw/raw-results.jsonl",
                                                 str(tmp_path / "served")))
     assert served_raw.read_text().splitlines() == raw
+    assert_traces_match_results(team.tracking_uri, run_id)  # written by sync from the bundle
     rerendered = evalkit(folder, "report", run_id, "--output", str(tmp_path / "again"), env=env)
     assert rerendered.returncode == 0, rerendered.stderr
     assert {p.name: p.read_bytes() for p in (tmp_path / "again").iterdir()} == bundled_reports
@@ -207,6 +209,7 @@ def test_an_interrupted_run_resumes_with_only_the_missing_calls(tmp_path: Path,
         return {k: v for k, v in metrics.items() if "latency" not in k}
 
     assert stable(resumed.data.metrics) == stable(uninterrupted.data.metrics)
+    assert_traces_match_results(f"sqlite:///{folder / 'mlflow.db'}", run_id)  # no duplicate
 
     def body(report: Path) -> list[str]:
         return [line for line in report.read_text().splitlines()

@@ -25,6 +25,7 @@ from evalkit.config._values import (
     cosine,
     count,
     field_names,
+    flag,
     fraction,
     integer,
     mapping,
@@ -49,14 +50,14 @@ _SINGLE = (
     "CALIBRATION_REPEAT_COUNT", "MAX_CONCURRENCY", "CALL_TIMEOUT", "JUDGE_MODEL",
     "JUDGE_MAX_TOKENS", "JUDGE_SEED",
     "JUDGE_TIMEOUT", "JUDGE_MAX_ATTEMPTS", "JUDGE_MAX_WAIT", "JUDGE_PROMPTS",
-    "JUDGE_INVALID_IS_ERROR", "JUDGE_SYSTEM_IN_USER", "COMPARED_FIELDS",
+    "JUDGE_INVALID_IS_ERROR", "JUDGE_SYSTEM_IN_USER", "COMPARED_FIELDS", "TRACE_CALLS",
 )
 KNOWN_CONSTANTS = frozenset(
     [*_SINGLE, *_PER_TYPE, *(f"{base}_{t.upper()}" for base in _PER_TYPE for t in TEST_TYPES)]
 )
 _RESERVED_PREFIXES = ("EVAL_", "REPEAT_", "REPLICATE", "ROOT_SEED", "SCORER", "BIAS_", "SEMANTIC_",
                       "EXPERIMENT", "DATASET", "CALIBRATION", "JUDGE", "MAX_CONCURRENCY",
-                      "COMPARED", "MOCK_", "REPORTS", "CALL_TIMEOUT")
+                      "COMPARED", "MOCK_", "REPORTS", "CALL_TIMEOUT", "TRACE")
 DEFAULT_REPLICATES = 2
 DEFAULT_CALIBRATION_REPEAT_COUNT = 20
 DEFAULT_CALL_TIMEOUT = 600.0
@@ -84,6 +85,8 @@ class EvalConfig:
     """Seconds a component call may take before it is recorded as a timeout and abandoned."""
     judge: JudgeSettings | None = None
     """``None`` unless ``JUDGE_MODEL`` is declared."""
+    trace_calls: bool = True
+    """Record every entry as an MLflow trace with its verdicts as assessments."""
     min_accuracy: Mapping[str, float] = field(default_factory=dict)
     """Per type, plus ``"default"``."""
     min_f1: Mapping[str, float] = field(default_factory=dict)
@@ -143,6 +146,7 @@ class EvalConfig:
             call_timeout=check(positive_number, known, "CALL_TIMEOUT", script,
                                DEFAULT_CALL_TIMEOUT, default=DEFAULT_CALL_TIMEOUT),
             judge=check(judge_settings, known, script),
+            trace_calls=check(flag, known, "TRACE_CALLS", script, True, default=True),
             min_accuracy=check(per_type, known, "EVAL_MIN_ACCURACY", script, fraction,
                                default={}),
             min_f1=check(per_type, known, "EVAL_MIN_F1", script, fraction, default={}),

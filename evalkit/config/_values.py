@@ -105,6 +105,13 @@ def positive_int(known: Mapping[str, Any], name: str, script: str, default: int)
     return value
 
 
+def flag(known: Mapping[str, Any], name: str, script: str, default: bool) -> bool:
+    value = known.get(name, default)
+    if not isinstance(value, bool):
+        raise ConfigError(f"{script}: {name}={value!r} must be True or False")
+    return value
+
+
 def positive_number(known: Mapping[str, Any], name: str, script: str, default: float) -> float:
     value = known.get(name, default)
     if (isinstance(value, bool) or not isinstance(value, int | float) or not value > 0

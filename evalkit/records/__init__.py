@@ -30,6 +30,7 @@ from evalkit.records._run import (
     STABILITY_ITEMS_ARTIFACT,
     TABLE_ARTIFACT,
     WITHOUT_EVALUATION,
+    ReviewerVerdict,
     RunRecord,
 )
 
@@ -37,6 +38,6 @@ __all__ = [
     "CALIBRATION_ARTIFACT", "EVALUATION_ARTIFACT", "FORMAT", "LOCK_ARTIFACT", "MODE_DOCUMENTS",
     "PLAN_ARTIFACT", "PROBE_ARTIFACT", "RAW_ARTIFACT_DIR", "REPORTS_ARTIFACT_DIR",
     "STABILITY_ARTIFACT", "STABILITY_ITEMS_ARTIFACT", "TABLE_ARTIFACT", "WITHOUT_EVALUATION",
-    "HumanReviewItem", "ItemResult", "MetricPoint", "RunRecord", "ScoredRun", "SkippedGroup",
-    "Threshold", "TypeResult", "as_text", "history_keys",
+    "HumanReviewItem", "ItemResult", "MetricPoint", "ReviewerVerdict", "RunRecord", "ScoredRun",
+    "SkippedGroup", "Threshold", "TypeResult", "as_text", "history_keys",
 ]

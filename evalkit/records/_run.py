@@ -49,6 +49,18 @@ REPORTS_ARTIFACT_DIR = "reports"
 
 
 @dataclass(frozen=True)
+class ReviewerVerdict:
+    """Feedback a person added to an entry's trace in the MLflow UI (source HUMAN)."""
+
+    entry_id: str
+    reviewer: str
+    time_ms: int
+    name: str
+    value: Any
+    comment: str | None
+
+
+@dataclass(frozen=True)
 class RunRecord:
     """Everything MLflow holds about one evaluation run, or one replicate series' parent."""
 
@@ -66,6 +78,8 @@ class RunRecord:
     """Scored items; ``None`` for runs that call no component (a replicate parent, a plan)."""
     documents: Mapping[str, Any] = field(default_factory=dict)
     """The JSON artifacts of the run's mode (see :data:`MODE_DOCUMENTS`), by artifact path."""
+    reviewer_verdicts: tuple[ReviewerVerdict, ...] = ()
+    """Human feedback on the run's traces, by entry, time and reviewer."""
 
     @property
     def mode(self) -> str | None:

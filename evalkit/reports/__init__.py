@@ -19,6 +19,7 @@ from evalkit.records import (
 )
 from evalkit.reports._calibration import CALIBRATION_REPORT, calibration_report
 from evalkit.reports._chart import CHART_FILE, plot_calibration
+from evalkit.reports._description import DESCRIPTION_TAG, run_description
 from evalkit.reports._human_review import human_review_report
 from evalkit.reports._per_type import type_report
 from evalkit.reports._planning import PLANNING_REPORT, planning_report
@@ -65,6 +66,6 @@ def render_reports(record: RunRecord) -> dict[str, str]:
     return reports
 
 
-__all__ = ["CALIBRATION_REPORT", "CHART_FILE", "HUMAN_REVIEW_REPORT", "PLANNING_REPORT",
-           "STABILITY_REPORT", "SUMMARY_REPORT", "plot_calibration", "render_reports",
-           "report_name"]
+__all__ = ["CALIBRATION_REPORT", "CHART_FILE", "DESCRIPTION_TAG", "HUMAN_REVIEW_REPORT",
+           "PLANNING_REPORT", "STABILITY_REPORT", "SUMMARY_REPORT", "plot_calibration",
+           "render_reports", "report_name", "run_description"]

@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
+from datetime import UTC, datetime
 
-from evalkit.records import HumanReviewItem, RunRecord
+from evalkit.records import HumanReviewItem, ReviewerVerdict, RunRecord
 from evalkit.reports._common import header
-from evalkit.reports._markdown import cell, fenced
+from evalkit.reports._markdown import cell, fenced, table
 
 
 def human_review_report(record: RunRecord, items: Sequence[HumanReviewItem]) -> str:
@@ -21,4 +22,17 @@ def human_review_report(record: RunRecord, items: Sequence[HumanReviewItem]) -> 
             lines += [f"  The component raised: {cell(item.error, 300)}", ""]
         else:
             lines += ["  Actual output:", "", fenced(item.output, indent="  "), ""]
+    if record.reviewer_verdicts:
+        lines += _reviewer_verdicts(record.reviewer_verdicts)
     return "\n".join(lines).rstrip("\n") + "\n"
+
+
+def _reviewer_verdicts(verdicts: Sequence[ReviewerVerdict]) -> list[str]:
+    """What reviewers recorded on the entries' traces in the MLflow UI."""
+    rows = [[cell(v.entry_id), cell(v.reviewer),
+             f"{datetime.fromtimestamp(v.time_ms / 1000, UTC):%Y-%m-%d %H:%M UTC}",
+             cell(v.name), cell(v.value), cell(v.comment or "", 300)] for v in verdicts]
+    return ["## Reviewer verdicts", "",
+            "Feedback added by people to the entries' traces in the MLflow UI (source HUMAN).",
+            "", table(["Entry", "Reviewer", "When", "Assessment", "Verdict", "Comment"], rows),
+            ""]

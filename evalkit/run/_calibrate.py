@@ -45,7 +45,7 @@ def evaluate_calibration(config: EvalConfig, component: Component, selection: Se
     prepared = prepare(calibrated, dataclasses.replace(selection, test_type="repeatability"))
     tracker = tracker or Tracker()
     outcome = run_prepared(prepared, component, tracker, runs_dir, RunRole(
-        tags={"mode": "calibration"}, name_suffix="-calibration", local_reports=False))
+        tags={"mode": "calibration"}, name_prefix="calibration-", local_reports=False))
     recorded: dict[str, list[CallRecord]] = {}
     for call in read_raw_results(outcome.raw_results).records:
         recorded.setdefault(call.entry_id, []).append(call)

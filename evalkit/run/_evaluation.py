@@ -13,6 +13,7 @@ import time
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from evalkit._errors import ConfigError, RunInterrupted
 from evalkit.config import EvalConfig
@@ -22,7 +23,7 @@ from evalkit.records import (
     MetricPoint,
     ScoredRun,
 )
-from evalkit.reports import render_reports
+from evalkit.reports import DESCRIPTION_TAG, render_reports, run_description
 from evalkit.run._async_loop import run_component_calls
 from evalkit.run._call import CallRecord, Component
 from evalkit.run._loop import EntryOutputs
@@ -76,8 +77,10 @@ def run_prepared(prepared: PreparedEvaluation, component: Component, tracker: Tr
     """One MLflow run of a prepared evaluation, in the given role (alone by default)."""
     role = role or RunRole()
     run_id = tracker.start_run(prepared.config.experiment_name,
-                               prepared.run_name(role.name_suffix), prepared.params(),
+                               prepared.run_name(role.name_prefix), prepared.params(),
                                {**prepared.tags(), **role.tags})
+    tracker.log_prompts(run_id, {p.registry_name: p.registry_template()
+                                 for p in prepared.scorers.judge_prompts.values()})
     for bundle in unsynced_bundles(tracker.bundles_dir):
         logger.warning("bundle %s has not been uploaded yet: evalkit sync %s", bundle, bundle)
     with run_lock(runs_dir / run_id, run_id):
@@ -161,6 +164,18 @@ def _complete(prepared: PreparedEvaluation, component: Component, tracker: Track
     prepared.scorers.reset_judge_stats()
     progress = Progress({entry_id: n for entry_id, n in missing.items() if n},
                         retries=prepared.scorers.judge_retries)
+    entries = {p.entry.id: p.entry for p in plan.items}
+
+    def traced(record: CallRecord) -> dict[str, Any]:
+        entry = entries[record.entry_id]
+        return {**record.to_json(), "input": prepared.redactor.value(entry.input),
+                "expected": prepared.redactor.value(entry.expected_output)}
+
+    def on_call(record: CallRecord) -> None:
+        progress.call_done(record.entry_id, record.error is not None)
+        if config.trace_calls and not recorded:  # traces written while the calls run
+            tracker.trace_call(run_id, traced(record), missing[record.entry_id])
+
     with stop_signals() as signals:
         try:
             with RawResultsLog(raw_path) as raw_log:
@@ -169,11 +184,12 @@ def _complete(prepared: PreparedEvaluation, component: Component, tracker: Track
                         plan, component, config.mock_adapters, raw_log, prepared.redactor,
                         seed=role.seed, replicate=role.replicate,
                         concurrency=config.max_concurrency, call_timeout=config.call_timeout,
-                        recorded=recorded,
-                        on_call=lambda r: progress.call_done(r.entry_id, r.error is not None))
+                        recorded=recorded, on_call=on_call)
                 finally:
                     progress.finish()
                 clock = _lap(timings, "calls", clock)
+                if config.trace_calls:  # the rest written while the calls are scored
+                    tracker.start_traces(run_id, [traced(c) for o in outputs for c in o.calls])
                 if prepared.scorers.judge is not None:
                     logger.info("judging with %s", prepared.scorers.judge.model)
                 # Judge errors can quote the provider; nothing leaves the run unredacted.
@@ -190,9 +206,14 @@ def _complete(prepared: PreparedEvaluation, component: Component, tracker: Track
             tracker.log_results(run_id, _run_metrics(prepared, metrics, scored, outputs),
                                 {"verdict": verdict, "run_url": tracker.run_url(run_id)})
             tracker.log_evaluation(run_id, scored)
+            if config.trace_calls:
+                tracker.log_traces(run_id, scored)
             clock = _lap(timings, "logging", clock)
-            written = publish_reports(tracker, run_id, render_reports(tracker.fetch(run_id)),
+            reports = render_reports(tracker.fetch(run_id))
+            written = publish_reports(tracker, run_id, reports,
                                       config.reports_dir if role.local_reports else None)
+            tracker.log_results(run_id, [], {DESCRIPTION_TAG: run_description(
+                metrics, list(reports))})
             clock = _lap(timings, "reports", clock)
             status = "FINISHED"
         except KeyboardInterrupt:

@@ -23,7 +23,9 @@ class RunRole:
     """How a run sits among others: a replicate of a series, a calibration run, or alone."""
 
     tags: Mapping[str, str] = field(default_factory=dict)
-    name_suffix: str = ""
+    name_prefix: str = ""
+    """What tells the run apart from its siblings (``r0-``, ``calibration-``), leading its
+    name so that the MLflow UI, which cuts long names, still shows it."""
     seed: int | None = None
     """Handed to the component as ``call.seed``."""
     replicate: int | None = None
@@ -67,8 +69,8 @@ class PreparedEvaluation:
                 **source_tags(self.config.script)}
         return {k: self.redactor.text(v) for k, v in tags.items()}
 
-    def run_name(self, suffix: str = "") -> str:
-        return f"{self.selection.test_type}-{datetime.now(UTC):%Y%m%d-%H%M%S}{suffix}"
+    def run_name(self, prefix: str = "") -> str:
+        return f"{prefix}{self.selection.test_type}-{datetime.now(UTC):%Y%m%d-%H%M%S}"
 
 
 def prepare(config: EvalConfig, selection: Selection) -> PreparedEvaluation:

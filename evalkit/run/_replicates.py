@@ -26,7 +26,7 @@ from evalkit.run._evaluation import RUNS_DIR, EvaluationOutcome, publish_reports
 from evalkit.run._prepare import PreparedEvaluation, RunRole, prepare
 from evalkit.run._selection import Selection
 from evalkit.stats import ReplicateStability, replicate_seed, replicate_stability
-from evalkit.tracking import Tracker
+from evalkit.tracking import Tracker, Verdict, stability_verdict
 
 logger = logging.getLogger("evalkit")
 
@@ -107,7 +107,7 @@ def evaluate_replicates(config: EvalConfig, component: Component, selection: Sel
     params = {**prepared.params(), "REPLICATES": str(config.replicates),
               "ROOT_SEED": str(config.root_seed),
               **{f"seed_{r}": str(seed) for r, seed in enumerate(seeds.seeds)}}
-    parent = tracker.start_run(config.experiment_name, prepared.run_name("-replicates"),
+    parent = tracker.start_run(config.experiment_name, prepared.run_name("replicates-"),
                                params, tags)
     logger.info("replicates: parent MLflow run %s, %d replicates, seeds %s", parent,
                 config.replicates, ", ".join(map(str, seeds.seeds)))
@@ -116,7 +116,7 @@ def evaluate_replicates(config: EvalConfig, component: Component, selection: Sel
         children = tuple(
             run_prepared(prepared, component, tracker, runs_dir, RunRole(
                 tags={"mlflow.parentRunId": parent, "replicate": str(r), "seed": str(seed)},
-                name_suffix=f"-r{r}", seed=seed, replicate=r, local_reports=False))
+                name_prefix=f"r{r}-", seed=seed, replicate=r, local_reports=False))
             for r, seed in enumerate(seeds.seeds))
         stability = _stability_of(prepared, children)
         lock_doc = seeds.to_json()
@@ -125,6 +125,7 @@ def evaluate_replicates(config: EvalConfig, component: Component, selection: Sel
         tracker.log_text(parent, _dump(lock_doc), LOCK_ARTIFACT)
         tracker.log_text(parent, _dump(_stability_doc(seeds, stability)), STABILITY_ARTIFACT)
         tracker.log_text(parent, _dump(_items_doc(children)), STABILITY_ITEMS_ARTIFACT)
+        tracker.log_stability(children[-1].run_id, _stability_verdicts(children))
         written = publish_reports(tracker, parent, render_reports(tracker.fetch(parent)),
                                   config.reports_dir)
         lock_path.write_text(_dump(lock_doc), encoding="utf-8")
@@ -200,6 +201,18 @@ def _items_doc(children: Sequence[EvaluationOutcome]) -> dict[str, Any]:
                 row[index] = {"correct": item.correct, "passed": item.passed,
                               "outputs": list(item.outputs), "error": item.error}
     return doc
+
+
+def _stability_verdicts(children: Sequence[EvaluationOutcome]) -> dict[str, list[Verdict]]:
+    """Entry id -> the stability of each item covering it, for the last replicate's traces."""
+    verdicts: dict[str, list[Verdict]] = {}
+    for test_type, cells in _items_doc(children).items():
+        members = {i.id: i.entry_ids for c in children
+                   for i in c.scored.type_result(test_type).items}
+        for item_id, row in cells.items():
+            for entry_id in members[item_id]:
+                verdicts.setdefault(entry_id, []).append(stability_verdict(test_type, row))
+    return verdicts
 
 
 def _dump(doc: Mapping[str, Any]) -> str:

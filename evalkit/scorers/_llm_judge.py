@@ -74,6 +74,21 @@ class JudgePrompt:
                               + ", ".join(f"${{{a}}}" for a in sorted(allowed)))
         return cls(use, source, doc["system"], doc["user"], hashlib.sha256(raw).hexdigest())
 
+    @property
+    def registry_name(self) -> str:
+        """Its name in MLflow's prompt registry: one per use, one per custom file."""
+        if self.source == f"evalkit/prompts/{self.use}.yaml":
+            return f"evalkit-judge-{self.use}"
+        stem = "".join(c if c.isalnum() or c in "-_" else "-" for c in Path(self.source).stem)
+        return f"evalkit-judge-{self.use}-{stem}"
+
+    def registry_template(self) -> list[dict[str, str]]:
+        """The chat template in MLflow's ``{{variable}}`` form."""
+        user = Template.pattern.sub(
+            lambda m: "$" if m.group("escaped") else
+            "{{" + (m.group("named") or m.group("braced") or "") + "}}", self.user)
+        return [{"role": "system", "content": self.system}, {"role": "user", "content": user}]
+
     def messages(self, system_in_user: bool = False, **values: str) -> list[dict[str, str]]:
         user = Template(self.user).safe_substitute(values)
         if system_in_user:  # for chat templates that have no system role

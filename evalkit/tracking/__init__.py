@@ -11,8 +11,9 @@ from evalkit.tracking._history import HistoryRow, history, render_history
 from evalkit.tracking._links import run_url, shown_uri, ui_base
 from evalkit.tracking._reader import build_record, journal_record
 from evalkit.tracking._store import TrackingOffline
+from evalkit.tracking._traces import Verdict, stability_verdict
 from evalkit.tracking._tracker import Tracker, source_tags
 
 __all__ = ["BUNDLES_DIR", "HistoryRow", "RunJournal", "Tracker", "TrackingOffline",
-           "build_record", "history", "journal_record", "render_history", "run_url",
-           "shown_uri", "source_tags", "ui_base", "unsynced_bundles"]
+           "Verdict", "build_record", "history", "journal_record", "render_history", "run_url",
+           "shown_uri", "source_tags", "stability_verdict", "ui_base", "unsynced_bundles"]

@@ -11,6 +11,7 @@ import json
 import re
 import tempfile
 from collections.abc import Callable, Mapping
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -19,6 +20,7 @@ from evalkit.records import (
     EVALUATION_ARTIFACT,
     MODE_DOCUMENTS,
     WITHOUT_EVALUATION,
+    ReviewerVerdict,
     RunRecord,
     ScoredRun,
     history_keys,
@@ -41,7 +43,7 @@ class RunReader(TrackingStore):
             return journal_record(self._journals[run_id])
         run = self.run_data(run_id)
         experiment = self._client.get_experiment(run.info.experiment_id)
-        return build_record(
+        record = build_record(
             run_id=run_id, run_name=run.info.run_name, experiment_id=run.info.experiment_id,
             experiment_name=experiment.name, start_time_ms=run.info.start_time,
             status=run.info.status, params=dict(run.data.params), tags=dict(run.data.tags),
@@ -49,6 +51,10 @@ class RunReader(TrackingStore):
             read_json=lambda path: self.read_json(run_id, path),
             history=lambda key: tuple(m.value for m in sorted(
                 self._client.get_metric_history(run_id, key), key=lambda m: m.step)))
+        if record.evaluation is None or not record.evaluation.human_review:
+            return record
+        return replace(record, reviewer_verdicts=reviewer_verdicts(
+            self._client, run.info.experiment_id, run_id))
 
     def run_url(self, run_id: str) -> str:
         """The run's page in the MLflow UI (see :func:`evalkit.tracking.run_url`)."""
@@ -120,6 +126,26 @@ class RunReader(TrackingStore):
             raise TrackingError(f"{found} at {self.tracking_uri} has an id starting with "
                                 f"{prefix!r}: give more of the run id, or the experiment name")
         return str(matches[0])
+
+
+def reviewer_verdicts(client: Any, experiment_id: str, run_id: str
+                      ) -> tuple[ReviewerVerdict, ...]:
+    """Feedback people added to the run's traces in the MLflow UI (source ``HUMAN``)."""
+    verdicts = []
+    token = None
+    while True:
+        page = client.search_traces(locations=[experiment_id], run_id=run_id, max_results=500,
+                                    page_token=token, include_spans=False)
+        verdicts += [
+            ReviewerVerdict(trace.info.tags.get("evalkit.entry_id", trace.info.trace_id),
+                            a.source.source_id, int(a.create_time_ms or 0), a.name, a.value,
+                            a.rationale)
+            for trace in page for a in trace.info.assessments
+            if a.source.source_type == "HUMAN" and a.feedback is not None and a.valid
+            is not False]
+        token = page.token
+        if not token:
+            return tuple(sorted(verdicts, key=lambda v: (v.entry_id, v.time_ms, v.reviewer)))
 
 
 def build_record(*, run_id: str, run_name: str, experiment_id: str, experiment_name: str,

@@ -2,13 +2,16 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 from evalkit._errors import TrackingError
-from evalkit.records import TABLE_ARTIFACT
+from evalkit.records import EVALUATION_ARTIFACT, RAW_ARTIFACT_DIR, TABLE_ARTIFACT, ScoredRun
 from evalkit.tracking._bundle import RunJournal, mark_synced
 from evalkit.tracking._store import TrackingStore
 from evalkit.tracking._table import table_from_json
+from evalkit.tracking._trace_writer import TraceWriter
+from evalkit.tracking._traces import TRACES_TAG, RunContext, build_traces
 
 
 class BundleSync(TrackingStore):
@@ -49,7 +52,24 @@ class BundleSync(TrackingStore):
             else:
                 directory = str(Path(path).parent) if "/" in path else None
                 self._client.log_artifact(run_id, str(folder / "artifacts" / path), directory)
+        if TRACES_TAG in journal.tags and EVALUATION_ARTIFACT in journal.artifacts:
+            self._sync_traces(journal, run_id)
         self._client.set_terminated(run_id, status=journal.status
                                     if journal.status != "RUNNING" else "FAILED")
         mark_synced(folder, run_id, self.tracking_uri)
         return run_id
+
+    def _sync_traces(self, journal: RunJournal, run_id: str) -> None:
+        """The run's traces and assessments, built from the bundle as the run would have
+        written them; those the server already holds are kept as they are."""
+        run = self._client.get_run(run_id)
+        context = RunContext(run_id, run.info.experiment_id, run.info.start_time,
+                             journal.params, journal.tags)
+        calls = [json.loads(line) for path in journal.artifacts
+                 if path.startswith(f"{RAW_ARTIFACT_DIR}/") and path.endswith(".jsonl")
+                 for line in journal.artifact_bytes(path).decode("utf-8").splitlines()]
+        evaluation = ScoredRun.from_json(json.loads(journal.artifact_bytes(EVALUATION_ARTIFACT)))
+        traces = build_traces(context, evaluation, calls)
+        writer = TraceWriter(self._client, context)
+        writer.write_calls(traces)
+        writer.write_verdicts(traces)

@@ -1,0 +1,179 @@
+"""A run's entries as MLflow traces, built from its records after the calls.
+
+One trace per entry: the entry's input as the request, its output(s) as the response, a span
+per component call (repeat, replicate, seed, latency, error) and per judge call (model, prompt
+use, reply), and its verdicts as assessments. Everything is built from what the run already
+keeps (``results/evaluation.json``, the raw results, the params and tags), so a bundle synced
+after an outage yields the same traces as a run that never lost its server.
+
+Trace and span ids are derived from the run id and the entry id: writing a run's traces again
+(a resumed run, a second sync) finds them by id instead of duplicating them.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections import Counter
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from evalkit.records import ItemResult, ScoredRun, as_text
+
+JUDGE_PROMPT_USE = {"repeatability": "repeatability", "bias": "bias"}
+"""The judge's prompt use per test type; any other type is judged against its expected output."""
+TRACES_TAG = "evalkit.traces"
+"""Set on a run whose entries are traced: ``evalkit sync`` writes the traces of its bundle."""
+REVIEW_ASSESSMENT = "human_review"
+PENDING = "pending"
+EXPECTATION = "expected_output"
+
+
+@dataclass(frozen=True)
+class Verdict:
+    """One assessment on an entry's trace."""
+
+    name: str
+    value: Any
+    rationale: str | None
+    source_type: str
+    """``CODE``, ``LLM_JUDGE`` or ``HUMAN`` (MLflow's assessment source types)."""
+    source_id: str
+    expectation: bool = False
+
+
+@dataclass(frozen=True)
+class CallSpan:
+    repeat: int
+    output: Any
+    error: str | None
+    latency_ms: float
+
+
+@dataclass
+class EntryTrace:
+    """Everything one entry's trace holds, in plain values."""
+
+    entry_id: str
+    trace_id: str
+    input: Any = None
+    calls: list[CallSpan] = field(default_factory=list)
+    judge_replies: list[tuple[str, str]] = field(default_factory=list)
+    """(prompt use, reply) of every judge call that judged this entry."""
+    verdicts: list[Verdict] = field(default_factory=list)
+
+
+@dataclass(frozen=True)
+class RunContext:
+    """The run the traces belong to, as its params and tags describe it."""
+
+    run_id: str
+    experiment_id: str
+    start_time_ms: int
+    params: Mapping[str, str]
+    tags: Mapping[str, str]
+
+
+def trace_id_for(run_id: str, entry_id: str) -> str:
+    """The trace id of an entry in a run: the same every time it is written."""
+    return "tr-" + hashlib.sha256(f"{run_id}\0{entry_id}".encode()).hexdigest()[:32]
+
+
+def build_traces(context: RunContext, evaluation: ScoredRun,
+                 calls: Sequence[Mapping[str, Any]]) -> list[EntryTrace]:
+    """One :class:`EntryTrace` per entry with calls or results, in the run's order. A call may
+    carry its entry's ``input``; else the input comes from the entry's results."""
+    traces: dict[str, EntryTrace] = {}
+
+    def trace(entry_id: str) -> EntryTrace:
+        if entry_id not in traces:
+            traces[entry_id] = EntryTrace(entry_id, trace_id_for(context.run_id, entry_id))
+        return traces[entry_id]
+
+    for call in calls:
+        if "input" in call:
+            trace(call["entry_id"]).input = call["input"]
+        trace(call["entry_id"]).calls.append(CallSpan(
+            call["repeat"], call.get("output"), call.get("error"), float(call["latency_ms"])))
+    for entry in traces.values():  # calls arrive in the order they finish
+        entry.calls.sort(key=lambda c: c.repeat)
+    judge_model = context.params.get("judge_model", "llm judge")
+    for result in evaluation.types:
+        judged = result.scorer == "llm_judge"
+        for item in result.items:
+            verdict = Verdict(
+                name=result.test_type, value=item.passed,
+                rationale=_rationale(result.test_type, item, context.params),
+                source_type="LLM_JUDGE" if judged else "CODE",
+                source_id=judge_model if judged else f"evalkit.{result.scorer}")
+            for entry_id in item.entry_ids:
+                entry = trace(entry_id)
+                if entry.input is None and len(item.entry_ids) == 1:
+                    entry.input = item.input
+                entry.verdicts.append(verdict)
+                if judged and item.judge_reply is not None:
+                    entry.judge_replies.append(
+                        (JUDGE_PROMPT_USE.get(result.test_type, "expected"), item.judge_reply))
+            if item.expected is not None and len(item.entry_ids) == 1:
+                entry = trace(item.id)
+                if not any(v.expectation for v in entry.verdicts):
+                    entry.verdicts.append(Verdict(EXPECTATION, item.expected, None, "HUMAN",
+                                                  "golden dataset", expectation=True))
+    for review in evaluation.human_review:
+        entry = trace(review.id)
+        entry.input = review.input if entry.input is None else entry.input
+        entry.verdicts.append(Verdict(REVIEW_ASSESSMENT, PENDING, review.instructions, "CODE",
+                                      "evalkit.human_review"))
+    return list(traces.values())
+
+
+def stability_verdict(test_type: str, cells: Sequence[Mapping[str, Any] | None]) -> Verdict:
+    """An item's stability across replicates (one cell per replicate, ``None`` when the item
+    was not scored there): always right, always wrong, or changed, with each answer."""
+    correct = {c["correct"] for c in cells if c is not None}
+    value = ("changed" if len(correct) > 1
+             else "always right" if correct == {True} else "always wrong")
+    answers = "; ".join(
+        f"r{r}: " + ("not scored" if c is None else
+                     f"{'right' if c['correct'] else 'wrong'} "
+                     f"({_short(c['error'] or ' | '.join(as_text(o) for o in c['outputs']))})")
+        for r, c in enumerate(cells))
+    return Verdict(f"{test_type}_stability", value, answers, "CODE", "evalkit.replicates")
+
+
+def _rationale(test_type: str, item: ItemResult, params: Mapping[str, str]) -> str:
+    """The evidence behind a verdict, in one readable line."""
+    parts = [("PASS" if item.passed else "FAIL")
+             + ("" if item.expected_pass else " (annotated expected_pass: false)")]
+    if item.error:
+        parts.append(f"error: {item.error}")
+    if item.similarity is not None:
+        threshold = params.get(f"{test_type}_similarity_threshold")
+        label = "average pairwise cosine" if test_type in JUDGE_PROMPT_USE else "cosine"
+        parts.append(f"{label} {item.similarity:.4f}"
+                     + (f" against threshold {threshold}" if threshold else ""))
+    if item.judge_reply is not None:
+        parts.append(f"judge replied {item.judge_reply!r}"
+                     + (" (invalid judgement)" if item.invalid_judgement else ""))
+    if test_type in JUDGE_PROMPT_USE and len(item.outputs) > 1:
+        counts = Counter(as_text(o) for o in item.outputs)
+        parts.append(f"{len(counts)} distinct answer(s) of {len(item.outputs)}: " + ", ".join(
+            f"{_short(text)!r} x{n}" for text, n in counts.most_common()))
+    if len(item.entry_ids) > 1:
+        parts.append(f"group {item.id} ({', '.join(item.entry_ids)})")
+    return "; ".join(parts)
+
+
+def _short(text: str, limit: int = 120) -> str:
+    return text if len(text) <= limit else text[:limit - 1] + "…"
+
+
+def response_of(entry: EntryTrace) -> Any:
+    """The trace's response: the single output, or every repeat's output (or error)."""
+    answers = [{"error": c.error} if c.error else c.output for c in entry.calls]
+    return answers[0] if len(answers) == 1 else answers
+
+
+def dumps(value: Any) -> str:
+    return json.dumps(value, ensure_ascii=False, default=str)
