@@ -245,16 +245,19 @@ def _close_run(tracker: Tracker, run_id: str, raw_path: Path, status: str) -> No
 
 @contextlib.contextmanager
 def _sigterm_as_interrupt() -> Iterator[None]:
-    """Treat SIGTERM like Ctrl-C while calls run, so a stopped job still closes its run."""
+    """Treat SIGTERM, and SIGINT, as Ctrl-C while calls run, so a stopped job still closes its
+    run. SIGINT is installed explicitly: a process started with SIGINT ignored (a background
+    job, some CI runners) never gets Python's own handler, and would ignore Ctrl-C."""
     def interrupt(signum: int, frame: FrameType | None) -> None:
         raise KeyboardInterrupt
 
     try:
-        previous = signal.signal(signal.SIGTERM, interrupt)
+        previous = {s: signal.signal(s, interrupt) for s in (signal.SIGTERM, signal.SIGINT)}
     except ValueError:  # not the main thread: signals stay as they are
         yield
         return
     try:
         yield
     finally:
-        signal.signal(signal.SIGTERM, previous)
+        for stop_signal, handler in previous.items():
+            signal.signal(stop_signal, handler)
