@@ -21,7 +21,7 @@ from evalkit import Call, Entry, EvalConfig, Selection
 from evalkit.reports import render_reports
 from evalkit.run import compare, evaluate_replicates
 from evalkit.run._compare import Side, Verdict, noise_gate
-from evalkit.run._replicates import LOCK_FILE, SeedLock
+from evalkit.run._replicates import LOCK_FILE, SeedLock, seeds_for
 from evalkit.stats import replicate_seed
 from evalkit.tracking import Tracker
 from tests.conftest import entry, run_script, script_env, write_dataset, write_eval_script
@@ -138,6 +138,25 @@ def test_a_rerun_reads_its_seeds_from_the_lock(tmp_path: Path, tracking_uri: str
     replicates(tmp_path, tracking_uri, cfg, component)
     assert {s for _, r, s in component.seen if r == 0} == {12345}
     assert SeedLock.load(lock).seeds[0] == 12345
+
+    # A new ROOT_SEED is a new series: the lock's seeds (of ROOT_SEED 0) are not reused.
+    component = SeededComponent(0.6)
+    replicates(tmp_path, tracking_uri, config(tmp_path, "replicates/lock", REPLICATES=2,
+                                              ROOT_SEED=1), component)
+    fresh = [replicate_seed(1, "replicates/lock", r) for r in range(2)]
+    assert sorted({(r, s) for _, r, s in component.seen}) == list(enumerate(fresh))
+    assert SeedLock.load(lock) == SeedLock("replicates/lock", 1, tuple(fresh))
+
+
+def test_seeds_come_from_the_lock_only_for_its_own_pack_and_root_seed() -> None:
+    lock = SeedLock("pack", 0, (11, 12))
+    assert seeds_for("pack", 0, 3, lock).seeds == (11, 12, replicate_seed(0, "pack", 2))
+    assert seeds_for("pack", 0, 1, lock).seeds == (11,)
+    for pack, root in (("pack", 1), ("other", 0)):
+        assert seeds_for(pack, root, 2, lock) == SeedLock(
+            pack, root, (replicate_seed(root, pack, 0), replicate_seed(root, pack, 1)))
+    assert seeds_for("pack", 0, 2).seeds == (replicate_seed(0, "pack", 0),
+                                              replicate_seed(0, "pack", 1))
 
 
 def test_noise_gate() -> None:
