@@ -19,7 +19,7 @@ import pytest
 
 from evalkit import Call, Entry, EvalConfig, Selection
 from evalkit.reports import render_reports
-from evalkit.run import compare, evaluate_replicates
+from evalkit.run import compare, evaluate, evaluate_replicates, load_side
 from evalkit.run._compare import Side, Verdict, noise_gate
 from evalkit.run._replicates import LOCK_FILE, SeedLock, seeds_for
 from evalkit.stats import replicate_seed
@@ -177,6 +177,40 @@ def test_compare_counts_flips_in_each_direction() -> None:
     assert (result.right_in_a_only, result.right_in_b_only) == (("y",), ("z",))
     assert result.shared_items == 3  # w split evenly across A's replicates
     assert result.gap == 0.25 and result.floor == 0.1 and result.verdict is Verdict.BETTER
+
+
+def test_compare_leaves_out_an_item_split_evenly_across_an_even_number_of_replicates(
+        tmp_path: Path, tracking_uri: str) -> None:
+    # Four replicates; each item is right in the first `k` of them.
+    right_in = {"always": 4, "mostly": 3, "tie": 2, "rarely": 1, "never": 0}
+    dataset = write_dataset(tmp_path / "ds", {i: entry("functional") for i in right_in})
+    tracker = Tracker(tracking_uri)
+
+    def run(experiment: str, component: Any, **extra: Any) -> None:
+        cfg = EvalConfig.from_constants({
+            "EXPERIMENT_NAME": experiment, "DATASET_PATH": str(dataset),
+            "REPORTS_DIR": str(tmp_path / experiment), "EVAL_MIN_ACCURACY": 0.0, **extra},
+            "test_eval.py")
+        run_with = evaluate_replicates if "REPLICATES" in extra else evaluate
+        run_with(cfg, component, Selection("all"), tracker=tracker,
+                 runs_dir=tmp_path / ".evalkit" / "runs")
+
+    run("tie/a", lambda e, call: "a" if call.replicate < right_in[e.id] else "wrong",
+        REPLICATES=4)
+    run("tie/all-right", lambda e, call: "a")
+    run("tie/all-wrong", lambda e, call: "wrong")
+    a = load_side(tracker, "tie/a")
+    assert a.items["functional"] == {"always": True, "mostly": True, "tie": None,
+                                     "rarely": False, "never": False}
+    (against_right,) = compare(a, load_side(tracker, "tie/all-right"))
+    (against_wrong,) = compare(a, load_side(tracker, "tie/all-wrong"))
+    # The tie is undecided: neither right nor wrong, so it is in no flip list and not shared.
+    assert against_right.shared_items == against_wrong.shared_items == 4
+    assert (against_right.right_in_a_only, against_right.right_in_b_only) == (
+        (), ("never", "rarely"))
+    assert (against_wrong.right_in_a_only, against_wrong.right_in_b_only) == (
+        ("always", "mostly"), ())
+    assert against_right.a == pytest.approx((4 + 3 + 2 + 1) / 20)  # accuracy counts every vote
 
 
 COMPARE_SCRIPT = """

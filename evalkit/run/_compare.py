@@ -5,6 +5,11 @@ thing twice (seeds/002). For each test type both runs share, the comparison repo
 which items flipped between A and B in each direction, and the noise floor measured from the
 replicates behind A and/or B (the larger of the two when both have one). Only a gap that
 clears twice the floor gets a winner; inside it, or without a floor, the comparison refuses.
+
+A replicate series counts an item by majority over its replicates. An item split evenly (right
+in exactly half of an even number of replicates) is undecided: it is neither right nor wrong,
+so it is in no flip list and not among the shared items, rather than being tipped either way
+by a tie-break. The accuracies themselves count every replicate's verdict.
 """
 
 from __future__ import annotations
