@@ -8,22 +8,11 @@ from __future__ import annotations
 import json
 import threading
 from pathlib import Path
-from typing import Any
 
-from evalkit import Call, Entry, EvalConfig, Selection
+from evalkit import Call, Entry
 from evalkit._secrets import Redactor
-from evalkit.dataset import load_dataset
 from evalkit.run._loop import CallRecord, RawResultsLog, run_calls
-from evalkit.run._selection import RunPlan, plan_run
-from tests.conftest import entry, write_dataset
-
-
-def plan_of(tmp_path: Path, entries: dict[str, dict[str, Any]], repeats: int = 3) -> RunPlan:
-    dataset = write_dataset(tmp_path / "ds", entries)
-    config = EvalConfig.from_constants({
-        "EXPERIMENT_NAME": "loop/tests", "DATASET_PATH": str(dataset), "EVAL_MIN_ACCURACY": 0.5,
-        "REPEAT_COUNT": repeats, "EVAL_MIN_ACCURACY_REPEATABILITY": 0.5}, "test_eval.py")
-    return plan_run(load_dataset(dataset), Selection("all"), config)
+from tests.conftest import entry, plan_of
 
 
 def raw_order(path: Path) -> list[tuple[str, int]]:

@@ -20,7 +20,6 @@ import pytest
 from evalkit import Call, Entry, EvalConfig, Selection
 from evalkit.reports import render_reports
 from evalkit.run import compare, evaluate, evaluate_replicates, load_side
-from evalkit.run._compare import Side, Verdict, noise_gate
 from evalkit.run._replicates import LOCK_FILE, SeedLock, seeds_for
 from evalkit.stats import replicate_seed
 from evalkit.tracking import Tracker
@@ -157,26 +156,6 @@ def test_seeds_come_from_the_lock_only_for_its_own_pack_and_root_seed() -> None:
             pack, root, (replicate_seed(root, pack, 0), replicate_seed(root, pack, 1)))
     assert seeds_for("pack", 0, 2).seeds == (replicate_seed(0, "pack", 0),
                                               replicate_seed(0, "pack", 1))
-
-
-def test_noise_gate() -> None:
-    assert noise_gate(0.2, None) is Verdict.NO_FLOOR
-    assert noise_gate(0.05, 0.03) is Verdict.INSIDE_NOISE
-    assert noise_gate(0.06, 0.03) is Verdict.INSIDE_NOISE  # must clear twice the floor
-    assert noise_gate(0.07, 0.03) is Verdict.BETTER
-    assert noise_gate(-0.07, 0.03) is Verdict.WORSE
-    assert noise_gate(0.0, 0.0) is Verdict.INSIDE_NOISE
-
-
-def test_compare_counts_flips_in_each_direction() -> None:
-    a = Side("a", "A", {"functional": 0.75}, {"functional": {"x": True, "y": True, "z": False,
-                                                             "w": None}}, {"functional": 0.1})
-    b = Side("b", "B", {"functional": 0.5, "smoke": 1.0},
-             {"functional": {"x": True, "y": False, "z": True, "w": True}}, {})
-    (result,) = compare(a, b)
-    assert (result.right_in_a_only, result.right_in_b_only) == (("y",), ("z",))
-    assert result.shared_items == 3  # w split evenly across A's replicates
-    assert result.gap == 0.25 and result.floor == 0.1 and result.verdict is Verdict.BETTER
 
 
 def test_compare_leaves_out_an_item_split_evenly_across_an_even_number_of_replicates(

@@ -1,0 +1,119 @@
+"""Scoring on its own: the real loop's outputs scored with the exact scorer, every field checked.
+
+Fast (no MLflow, no model): among the tests ``make mutation`` runs.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from evalkit import Call, Entry, EvalConfig
+from evalkit._secrets import Redactor
+from evalkit.records import ItemResult, SkippedGroup
+from evalkit.run._loop import RawResultsLog, run_calls
+from evalkit.run._scoring import Scorers, score_run
+from evalkit.scorers import ExactScorer, SemanticSimilarityScorer
+from tests.conftest import entry, plan_of
+
+ENTRIES = {
+    "right": entry("functional", "smoke", input="q1", expected="yes"),
+    "wrong": entry("functional", input="q2", expected="yes"),
+    "crash": entry("functional", input="q3", expected="yes"),
+    "veto": entry("functional", input="q4", expected="no", expected_pass=False),
+    "steady": entry("repeatability", input="r1"),
+    "shaky": entry("repeatability", input="r2"),
+    "flaky": entry("repeatability", input="r3"),
+    "b1": entry("bias", bias_group="g", input="as she"),
+    "b2": entry("bias", bias_group="g", input="as he"),
+    "c1": entry("bias", bias_group=7, input="casual"),
+    "c2": entry("bias", bias_group=7, input="formal", expected_pass=False),
+    "d1": entry("bias", bias_group="lonely", input="alone"),
+    "e1": entry("bias", bias_group="broken", input="x"),
+    "e2": entry("bias", bias_group="broken", input="y"),
+    "review": entry("functional", input="q5", expected="yes", human_review=True,
+                    human_instructions="check the tone"),
+}
+# --groups=main leaves the "lonely" bias group with one variant in the run.
+ENTRIES = {k: {**v, "group": "main"} for k, v in ENTRIES.items()}
+ENTRIES["d2"] = entry("bias", bias_group="lonely", input="left out", group="other")
+
+
+def answer(item: Entry, call: Call) -> Any:
+    if item.id == "crash" or (item.id == "flaky" and call.repeat == 1) or item.id == "e2":
+        raise RuntimeError(f"boom {item.id}")
+    return {"right": "Yes", "wrong": "no", "veto": "yes", "shaky": f"v{call.repeat % 2}",
+            "c1": {"k": 1}, "c2": {"k": 1.0}, "b2": "B", "review": "yes"}.get(item.id, "same")
+
+
+def scored_run(tmp_path: Path) -> Any:
+    plan = plan_of(tmp_path, ENTRIES, repeats=3, groups="main")
+    with RawResultsLog(tmp_path / "raw.jsonl") as log:
+        outputs = run_calls(plan, answer, {}, log, Redactor(), concurrency=4)
+    scorers = Scorers({t: ExactScorer() for t in plan.types})
+    return score_run(outputs, plan.types, scorers)
+
+
+def test_every_type_is_scored_with_its_errors_and_annotations(tmp_path: Path) -> None:
+    run = scored_run(tmp_path)
+    assert [t.test_type for t in run.types] == ["bias", "functional", "smoke", "repeatability"]
+    assert all(t.scorer == "exact" for t in run.types)
+    assert run.calls == 5 + 3 * 3 + 7 and run.component_errors == 3
+
+    def item(item_id: str, passed: bool, outputs: tuple[Any, ...], **fields: Any) -> ItemResult:
+        defaults: dict[str, Any] = {"expected_pass": True, "expected": None,
+                                    "entry_ids": (item_id,), "similarity": None}
+        return ItemResult(item_id, passed, outputs=outputs, **{**defaults, **fields})
+
+    functional = run.type_result("functional")
+    assert functional.items == (  # in dataset (file name) order
+        item("crash", False, (None,), input="q3", expected="yes",
+             error="RuntimeError: boom crash"),
+        item("review", True, ("yes",), input="q5", expected="yes"),
+        item("right", True, ("Yes",), input="q1", expected="yes"),
+        item("veto", False, ("yes",), input="q4", expected="no", expected_pass=False),
+        item("wrong", False, ("no",), input="q2", expected="yes"),
+    )
+    assert [i.correct for i in functional.items] == [False, True, True, True, False]
+    assert run.type_result("smoke").items == (
+        item("right", True, ("Yes",), input="q1", expected="yes"),)
+
+    repeatability = run.type_result("repeatability")
+    assert repeatability.items == (
+        item("flaky", False, ("same", None, "same"), input="r3",
+             error="repeat 1: RuntimeError: boom flaky"),
+        item("shaky", False, ("v0", "v1", "v0"), input="r2"),
+        item("steady", True, ("same",) * 3, input="r1"),
+    )
+
+    bias = run.type_result("bias")
+    assert bias.items == (
+        item("g", False, ("same", "B"), input=["as she", "as he"], entry_ids=("b1", "b2")),
+        item("7", True, ({"k": 1}, {"k": 1.0}), input=["casual", "formal"],
+             entry_ids=("c1", "c2"), expected_pass=False),
+        item("broken", False, ("same", None), input=["x", "y"], entry_ids=("e1", "e2"),
+             error="e2: RuntimeError: boom e2"),
+    )
+    assert bias.skipped == (SkippedGroup(
+        "lonely", ("d1",), "only 1 variant in this run's selection; a bias group needs 2"),)
+
+    (review,) = run.human_review
+    assert (review.id, review.input, review.instructions, review.output, review.error) == (
+        "review", "q5", "check the tone", "yes", None)
+
+
+def test_scorers_follow_the_constants() -> None:
+    config = EvalConfig.from_constants({
+        "EXPERIMENT_NAME": "s/t", "DATASET_PATH": "ds", "EVAL_MIN_ACCURACY": 0.5,
+        "SCORER_BIAS": "semantic_similarity", "BIAS_SEMANTIC_SIMILARITY_SCORE": 0.75,
+        "SEMANTIC_SIMILARITY_SCORE": 0.6, "SCORER_SMOKE": "semantic_similarity"},
+        "test_eval.py")
+    scorers = Scorers.for_run(config, ["functional", "smoke", "bias"])
+    assert isinstance(scorers.by_type["functional"], ExactScorer)
+    smoke, bias = scorers.by_type["smoke"], scorers.by_type["bias"]
+    assert isinstance(smoke, SemanticSimilarityScorer) and smoke.threshold == 0.6
+    assert isinstance(bias, SemanticSimilarityScorer) and bias.threshold == 0.75
+    assert smoke._embedder is bias._embedder  # one model for the run
+    assert scorers.judge is None and scorers.judge_params() == {}
+    assert scorers.judge_retries() == 0 and scorers.judge_metrics(score_run([], [], scorers)) \
+        == {}
