@@ -8,7 +8,9 @@ from __future__ import annotations
 
 import pytest
 
-from evalkit.stats import VarianceComponents, allocate
+from evalkit.stats import VarianceComponents, allocate, latency_percentiles, wilson_interval
+from evalkit.stats._budget import Allocation, variance_times_budget
+from evalkit.stats._one_run import confusion_matrix, convergence, cumulative_series
 from evalkit.stats._votes import Rule, Ties, disagreement, smallest_n, vote_error, vote_table
 
 
@@ -81,3 +83,87 @@ def test_allocation_advice_when_items_do_not_vary() -> None:
     assert plan.optimum is None and plan.buy == "replicates"
     assert plan.advice() == ("all the measured variance is completion noise: more replicates "
                              "narrow the interval, more items of the same kind do not")
+
+
+@pytest.mark.parametrize(("replicate_cost", "item_cost"), [(0.0, 1.0), (1.0, 0.0), (-1.0, 1.0)])
+def test_allocate_refuses_costs_that_are_not_positive(replicate_cost: float,
+                                                      item_cost: float) -> None:
+    with pytest.raises(ValueError) as refused:
+        allocate(VarianceComponents(0.01, 0.02, 0.03, 2.0, 10), replicate_cost, item_cost)
+    assert str(refused.value) == "costs must be positive"
+
+
+def test_allocation_by_hand() -> None:
+    # sigma2 = 0.02, tau2 = completion x trials = 0.045 x 2 = 0.09; a = 1, b = 1:
+    # N* = sqrt(b tau2 / (a sigma2)) = sqrt(4.5) = 2.1213; floor = (0.3 + 0.14142)^2.
+    components = VarianceComponents(0.045, 0.02, 0.065, 2.0, 30)
+    plan = allocate(components)
+    assert plan == Allocation(0.02, pytest.approx(0.09), 1.0, 1.0, 2.0,
+                              pytest.approx(4.5 ** 0.5), 2,
+                              pytest.approx((0.3 + 0.02 ** 0.5) ** 2))
+    # N* = 2.9 (tau2 = 0.1682): the ceiling, 3, has the smaller variance x budget.
+    high = allocate(VarianceComponents(0.0841, 0.02, 0.1041, 2.0, 30))
+    assert high.optimum == pytest.approx(2.9) and high.best_whole == 3
+    assert variance_times_budget(0.02, 0.1682, 1, 1, 3) < variance_times_budget(
+        0.02, 0.1682, 1, 1, 2)
+    assert high.buy == "replicates"
+    assert high.advice() == ("optimum 2.90 replicates per item (best whole number 3) against "
+                             "2 now: the next unit of budget should buy replicates")
+    flat = allocate(VarianceComponents(0.02, 0.0, 0.02, 2.0, 30), 2.0, 3.0)
+    assert flat == Allocation(0.0, pytest.approx(0.04), 2.0, 3.0, 2.0, None, None,
+                              pytest.approx(0.08))
+
+
+@pytest.mark.parametrize(("successes", "n", "message"), [
+    (0, 0, "a Wilson interval needs at least one observation"),
+    (3, 2, "successes must lie in [0, 2], got 3"),
+    (-1, 2, "successes must lie in [0, 2], got -1"),
+])
+def test_wilson_refuses_with_a_message(successes: int, n: int, message: str) -> None:
+    with pytest.raises(ValueError) as refused:
+        wilson_interval(successes, n)
+    assert str(refused.value) == message
+
+
+def test_wilson_keeps_its_inputs_and_uses_its_confidence() -> None:
+    narrow, wide = wilson_interval(22, 25, 0.90), wilson_interval(22, 25)
+    assert (narrow.successes, narrow.n, narrow.confidence) == (22, 25, 0.90)
+    assert wide.confidence == 0.95
+    assert wide.low == pytest.approx(0.700, abs=5e-4) and wide.high == pytest.approx(
+        0.958, abs=5e-4)  # the docstring's example
+    assert wide.low < narrow.low < narrow.high < wide.high
+
+
+def test_confusion_matrix_counts_each_cell() -> None:
+    matrix = confusion_matrix([True, True, True, False, False, False, False],
+                              [True, True, False, False, False, False, True])
+    assert (matrix.tp, matrix.fp, matrix.tn, matrix.fn) == (2, 1, 3, 1)
+    with pytest.raises(ValueError) as refused:
+        confusion_matrix([True], [True, False])
+    assert str(refused.value) == "scores and expectations differ in length"
+    with pytest.raises(ValueError):
+        cumulative_series([True], [True, False])
+
+
+@pytest.mark.parametrize(("accuracy", "f1"), [([], []), ([1.0], []), ([1.0, 1.0], [1.0])])
+def test_convergence_refuses_uneven_or_empty_series(accuracy: list[float],
+                                                    f1: list[float]) -> None:
+    with pytest.raises(ValueError) as refused:
+        convergence(accuracy, f1)
+    assert str(refused.value) == "convergence needs two equally long, non-empty series"
+
+
+def test_convergence_keeps_its_series() -> None:
+    result = convergence([0.5, 0.6], [0.4, 0.7])
+    assert (result.accuracy, result.f1, result.window) == ((0.5, 0.6), (0.4, 0.7), 2)
+    assert result.accuracy_change_pp == 10.0 and result.f1_change_pp == 30.0
+
+
+def test_latency_percentiles_by_hand() -> None:
+    assert latency_percentiles([]) == {}
+    assert latency_percentiles([7.0]) == {"p50": 7.0, "p90": 7.0, "p99": 7.0}
+    # Inclusive method: the k-th percentile of sorted x_0..x_{m-1} is at (m-1)k/100.
+    assert latency_percentiles([20.0, 10.0]) == pytest.approx(
+        {"p50": 15.0, "p90": 19.0, "p99": 19.9})
+    assert latency_percentiles([50.0, 10.0, 40.0, 20.0, 30.0]) == pytest.approx(
+        {"p50": 30.0, "p90": 46.0, "p99": 49.6})
