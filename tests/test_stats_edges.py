@@ -8,7 +8,13 @@ from __future__ import annotations
 
 import pytest
 
-from evalkit.stats import VarianceComponents, allocate, latency_percentiles, wilson_interval
+from evalkit.stats import (
+    VarianceComponents,
+    allocate,
+    latency_percentiles,
+    replicate_stability,
+    wilson_interval,
+)
 from evalkit.stats._budget import Allocation, variance_times_budget
 from evalkit.stats._one_run import confusion_matrix, convergence, cumulative_series
 from evalkit.stats._votes import Rule, Ties, disagreement, smallest_n, vote_error, vote_table
@@ -167,3 +173,33 @@ def test_latency_percentiles_by_hand() -> None:
         {"p50": 15.0, "p90": 19.0, "p99": 19.9})
     assert latency_percentiles([50.0, 10.0, 40.0, 20.0, 30.0]) == pytest.approx(
         {"p50": 30.0, "p90": 46.0, "p99": 49.6})
+
+
+def test_stability_json_by_hand() -> None:
+    # a always right, c always wrong, b flips, d seen in replicate 0 only.
+    table = {"a": {0: True, 1: True}, "b": {0: True, 1: False}, "c": {0: False, 1: False},
+             "d": {0: True}}
+    result = replicate_stability("correct", table)
+    doc = result.to_json()
+    assert result.components is not None and result.interval is not None
+    interval = result.interval
+    assert doc == {
+        "metric": "correct",
+        "rates": {"0": [3, 4], "1": [1, 3]},
+        "mean": pytest.approx((3 / 4 + 1 / 3) / 2),
+        "sd": pytest.approx((3 / 4 - 1 / 3) / 2 ** 0.5),
+        "spread": pytest.approx(3 / 4 - 1 / 3),
+        "unstable_items": 1,
+        "repeated_items": 3,
+        "components": result.components.to_json(),
+        "interval": {"p": interval.p, "n_eff": interval.n_eff,
+                     "confidence": 0.95, "low": interval.low, "high": interval.high},
+        "noise_floor": pytest.approx(1 / 3),
+        "pairwise": [{"replicates": [0, 1], "shared": 3, "disagree": 1,
+                      "rate": pytest.approx(1 / 3)}],
+        "partition": {"always_right": 1, "always_wrong": 1, "changed": 1, "seen_once": 1,
+                      "changed_items": ["b"]},
+    }
+    lone = replicate_stability("correct", {"a": {0: True}}).to_json()
+    assert lone["components"] is None and lone["interval"] is None
+    assert lone["sd"] is None and lone["noise_floor"] is None and lone["pairwise"] == []
