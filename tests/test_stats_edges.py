@@ -16,6 +16,11 @@ from evalkit.stats import (
     wilson_interval,
 )
 from evalkit.stats._budget import Allocation, variance_times_budget
+from evalkit.stats._contrasts import (
+    bonferroni_tail,
+    replicate_mean_t_interval,
+    whole_replicate_bootstrap,
+)
 from evalkit.stats._one_run import confusion_matrix, convergence, cumulative_series
 from evalkit.stats._votes import Rule, Ties, disagreement, smallest_n, vote_error, vote_table
 
@@ -203,3 +208,32 @@ def test_stability_json_by_hand() -> None:
     lone = replicate_stability("correct", {"a": {0: True}}).to_json()
     assert lone["components"] is None and lone["interval"] is None
     assert lone["sd"] is None and lone["noise_floor"] is None and lone["pairwise"] == []
+
+
+@pytest.mark.parametrize(("alpha", "contrasts"), [(0.05, 0), (0.0, 1), (1.0, 1), (1.5, 2)])
+def test_bonferroni_refuses_with_a_message(alpha: float, contrasts: int) -> None:
+    with pytest.raises(ValueError) as refused:
+        bonferroni_tail(alpha, contrasts)
+    assert str(refused.value) == "need K >= 1 contrasts and 0 < alpha < 1"
+
+
+def test_contrast_intervals_need_two_replicates_and_name_their_method() -> None:
+    with pytest.raises(ValueError) as refused:
+        replicate_mean_t_interval([0.5])
+    assert str(refused.value) == "a t interval needs at least two replicates"
+    with pytest.raises(ValueError) as refused:
+        whole_replicate_bootstrap([0.5])
+    assert str(refused.value) == "a bootstrap needs at least two replicates"
+    # Two replicates are enough: mean 0.5, s = 0.1414, t(0.975, 1) = 12.706.
+    t = replicate_mean_t_interval([0.4, 0.6])
+    assert (t.estimate, t.n, t.method) == (pytest.approx(0.5), 2, "replicate-mean t")
+    assert t.confidence == pytest.approx(0.95)
+    assert t.high - t.estimate == pytest.approx(12.706 * 0.02 ** 0.5 / 2 ** 0.5, rel=1e-4)
+    boot = whole_replicate_bootstrap([0.0, 1.0], draws=400)
+    assert (boot.estimate, boot.n, boot.method) == (
+        0.5, 2, "whole-replicate percentile bootstrap (400 draws)")
+    assert boot.confidence == pytest.approx(0.95)
+    # Either replicate can be drawn: resample means of 0, 0.5 and 1 all occur.
+    assert (boot.low, boot.high) == (0.0, 1.0)
+    assert whole_replicate_bootstrap([0.1, 0.4, 0.3]) == whole_replicate_bootstrap(
+        [0.1, 0.4, 0.3])  # seeded: the same interval every time
