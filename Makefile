@@ -55,8 +55,9 @@ eval-%: install
 run: install
 	$(BIN)/python eval.py $(ARGS)
 
+# JUnit XML for CI in the ignored cache folder; the terminal keeps pytest's one summary line.
 test: install
-	$(BIN)/python -m pytest
+	$(BIN)/python -m pytest --junitxml=.cache/junit.xml
 
 # mutation: mutmut mutates the modules listed in pyproject.toml [tool.mutmut] and runs their fast
 # tests against each mutant, two at a time; then the kill rate per module (goal: 90%). Results
