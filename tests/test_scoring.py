@@ -5,15 +5,19 @@ Fast (no MLflow, no model): among the tests ``make mutation`` runs.
 
 from __future__ import annotations
 
+import hashlib
+from importlib import resources
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from evalkit import Call, Entry, EvalConfig
 from evalkit._secrets import Redactor
-from evalkit.records import ItemResult, SkippedGroup
+from evalkit.records import ItemResult, ScoredRun, SkippedGroup, TypeResult
 from evalkit.run._loop import RawResultsLog, run_calls
 from evalkit.run._scoring import Scorers, score_run
-from evalkit.scorers import ExactScorer, SemanticSimilarityScorer
+from evalkit.scorers import ExactScorer, JudgeOptions, LLMJudgeScorer, SemanticSimilarityScorer
 from tests.conftest import entry, plan_of
 
 ENTRIES = {
@@ -117,3 +121,58 @@ def test_scorers_follow_the_constants() -> None:
     assert scorers.judge is None and scorers.judge_params() == {}
     assert scorers.judge_retries() == 0 and scorers.judge_metrics(score_run([], [], scorers)) \
         == {}
+
+
+def test_judge_scorers_share_one_endpoint_and_record_every_setting(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-test-not-used")
+    monkeypatch.setenv("OPENAI_BASE_URL", "http://127.0.0.1:9/v1")  # never called here
+    custom = tmp_path / "bias.yaml"
+    custom.write_bytes((resources.files("evalkit") / "prompts" / "bias.yaml").read_bytes()
+                       + b"\n# ours\n")
+    config = EvalConfig.from_constants({
+        "EXPERIMENT_NAME": "s/t", "DATASET_PATH": "ds", "EVAL_MIN_ACCURACY": 0.5,
+        "SCORER": "llm_judge", "JUDGE_MODEL": "judge-1", "JUDGE_MAX_TOKENS": 3,
+        "JUDGE_SEED": 7, "JUDGE_TIMEOUT": 12.5, "JUDGE_MAX_ATTEMPTS": 4, "JUDGE_MAX_WAIT": 60.0,
+        "JUDGE_INVALID_IS_ERROR": True, "JUDGE_SYSTEM_IN_USER": True, "MAX_CONCURRENCY": 3,
+        "JUDGE_PROMPTS": {"bias": str(custom)}}, "test_eval.py")
+    scorers = Scorers.for_run(config, ["functional", "bias"])
+    functional, bias = scorers.by_type["functional"], scorers.by_type["bias"]
+    assert isinstance(functional, LLMJudgeScorer) and isinstance(bias, LLMJudgeScorer)
+    judge = scorers.judge
+    assert judge is not None and functional.endpoint is bias.endpoint is judge
+    assert (judge.model, judge.timeout, judge.retry.max_attempts,
+            judge.retry.max_total_seconds) == ("judge-1", 12.5, 4, 60.0)
+    assert functional.options == JudgeOptions(max_tokens=3, seed=7, concurrency=3,
+                                              invalid_is_error=True, system_in_user=True)
+    prompts = scorers.judge_prompts
+    assert (prompts["functional"].use, prompts["bias"].use) == ("expected", "bias")
+    assert prompts["functional"].source == "evalkit/prompts/expected.yaml"
+    assert prompts["bias"].source == str(custom)
+    combined = hashlib.sha256(
+        f"bias:{prompts['bias'].digest}functional:{prompts['functional'].digest}".encode())
+    assert scorers.judge_params() == {
+        "judge_model": "judge-1", "judge_base_url": judge.base_url,
+        "judge_temperature": "0", "judge_max_tokens": "3", "judge_seed": "7",
+        "judge_timeout": "12.5", "judge_max_attempts": "4", "judge_max_wait": "60.0",
+        "judge_invalid_is_error": "True", "judge_system_in_user": "True",
+        "judge_prompt_digest": combined.hexdigest(),
+        "bias_judge_prompt": f"{custom} sha256:{prompts['bias'].digest[:16]}",
+        "functional_judge_prompt":
+            f"evalkit/prompts/expected.yaml sha256:{prompts['functional'].digest[:16]}"}
+    assert judge.base_url.startswith("http://127.0.0.1:9/")
+
+    for latency in (10.0, 20.0):
+        judge.stats.record(latency)
+    judge.stats.record(retry=True)
+    judge.stats.record(failure=True)
+    run = ScoredRun((TypeResult("functional", "llm_judge", (
+        ItemResult("a", False, True, "q", "a", ("x",), ("a",), invalid_judgement=True),
+        ItemResult("b", True, True, "q", "a", ("a",), ("b",)))),))
+    assert scorers.judge_retries() == 1
+    assert scorers.judge_metrics(run) == {
+        "judge_calls": 3, "judge_retries": 1, "judge_failures": 1, "judge_invalid": 1,
+        "judge_latency_p50_ms": 15.0, "judge_latency_p90_ms": pytest.approx(19.0),
+        "judge_latency_p99_ms": pytest.approx(19.9)}
+    scorers.reset_judge_stats()
+    assert judge.stats.calls == judge.stats.retries == judge.stats.failures == 0
