@@ -53,9 +53,9 @@ def write_eval_script(folder: Path, constants: Mapping[str, Any], component: str
 
 
 def plan_of(tmp_path: Path, entries: Mapping[str, Mapping[str, Any]], repeats: int = 3,
-            selection: str = "all", groups: str | None = None) -> Any:
+            selection: str = "all", groups: str | None = None, **constants: Any) -> Any:
     """The run plan (:class:`evalkit.run._selection.RunPlan`) of a dataset written from
-    ``entries``, with thresholds of 0.5 and ``REPEAT_COUNT = repeats``."""
+    ``entries``, with thresholds of 0.5, ``REPEAT_COUNT = repeats`` and ``constants``."""
     from evalkit import EvalConfig, Selection
     from evalkit.dataset import load_dataset
     from evalkit.run._selection import plan_run
@@ -63,7 +63,8 @@ def plan_of(tmp_path: Path, entries: Mapping[str, Mapping[str, Any]], repeats: i
     dataset = write_dataset(tmp_path / "ds", entries)
     config = EvalConfig.from_constants({
         "EXPERIMENT_NAME": "plan/tests", "DATASET_PATH": str(dataset), "EVAL_MIN_ACCURACY": 0.5,
-        "REPEAT_COUNT": repeats, "EVAL_MIN_ACCURACY_REPEATABILITY": 0.5}, "test_eval.py")
+        "REPEAT_COUNT": repeats, "EVAL_MIN_ACCURACY_REPEATABILITY": 0.5, **constants},
+        "test_eval.py")
     return plan_run(load_dataset(dataset), Selection.parse(selection, groups), config)
 
 

@@ -8,6 +8,7 @@ from __future__ import annotations
 import json
 import threading
 from pathlib import Path
+from typing import Any
 
 from evalkit import Call, Entry
 from evalkit._secrets import Redactor
@@ -50,3 +51,80 @@ def test_repeats_finishing_out_of_order_come_back_in_dataset_then_repeat_order(
     assert raw_order(raw) == [("a", 0), ("a", 1), ("a", 2), ("b", 0), ("c", 0)]
     assert [[c.output for c in o.calls] for o in outputs] == [
         ["a-0", "a-1", "a-2"], ["b-0"], ["c-0"]]
+
+
+def test_every_call_gets_its_context_and_fresh_mocks(tmp_path: Path) -> None:
+    def crm(fixture: Any) -> tuple[str, Any]:
+        return ("crm", fixture)
+
+    plan = plan_of(tmp_path, {"r": entry("repeatability", mock_fixtures={"crm": {"n": 1}}),
+                              "f": entry("functional")}, repeats=2, MOCK_ADAPTERS={"crm": crm})
+    seen: list[tuple[str, int, int, int | None, int | None, Any]] = []
+    lock = threading.Lock()
+
+    def component(item: Entry, call: Call) -> str:
+        with lock:
+            seen.append((item.id, call.repeat, call.repeats, call.seed, call.replicate,
+                         call.mocks))
+        return "café"  # kept as written in the raw results, not \\u-escaped
+
+    raw = tmp_path / "nested" / "run" / "raw.jsonl"  # folders are created
+    with RawResultsLog(raw) as log:
+        run_calls(plan, component, {"crm": crm}, log,
+                  Redactor(), seed=42, replicate=1, concurrency=2)
+    assert sorted(seen, key=str) == sorted([
+        ("f", 0, 1, 42, 1, {}),
+        ("r", 0, 2, 42, 1, {"crm": ("crm", {"n": 1})}),
+        ("r", 1, 2, 42, 1, {"crm": ("crm", {"n": 1})})], key=str)
+    assert all(calls[5] is not seen[0][5] for calls in seen[1:])  # a fresh mock every call
+    assert raw.read_text(encoding="utf-8").count('"café"') == 3
+
+
+def test_recorded_calls_are_reused_not_made_again(tmp_path: Path) -> None:
+    plan = plan_of(tmp_path, {"a": entry("repeatability"), "b": entry("functional")})
+    kept = CallRecord("a", 1, "from before", None, 5.0)
+    made: list[tuple[str, int]] = []
+
+    def component(item: Entry, call: Call) -> str:
+        made.append((item.id, call.repeat))
+        return "new"
+
+    with RawResultsLog(tmp_path / "raw.jsonl") as log:
+        outputs = run_calls(plan, component, {}, log, Redactor(),
+                            recorded={("a", 1): kept})
+    assert sorted(made) == [("a", 0), ("a", 2), ("b", 0)]
+    assert outputs[0].calls[1] is kept
+    assert [c.output for c in outputs[0].calls] == ["new", "from before", "new"]
+
+
+def test_at_most_concurrency_calls_are_in_flight(tmp_path: Path) -> None:
+    plan = plan_of(tmp_path, {f"e{i}": entry("functional") for i in range(8)})
+    in_flight, peak = 0, 0
+    lock = threading.Lock()
+    both_started = threading.Barrier(2, timeout=30)
+
+    def component(item: Entry, call: Call) -> str:
+        nonlocal in_flight, peak
+        with lock:
+            in_flight += 1
+            peak = max(peak, in_flight)
+        if item.id in ("e0", "e1"):
+            both_started.wait()  # the first two calls overlap for certain
+        with lock:
+            in_flight -= 1
+        return "a"
+
+    with RawResultsLog(tmp_path / "raw.jsonl") as log:
+        run_calls(plan, component, {}, log, Redactor(), concurrency=2)
+    assert peak == 2
+
+
+def test_an_unknown_entry_sorts_last_and_latency_keeps_three_decimals(tmp_path: Path) -> None:
+    raw = tmp_path / "raw.jsonl"
+    with RawResultsLog(raw) as log:
+        for record in (CallRecord("gone", 0, 1, None, 1.23456),
+                       CallRecord("b", 0, 2, None, 2.0), CallRecord("a", 0, 3, None, 3.0)):
+            log.append(record)
+        log.put_in_order({"a": 0, "b": 1})
+    assert raw_order(raw) == [("a", 0), ("b", 0), ("gone", 0)]
+    assert json.loads(raw.read_text().splitlines()[-1])["latency_ms"] == 1.235
