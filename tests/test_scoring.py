@@ -6,6 +6,7 @@ Fast (no MLflow, no model): among the tests ``make mutation`` runs.
 from __future__ import annotations
 
 import hashlib
+from collections.abc import Sequence
 from importlib import resources
 from pathlib import Path
 from typing import Any
@@ -17,7 +18,15 @@ from evalkit._secrets import Redactor
 from evalkit.records import ItemResult, ScoredRun, SkippedGroup, TypeResult
 from evalkit.run._loop import RawResultsLog, run_calls
 from evalkit.run._scoring import Scorers, score_run
-from evalkit.scorers import ExactScorer, JudgeOptions, LLMJudgeScorer, SemanticSimilarityScorer
+from evalkit.scorers import (
+    Case,
+    ExactScorer,
+    JudgeOptions,
+    LLMJudgeScorer,
+    OutputGroup,
+    SemanticSimilarityScorer,
+    Verdict,
+)
 from tests.conftest import entry, plan_of
 
 ENTRIES = {
@@ -176,3 +185,53 @@ def test_judge_scorers_share_one_endpoint_and_record_every_setting(
         "judge_latency_p99_ms": pytest.approx(19.9)}
     scorers.reset_judge_stats()
     assert judge.stats.calls == judge.stats.retries == judge.stats.failures == 0
+
+
+class ReportingScorer:
+    """A scorer double that reports what it was given: the similarity is the number of
+    inputs it saw, the reply names them, and a case whose input is "judge down" errs."""
+
+    name = "reporting"
+
+    def against_expected(self, cases: Sequence[Case]) -> list[Verdict]:
+        return [Verdict(True, 1.0, f"input {c.input}", error="judge unreachable"
+                        if c.input == "judge down" else None) for c in cases]
+
+    def among_outputs(self, groups: Sequence[OutputGroup]) -> list[Verdict]:
+        return [Verdict(True, float(len(g.inputs)), " | ".join(map(str, g.inputs)),
+                        invalid=True) for g in groups]
+
+
+def test_what_the_scorer_measured_reaches_every_item(tmp_path: Path) -> None:
+    plan = plan_of(tmp_path, {
+        "ok": entry("functional", input="fine"),
+        "down": entry("functional", input="judge down"),
+        "rep": entry("repeatability", input="again"),
+        "x1": entry("bias", bias_group="g", input="as she"),
+        "x2": entry("bias", bias_group="g", input="as he"),
+        "y1": entry("bias", bias_group="h", input="one"),
+        "y2": entry("bias", bias_group="h", input="two"),
+        "review": entry("functional", input="look", human_review=True,
+                        human_instructions="check")}, repeats=2)
+
+    def component(item: Entry, call: Call) -> str:
+        if item.id in ("y1", "y2", "review"):
+            raise ValueError(f"no {item.id}")
+        return "a"
+
+    with RawResultsLog(tmp_path / "raw.jsonl") as log:
+        outputs = run_calls(plan, component, {}, log, Redactor())
+    run = score_run(outputs, plan.types, Scorers({t: ReportingScorer() for t in plan.types}))
+    down, ok, review = run.type_result("functional").items
+    assert (ok.passed, ok.similarity, ok.judge_reply, ok.error) == (True, 1.0, "input fine",
+                                                                   None)
+    assert (down.passed, down.error) == (False, "judge unreachable")  # scored 0, error kept
+    (rep,) = run.type_result("repeatability").items
+    assert (rep.similarity, rep.judge_reply, rep.invalid_judgement) == (2.0, "again | again",
+                                                                         True)
+    g, h = run.type_result("bias").items
+    assert (g.similarity, g.judge_reply) == (2.0, "as she | as he")
+    assert h.error == "y1: ValueError: no y1; y2: ValueError: no y2"
+    assert review.error == "ValueError: no review"
+    (exported,) = run.human_review
+    assert (exported.output, exported.error) == (None, "ValueError: no review")
