@@ -18,8 +18,11 @@ from evalkit.stats import (
 from evalkit.stats._budget import Allocation, variance_times_budget
 from evalkit.stats._contrasts import (
     bonferroni_tail,
+    nested_bootstrap_variance,
     replicate_mean_t_interval,
+    replicates_for_half_width,
     whole_replicate_bootstrap,
+    whole_replicate_bootstrap_variance,
 )
 from evalkit.stats._one_run import confusion_matrix, convergence, cumulative_series
 from evalkit.stats._votes import Rule, Ties, disagreement, smallest_n, vote_error, vote_table
@@ -237,3 +240,38 @@ def test_contrast_intervals_need_two_replicates_and_name_their_method() -> None:
     assert (boot.low, boot.high) == (0.0, 1.0)
     assert whole_replicate_bootstrap([0.1, 0.4, 0.3]) == whole_replicate_bootstrap(
         [0.1, 0.4, 0.3])  # seeded: the same interval every time
+
+
+def test_cumulative_series_with_negatives_by_hand() -> None:
+    # scores / expected: (1,1) (1,0) (0,0) (0,1)
+    accuracy, f1 = cumulative_series([True, True, False, False], [True, False, False, True])
+    assert accuracy == pytest.approx((1.0, 0.5, 2 / 3, 0.5))
+    # k=2: tp 1, fp 1 -> precision 0.5, recall 1 -> F1 2/3; k=4: tp 1 fp 1 fn 1 -> 0.5
+    assert f1 == pytest.approx((1.0, 2 / 3, 2 / 3, 0.5))
+
+
+@pytest.mark.parametrize(("sd", "width"), [(-0.1, 0.05), (0.1, 0.0), (0.1, -0.05)])
+def test_replicates_for_half_width_refuses(sd: float, width: float) -> None:
+    with pytest.raises(ValueError) as refused:
+        replicates_for_half_width(sd, width)
+    assert str(refused.value) == "need SD >= 0 and a positive half-width"
+
+
+def test_replicates_for_half_width_by_hand() -> None:
+    assert replicates_for_half_width(0.0, 0.05) == 2  # no spread: the minimum of two
+    # z(0.05, K=1) = 1.95996: (1.96 x 0.1 / 0.02)^2 = 96.04 -> 97; at alpha 0.2, z = 1.2816.
+    assert replicates_for_half_width(0.1, 0.02) == 97
+    assert replicates_for_half_width(0.1, 0.02, familywise_alpha=0.2) == 42
+
+
+def test_bootstrap_variances_by_hand() -> None:
+    d = [[1, 0, 1], [0, 0, 0]]  # integers: read as floats; row means 2/3 and 0
+    assert whole_replicate_bootstrap_variance(d) == pytest.approx((1 / 3) ** 2 / 2)
+    # + mean of row variances (2/9 and 0) / (n m) = (1/9) / 6
+    assert nested_bootstrap_variance(d) == pytest.approx((1 / 3) ** 2 / 2 + (1 / 9) / 6)
+
+
+def test_an_empty_replicate_table_is_refused_by_name() -> None:
+    with pytest.raises(ValueError) as refused:
+        replicate_stability("smoke_correct", {"a": {}})
+    assert str(refused.value) == "smoke_correct: the replicate table has no observations"
