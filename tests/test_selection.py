@@ -56,13 +56,15 @@ def test_selection_choices() -> None:
 @pytest.mark.parametrize(("args", "message"), [
     (("everything",), "--type='everything' is not a test type: use 'all' or one of "
                       + ", ".join(TEST_TYPES)),
-    (("all", ()), "--groups needs a comma-separated list of group names"),
-    (("all", ("billing", "")), "--groups needs a comma-separated list of group names"),
+    (("all", ()), "--groups needs a comma-separated list of group names, e.g. "
+                  "--groups=billing,refunds"),
+    (("all", ("billing", "")), "--groups needs a comma-separated list of group names, e.g. "
+                               "--groups=billing,refunds"),
 ])
 def test_bad_choices_are_refused(args: tuple[object, ...], message: str) -> None:
-    with pytest.raises(ConfigError, match="^" + message.replace("(", r"\(").replace(
-            ")", r"\)")):
+    with pytest.raises(ConfigError) as refused:
         Selection(*args)  # type: ignore[arg-type]
+    assert str(refused.value) == message
 
 
 def test_human_review_only_and_groups_select_together(tmp_path: Path) -> None:
@@ -95,10 +97,11 @@ def test_config_mistakes_are_refused_before_any_call(tmp_path: Path) -> None:
                                          "test_eval.py")
 
     with pytest.raises(ConfigError) as unregistered:
-        plan_run(dataset, Selection("functional"), config(MOCK_ADAPTERS={"db": dict}))
+        plan_run(dataset, Selection("functional"),
+                 config(MOCK_ADAPTERS={"db": dict, "api": dict}))
     assert str(unregistered.value) == (
         f"{dataset.entries[0].path}: /mock_fixtures/crm: no adapter 'crm' is registered in "
-        "test_eval.py MOCK_ADAPTERS (registered: db); register a factory for it or rename "
+        "test_eval.py MOCK_ADAPTERS (registered: api, db); register a factory for it or rename "
         "the fixture")
     with pytest.raises(ConfigError, match=r"\(registered: none\)"):
         plan_run(dataset, Selection("functional"), config())

@@ -24,7 +24,18 @@ from evalkit.stats._contrasts import (
     whole_replicate_bootstrap,
     whole_replicate_bootstrap_variance,
 )
-from evalkit.stats._one_run import confusion_matrix, convergence, cumulative_series
+from evalkit.stats._one_run import (
+    chart_points,
+    confusion_matrix,
+    convergence,
+    cumulative_series,
+)
+from evalkit.stats._stability import (
+    FlipPartition,
+    effective_interval,
+    flip_partition,
+    variance_components,
+)
 from evalkit.stats._votes import Rule, Ties, disagreement, smallest_n, vote_error, vote_table
 
 
@@ -275,3 +286,31 @@ def test_an_empty_replicate_table_is_refused_by_name() -> None:
     with pytest.raises(ValueError) as refused:
         replicate_stability("smoke_correct", {"a": {}})
     assert str(refused.value) == "smoke_correct: the replicate table has no observations"
+
+
+def test_effective_interval_without_variance_or_at_the_edges_uses_the_item_count() -> None:
+    still = VarianceComponents(0.0, 0.0, 0.0, 2.0, 10)
+    for p in (0.0, 0.5, 1.0):
+        interval = effective_interval(p, still)
+        assert interval is not None and interval.n_eff == 10.0
+        assert 0.0 <= interval.low <= p + 1e-12 and p <= interval.high + 1e-12 <= 1.0 + 1e-12
+    varied = VarianceComponents(0.01, 0.04, 0.05, 2.0, 10)
+    for p in (0.0, 1.0):
+        edge = effective_interval(p, varied)
+        assert edge is not None and edge.n_eff == 10.0
+    assert effective_interval(0.5, None) is None
+
+
+def test_two_items_seen_twice_are_enough_for_components_and_the_partition_names_items() -> None:
+    table = {"a": {0: True, 1: True}, "b": {0: False, 1: False}}
+    components = variance_components(table)
+    assert components is not None and components.items == 2
+    assert components.total == pytest.approx(0.5) and components.completion == 0.0
+    partition = flip_partition({**table, "c": {0: True, 1: False}, "d": {1: True}})
+    assert partition == FlipPartition(("a",), ("b",), ("c",), ("d",))
+    assert replicate_stability("m", table, confidence=0.9).interval.confidence == 0.9
+
+
+def test_chart_points_never_pass_the_last_sample() -> None:
+    assert chart_points(59) == (1, 5, 10, 15, 20, 25, 30, 35, 40, 45, 50, 55, 59)
+    assert chart_points(3) == (1, 2, 3)
