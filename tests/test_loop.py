@@ -7,8 +7,11 @@ from __future__ import annotations
 
 import json
 import threading
+import time
 from pathlib import Path
 from typing import Any
+
+import pytest
 
 from evalkit import Call, Entry
 from evalkit._secrets import Redactor
@@ -128,3 +131,53 @@ def test_an_unknown_entry_sorts_last_and_latency_keeps_three_decimals(tmp_path: 
         log.put_in_order({"a": 0, "b": 1})
     assert raw_order(raw) == [("a", 0), ("b", 0), ("gone", 0)]
     assert json.loads(raw.read_text().splitlines()[-1])["latency_ms"] == 1.235
+
+
+def test_failures_are_results_with_their_latency_and_secrets_redacted(tmp_path: Path) -> None:
+    plan = plan_of(tmp_path, {"boom": entry("functional"), "obj": entry("functional"),
+                              "leak": entry("functional")})
+    redactor = Redactor((("API_KEY", "sk-very-secret-value"),))
+
+    def component(item: Entry, call: Call) -> Any:
+        time.sleep(0.02)
+        if item.id == "boom":
+            raise RuntimeError("denied for sk-very-secret-value")
+        if item.id == "obj":
+            return object()
+        return {"echo": "sk-very-secret-value"}
+
+    with RawResultsLog(tmp_path / "raw.jsonl") as log:
+        boom, leak, obj = (o.first for o in run_calls(plan, component, {}, log, redactor))
+    assert (boom.entry_id, boom.repeat, boom.output) == ("boom", 0, None)
+    assert boom.error == "RuntimeError: denied for [REDACTED:API_KEY]"
+    assert (obj.entry_id, obj.output) == ("obj", None)
+    assert obj.error is not None and obj.error.startswith(
+        "OutputNotJSON: the component returned object (")
+    assert obj.error.endswith("); return a string, number, boolean, list or dict")
+    assert (leak.output, leak.error) == ({"echo": "[REDACTED:API_KEY]"}, None)
+    for record in (boom, obj, leak):  # milliseconds: 20 ms of sleep, well under a second
+        assert 15 <= record.latency_ms < 1000
+
+
+def test_a_crash_stops_new_calls_and_keeps_those_in_flight(
+        tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+    plan = plan_of(tmp_path, {f"e{i}": entry("functional") for i in range(6)})
+    slow_started = threading.Event()
+
+    class Crash(BaseException):
+        pass
+
+    def component(item: Entry, call: Call) -> str:
+        if item.id == "e0":
+            slow_started.set()
+            time.sleep(0.3)  # still in flight when e1 crashes
+            return "slow"
+        assert slow_started.wait(timeout=30)
+        raise Crash
+
+    raw = tmp_path / "raw.jsonl"
+    with RawResultsLog(raw) as log, pytest.raises(Crash):
+        run_calls(plan, component, {}, log, Redactor(), concurrency=2)
+    assert raw_order(raw) == [("e0", 0)]  # the call in flight finished and was kept
+    assert "stopping: waiting for 1 call(s) in flight to finish and be kept (Ctrl-C again " \
+        "to abandon them)" in caplog.text
