@@ -72,10 +72,18 @@ def test_comparison_json() -> None:
 @pytest.mark.parametrize(("votes", "majority"), [
     ([True, True, False], True), ([True, False, False], False), ([True, False], None),
     ([True, True, False, False], None), ([True, True, True, False], True), ([False], False),
-    ([True], True),
+    ([True], True), ([True, True, False, False, False], False),
+    ([True, True, True, False, False], True),
 ])
 def test_an_item_counts_by_strict_majority_and_a_tie_is_undecided(
         votes: list[bool], majority: bool | None) -> None:
     cells = [{"correct": v} for v in votes]
     assert _majority(cells) is majority
     assert _majority([*cells, None]) is majority  # a replicate without the item has no vote
+
+
+def test_a_type_with_items_on_one_side_only_shares_none() -> None:
+    a = Side("a", "A", {"t": 1.0}, {"t": {"x": True}}, {})
+    b = Side("b", "B", {"t": 0.0}, {}, {})
+    (result,) = compare(a, b)
+    assert (result.shared_items, result.right_in_a_only, result.right_in_b_only) == (0, (), ())
