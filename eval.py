@@ -52,6 +52,9 @@ BIAS_SEMANTIC_SIMILARITY_SCORE = 0.9  # min average pairwise cosine of a bias gr
 # --- the component ---------------------------------------------------------------------------
 COMPONENT_TEMPERATURE = 0.05  # sampling temperature of the router's softmax
 COMPONENT_PARAMS = {"temperature": COMPONENT_TEMPERATURE}  # logged as MLflow params
+# Seconds one component call may take (default 600); a call past it is recorded as that call's
+# timeout error and abandoned, and the run goes on. The example router answers in microseconds.
+CALL_TIMEOUT = 30
 MOCK_ADAPTERS = {"crm": CrmLookup}  # mock_fixtures name -> factory, built fresh per call
 
 

@@ -6,8 +6,10 @@ everything of evalkit's runs for real.
 
 from __future__ import annotations
 
+import errno
 import json
 import re
+import time
 import uuid
 from collections import Counter
 from pathlib import Path
@@ -18,6 +20,8 @@ import pytest
 
 from evalkit import Call, ConfigError, Entry, EvalConfig, Selection, evaluate
 from evalkit.reports import render_reports
+from evalkit.run import CallRecord
+from evalkit.run._raw import RawResultsLog
 from evalkit.tracking import Tracker
 from tests.conftest import entry, write_dataset
 
@@ -327,33 +331,40 @@ def test_secrets_in_the_environment_never_reach_mlflow_or_reports(
     assert any("[REDACTED:PROVIDER_API_KEY]" in text for text in texts)
 
 
-class ProcessCrash(BaseException):
-    """Not an Exception: escapes the per-call error capture, like a fatal fault would."""
-
-
-@pytest.mark.parametrize(("concurrency", "kept"), [
-    (1, ["e0", "e1"]),  # one at a time: the calls before the crash
-    (8, ["e0", "e1", "e3", "e4"]),  # all in flight together: every call but the crashed one
-])
+@pytest.mark.parametrize("concurrency", [1, 8])
 def test_a_crash_marks_the_run_failed_and_keeps_the_outputs(
-        tmp_path: Path, tracking_uri: str, concurrency: int, kept: list[str]) -> None:
+        tmp_path: Path, tracking_uri: str, monkeypatch: pytest.MonkeyPatch,
+        concurrency: int) -> None:
+    """A fault outside the component (here the disk filling up while e2's result is written)
+    fails the run; every call written before it is kept and uploaded."""
     dataset = write_dataset(tmp_path / "ds", {f"e{i}": entry("functional") for i in range(5)})
+    written: list[str] = []
+    append = RawResultsLog.append
 
-    def crash_on_third(entry: Entry, call: Call) -> Any:
-        if entry.id == "e2":
-            raise ProcessCrash
+    def disk_full_at_e2(log: RawResultsLog, record: CallRecord) -> None:
+        if record.entry_id == "e2":
+            raise OSError(errno.ENOSPC, "No space left on device")
+        append(log, record)
+        written.append(record.entry_id)
+
+    def slow_e2(entry: Entry, call: Call) -> str:
+        if entry.id == "e2":  # the others in flight with it finish first
+            time.sleep(0.3)
         return "a"
 
+    monkeypatch.setattr(RawResultsLog, "append", disk_full_at_e2)
     config = config_for(tmp_path, dataset, MAX_CONCURRENCY=concurrency)
-    with pytest.raises(ProcessCrash):
-        run(tmp_path, tracking_uri, config, crash_on_third)
+    with pytest.raises(OSError, match="No space left"):
+        run(tmp_path, tracking_uri, config, slow_e2)
     client = mlflow.MlflowClient(tracking_uri)
     experiment = client.get_experiment_by_name(config.experiment_name)
     (crashed,) = client.search_runs([experiment.experiment_id])
     assert crashed.info.status == "FAILED"
     raw = Path(client.download_artifacts(crashed.info.run_id, "raw/raw-results.jsonl",
                                          str(tmp_path / "dl")))
-    assert [json.loads(line)["entry_id"] for line in raw.read_text().splitlines()] == kept
+    assert [json.loads(line)["entry_id"] for line in raw.read_text().splitlines()] == \
+        sorted(written)  # put back in dataset order
+    assert written == (["e0", "e1"] if concurrency == 1 else ["e0", "e1", "e3", "e4"])
     assert not (tmp_path / "reports").exists()
 
 

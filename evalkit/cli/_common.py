@@ -4,18 +4,25 @@ from __future__ import annotations
 
 import logging
 import os
+import re
 import sys
 import traceback
 from collections.abc import Callable
 
 from evalkit._errors import EvalkitError, ExitStatus
+from evalkit._secrets import Redactor
+
+TRACEBACK_VARIABLE = "EVALKIT_TRACEBACK"
+"""Set to 1 to see the traceback of an unexpected error (for a bug report)."""
+_URL_PASSWORD = re.compile(r"(://[^/\s:@]*:)[^/\s@]*@")
 
 EXIT_STATUSES = """\
 exit status:
   0    every threshold of the run was met
   1    a metric is under its threshold (the reports say which)
   2    usage or configuration error (bad option, missing or misspelt constant in eval.py,
-       a judge endpoint that refuses the key or the model)
+       a judge endpoint that refuses the key or the model, a run that another
+       process is evaluating or resuming)
   3    the golden dataset is invalid (every violation is listed; nothing was run)
   4    runtime failure (MLflow or the judge endpoint unreachable, unexpected error)
   5    evalkit compare refused to call a winner (gap inside the noise, or no noise floor)
@@ -27,14 +34,27 @@ exit status:
 
 
 def guarded(action: Callable[[], int]) -> int:
+    """Run a command; any failure becomes one redacted line on stderr and an exit status."""
     try:
         return action()
     except EvalkitError as err:
-        print(f"error: {err}", file=sys.stderr)
+        print(f"error: {shown(str(err))}", file=sys.stderr)
         return err.exit_status
-    except Exception:
-        traceback.print_exc()
+    except KeyboardInterrupt:  # before a run's calls began, or outside any run
+        print("error: interrupted", file=sys.stderr)
+        return ExitStatus.INTERRUPTED
+    except Exception as err:
+        if os.environ.get(TRACEBACK_VARIABLE) == "1":
+            traceback.print_exc()
+        print(f"error: unexpected {type(err).__name__}: {shown(str(err))[:500]} (this is a "
+              f"bug in evalkit or a library under it: rerun with {TRACEBACK_VARIABLE}=1 and "
+              "report the traceback)", file=sys.stderr)
         return ExitStatus.RUNTIME_FAILURE
+
+
+def shown(text: str) -> str:
+    """``text`` fit for the terminal: secrets redacted, passwords in URLs masked."""
+    return _URL_PASSWORD.sub(r"\1***@", Redactor.from_environment().text(text))
 
 
 def configure_logging() -> None:

@@ -113,8 +113,16 @@ def _lint(args: argparse.Namespace) -> int:
     return status
 
 
+def _reachable() -> Tracker:
+    """The tracking store, checked to answer: a dead or hanging server fails in seconds with
+    one line naming the URI and the fix, never as a missing run."""
+    tracker = Tracker()
+    tracker.check_reachable()
+    return tracker
+
+
 def _report(args: argparse.Namespace) -> int:
-    record = Tracker().fetch(args.run_id)
+    record = _reachable().fetch(args.run_id)
     reports = render_reports(record)
     args.output.mkdir(parents=True, exist_ok=True)
     for name, text in reports.items():
@@ -128,7 +136,7 @@ def _report(args: argparse.Namespace) -> int:
 
 
 def _compare(args: argparse.Namespace) -> int:
-    tracker = Tracker()
+    tracker = _reachable()
     a, b = load_side(tracker, args.a), load_side(tracker, args.b)
     results = compare(a, b)
     if args.json:
@@ -158,7 +166,7 @@ def _compare(args: argparse.Namespace) -> int:
 
 
 def _plan(args: argparse.Namespace) -> int:
-    tracker = Tracker()
+    tracker = _reachable()
     plan = build_plan(tracker, args.experiment, target_error=args.target_error,
                       max_n=args.max_n, against=args.against, contrast_count=args.contrasts,
                       half_width=args.half_width, replicate_cost=args.replicate_cost,
@@ -207,7 +215,7 @@ def _resume(args: argparse.Namespace) -> int:
 
 
 def _history(args: argparse.Namespace) -> int:
-    rows = history(Tracker(), args.experiment, args.limit)
+    rows = history(_reachable(), args.experiment, args.limit)
     if args.json:
         print(json.dumps([r.to_json() for r in rows], indent=1))
     else:

@@ -27,6 +27,7 @@ from evalkit.config._values import (
     param_value,
     per_type,
     positive_int,
+    positive_number,
     repeat_count,
     scorer_name,
     string,
@@ -41,7 +42,8 @@ _SINGLE = (
     "EXPERIMENT_NAME", "DATASET_PATH", "REPORTS_DIR", "REPEAT_COUNT",
     "REPEAT_SEMANTIC_SIMILARITY_SCORE", "BIAS_SEMANTIC_SIMILARITY_SCORE",
     "SEMANTIC_SIMILARITY_SCORE", "MOCK_ADAPTERS", "COMPONENT_PARAMS", "REPLICATES", "ROOT_SEED",
-    "CALIBRATION_REPEAT_COUNT", "MAX_CONCURRENCY", "JUDGE_MODEL", "JUDGE_MAX_TOKENS", "JUDGE_SEED",
+    "CALIBRATION_REPEAT_COUNT", "MAX_CONCURRENCY", "CALL_TIMEOUT", "JUDGE_MODEL",
+    "JUDGE_MAX_TOKENS", "JUDGE_SEED",
     "JUDGE_TIMEOUT", "JUDGE_MAX_ATTEMPTS", "JUDGE_MAX_WAIT", "JUDGE_PROMPTS",
     "JUDGE_INVALID_IS_ERROR", "JUDGE_SYSTEM_IN_USER",
 )
@@ -49,9 +51,11 @@ KNOWN_CONSTANTS = frozenset(
     [*_SINGLE, *_PER_TYPE, *(f"{base}_{t.upper()}" for base in _PER_TYPE for t in TEST_TYPES)]
 )
 _RESERVED_PREFIXES = ("EVAL_", "REPEAT_", "REPLICATE", "ROOT_SEED", "SCORER", "BIAS_", "SEMANTIC_",
-                      "EXPERIMENT", "DATASET", "CALIBRATION", "JUDGE", "MAX_CONCURRENCY")
+                      "EXPERIMENT", "DATASET", "CALIBRATION", "JUDGE", "MAX_CONCURRENCY",
+                      "CALL_TIMEOUT")
 DEFAULT_REPLICATES = 2
 DEFAULT_CALIBRATION_REPEAT_COUNT = 20
+DEFAULT_CALL_TIMEOUT = 600.0
 _EXPERIMENT_PATTERN = re.compile(r"^[^/\s][^/]*/[^/]*[^/\s]$")
 
 
@@ -72,6 +76,8 @@ class EvalConfig:
     """Calls per repeatability entry in calibration mode (``--calibrate``)."""
     max_concurrency: int = 8
     """Component calls, and judge calls, in flight at once."""
+    call_timeout: float = DEFAULT_CALL_TIMEOUT
+    """Seconds a component call may take before it is recorded as a timeout and abandoned."""
     judge: JudgeSettings | None = None
     """``None`` unless ``JUDGE_MODEL`` is declared."""
     min_accuracy: Mapping[str, float] = field(default_factory=dict)
@@ -118,6 +124,7 @@ class EvalConfig:
                                             DEFAULT_CALIBRATION_REPEAT_COUNT,
                                             "prefixes k = 2..N are re-scored"),
             max_concurrency=positive_int(known, "MAX_CONCURRENCY", script, 8),
+            call_timeout=positive_number(known, "CALL_TIMEOUT", script, DEFAULT_CALL_TIMEOUT),
             judge=judge_settings(known, script),
             min_accuracy=per_type(known, "EVAL_MIN_ACCURACY", script, fraction),
             min_f1=per_type(known, "EVAL_MIN_F1", script, fraction),

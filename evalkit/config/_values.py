@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import math
 from collections.abc import Callable, Mapping
 from typing import Any
 
@@ -69,8 +70,10 @@ def positive_int(known: Mapping[str, Any], name: str, script: str, default: int)
 
 def positive_number(known: Mapping[str, Any], name: str, script: str, default: float) -> float:
     value = known.get(name, default)
-    if isinstance(value, bool) or not isinstance(value, int | float) or value <= 0:
-        raise ConfigError(f"{script}: {name}={value!r} must be a positive number of seconds")
+    if (isinstance(value, bool) or not isinstance(value, int | float) or not value > 0
+            or not math.isfinite(value)):
+        raise ConfigError(f"{script}: {name}={value!r} must be a positive, finite number of "
+                          "seconds")
     return float(value)
 
 

@@ -5,9 +5,9 @@ This wing is the only one that knows the whole pipeline; it drives the others.
 """
 
 from evalkit.run._calibrate import CalibrationOutcome, evaluate_calibration
+from evalkit.run._call import Call, CallRecord, Component
 from evalkit.run._compare import FLOOR_MULTIPLE, compare, load_side
 from evalkit.run._evaluation import EvaluationOutcome, evaluate, resume
-from evalkit.run._loop import Call, CallRecord, Component
 from evalkit.run._planning import build_plan, record_plan
 from evalkit.run._replicates import ReplicatesOutcome, evaluate_replicates
 from evalkit.run._selection import ALL_TYPES, Selection

@@ -18,9 +18,10 @@ from typing import Any
 from evalkit.config import EvalConfig
 from evalkit.records import CALIBRATION_ARTIFACT, REPORTS_ARTIFACT_DIR
 from evalkit.reports import CALIBRATION_REPORT, CHART_FILE, plot_calibration, render_reports
+from evalkit.run._call import CallRecord, Component
 from evalkit.run._evaluation import RUNS_DIR, EvaluationOutcome, run_prepared
-from evalkit.run._loop import CallRecord, Component, read_raw_results
 from evalkit.run._prepare import RunRole, prepare
+from evalkit.run._raw import read_raw_results
 from evalkit.run._selection import Selection
 from evalkit.scorers import OutputGroup, Scorer
 from evalkit.stats import Calibration, CalibrationPoint
@@ -46,7 +47,7 @@ def evaluate_calibration(config: EvalConfig, component: Component, selection: Se
     outcome = run_prepared(prepared, component, tracker, runs_dir, RunRole(
         tags={"mode": "calibration"}, name_suffix="-calibration", local_reports=False))
     recorded: dict[str, list[CallRecord]] = {}
-    for call in read_raw_results(outcome.raw_results):
+    for call in read_raw_results(outcome.raw_results).records:
         recorded.setdefault(call.entry_id, []).append(call)
     calibration = prefix_pass_rates(
         [(item.entry.input, sorted(recorded[item.entry.id], key=lambda c: c.repeat))

@@ -8,14 +8,11 @@ start, each output is on disk the moment it is made; an interruption or a crash 
 
 from __future__ import annotations
 
-import contextlib
 import logging
-import signal
 import time
-from collections.abc import Iterator, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from types import FrameType
 
 from evalkit._errors import ConfigError, RunInterrupted
 from evalkit.config import EvalConfig
@@ -26,18 +23,14 @@ from evalkit.records import (
     ScoredRun,
 )
 from evalkit.reports import render_reports
-from evalkit.run._loop import (
-    CallRecord,
-    Component,
-    EntryOutputs,
-    RawResultsLog,
-    read_raw_results,
-    run_calls,
-)
+from evalkit.run._call import CallRecord, Component
+from evalkit.run._loop import EntryOutputs, run_calls
 from evalkit.run._prepare import PreparedEvaluation, RunRole, prepare
 from evalkit.run._progress import Progress
+from evalkit.run._raw import RawResultsLog, repair_raw_results, run_lock
 from evalkit.run._scoring import score_run
 from evalkit.run._selection import Selection
+from evalkit.run._signals import stop_signals
 from evalkit.stats import TypeMetrics, latency_percentiles
 from evalkit.tracking import Tracker, TrackingOffline, unsynced_bundles
 
@@ -86,7 +79,8 @@ def run_prepared(prepared: PreparedEvaluation, component: Component, tracker: Tr
                                {**prepared.tags(), **role.tags})
     for bundle in unsynced_bundles(tracker.bundles_dir):
         logger.warning("bundle %s has not been uploaded yet: evalkit sync %s", bundle, bundle)
-    return _complete(prepared, component, tracker, run_id, runs_dir, role)
+    with run_lock(runs_dir / run_id, run_id):
+        return _complete(prepared, component, tracker, run_id, runs_dir, role)
 
 
 def resume(config: EvalConfig, component: Component, run_id: str, *,
@@ -96,6 +90,17 @@ def resume(config: EvalConfig, component: Component, run_id: str, *,
 
     The run must have been made by this eval script with the same constants and dataset."""
     tracker = tracker or Tracker()
+    tracker.check_reachable()
+    # Locked before the run is read: a second resume of the same run is refused outright.
+    with run_lock(runs_dir / run_id, run_id):
+        prepared, recorded = _resumable(config, tracker, run_id, runs_dir)
+        return _complete(prepared, component, tracker, run_id, runs_dir, RunRole(), recorded)
+
+
+def _resumable(config: EvalConfig, tracker: Tracker, run_id: str, runs_dir: Path
+               ) -> tuple[PreparedEvaluation, dict[tuple[str, int], CallRecord]]:
+    """Check that the run can be resumed by this script, reopen it, and return its plan with
+    the calls it recorded."""
     run = tracker.run_data(run_id)
     tags = run.data.tags
     if run.info.status == "FINISHED":
@@ -120,7 +125,11 @@ def resume(config: EvalConfig, component: Component, run_id: str, *,
         raw_path.parent.mkdir(parents=True, exist_ok=True)
         raw_path.write_text(tracker.read_text(run_id, f"{RAW_ARTIFACT_DIR}/{RAW_RESULTS_FILE}"),
                             encoding="utf-8")
-    recorded = {(c.entry_id, c.repeat): c for c in read_raw_results(raw_path)}
+    raw = repair_raw_results(raw_path)
+    if raw.torn is not None:
+        logger.warning("the last line of %s was cut mid-write (%r...): that call was not "
+                       "kept and will be made again", raw_path, raw.torn[:40])
+    recorded = {(c.entry_id, c.repeat): c for c in raw.records}
     total = prepared.plan.total_calls
     saved = sum((p.entry.id, r) in recorded for p in prepared.plan.items
                 for r in range(p.calls))
@@ -128,7 +137,7 @@ def resume(config: EvalConfig, component: Component, run_id: str, *,
                                 "resume_calls_made": str(total - saved)})
     logger.info("resuming run %s: %d of %d calls recorded, %d to make", run_id, saved, total,
                 total - saved)
-    return _complete(prepared, component, tracker, run_id, runs_dir, RunRole(), recorded)
+    return prepared, recorded
 
 
 def _complete(prepared: PreparedEvaluation, component: Component, tracker: Tracker,
@@ -151,44 +160,49 @@ def _complete(prepared: PreparedEvaluation, component: Component, tracker: Track
     prepared.scorers.reset_judge_stats()
     progress = Progress({entry_id: n for entry_id, n in missing.items() if n},
                         retries=prepared.scorers.judge_retries)
-    try:
-        with _sigterm_as_interrupt(), RawResultsLog(raw_path) as raw_log:
-            try:
-                outputs = run_calls(
-                    plan, component, config.mock_adapters, raw_log, prepared.redactor,
-                    seed=role.seed, replicate=role.replicate,
-                    concurrency=config.max_concurrency, recorded=recorded,
-                    on_call=lambda r: progress.call_done(r.entry_id, r.error is not None))
-            finally:
-                progress.finish()
-            clock = _lap(timings, "calls", clock)
-            if prepared.scorers.judge is not None:
-                logger.info("judging with %s", prepared.scorers.judge.model)
-            # Judge errors can quote the provider; nothing leaves the run unredacted.
-            scored = ScoredRun.from_json(prepared.redactor.value(
-                score_run(outputs, plan.types, prepared.scorers).to_json()))
-        metrics = tuple(TypeMetrics.from_result(r, prepared.thresholds[r.test_type])
-                        for r in scored.types)
-        for result in scored.types:
-            for skipped in result.skipped:
-                logger.warning("bias group %r skipped: %s", skipped.bias_group, skipped.reason)
-        clock = _lap(timings, "scoring", clock)
-        verdict = "PASS" if all(m.passed for m in metrics) else "FAIL"
-        tracker.log_results(run_id, _run_metrics(prepared, metrics, scored, outputs),
-                            {"verdict": verdict})
-        tracker.log_evaluation(run_id, scored)
-        clock = _lap(timings, "logging", clock)
-        written = publish_reports(tracker, run_id, render_reports(tracker.fetch(run_id)),
-                                  config.reports_dir if role.local_reports else None)
-        clock = _lap(timings, "reports", clock)
-        status = "FINISHED"
-    except KeyboardInterrupt:
-        status = "KILLED"
-        raise RunInterrupted(f"interrupted: run {run_id} marked KILLED; every completed call "
-                             f"is kept in {raw_path} and in the run's artifacts; continue it "
-                             f"with --resume {run_id}") from None
-    finally:
-        _close_run(tracker, run_id, raw_path, status)
+    with stop_signals() as signals:
+        try:
+            with RawResultsLog(raw_path) as raw_log:
+                try:
+                    outputs = run_calls(
+                        plan, component, config.mock_adapters, raw_log, prepared.redactor,
+                        seed=role.seed, replicate=role.replicate,
+                        concurrency=config.max_concurrency, call_timeout=config.call_timeout,
+                        recorded=recorded,
+                        on_call=lambda r: progress.call_done(r.entry_id, r.error is not None))
+                finally:
+                    progress.finish()
+                clock = _lap(timings, "calls", clock)
+                if prepared.scorers.judge is not None:
+                    logger.info("judging with %s", prepared.scorers.judge.model)
+                # Judge errors can quote the provider; nothing leaves the run unredacted.
+                scored = ScoredRun.from_json(prepared.redactor.value(
+                    score_run(outputs, plan.types, prepared.scorers).to_json()))
+            metrics = tuple(TypeMetrics.from_result(r, prepared.thresholds[r.test_type])
+                            for r in scored.types)
+            for result in scored.types:
+                for skipped in result.skipped:
+                    logger.warning("bias group %r skipped: %s", skipped.bias_group,
+                                   skipped.reason)
+            clock = _lap(timings, "scoring", clock)
+            verdict = "PASS" if all(m.passed for m in metrics) else "FAIL"
+            tracker.log_results(run_id, _run_metrics(prepared, metrics, scored, outputs),
+                                {"verdict": verdict})
+            tracker.log_evaluation(run_id, scored)
+            clock = _lap(timings, "logging", clock)
+            written = publish_reports(tracker, run_id, render_reports(tracker.fetch(run_id)),
+                                      config.reports_dir if role.local_reports else None)
+            clock = _lap(timings, "reports", clock)
+            status = "FINISHED"
+        except KeyboardInterrupt:
+            signals.closing()
+            status = "KILLED"
+            raise RunInterrupted(f"interrupted: run {run_id} marked KILLED; every completed "
+                                 f"call is kept in {raw_path} and in the run's artifacts; "
+                                 f"continue it with --resume {run_id}") from None
+        finally:
+            signals.closing()  # a signal now would tear the closing apart
+            _close_run(tracker, run_id, raw_path, status)
     _lap(timings, "closing", clock)
     return EvaluationOutcome(run_id, config.experiment_name, tracker.tracking_uri, metrics,
                              scored, written, raw_path, timings)
@@ -241,23 +255,3 @@ def _close_run(tracker: Tracker, run_id: str, raw_path: Path, status: str) -> No
             raise
         logger.error("could not close MLflow run %s (%s); raw results remain in %s",
                      run_id, err, raw_path)
-
-
-@contextlib.contextmanager
-def _sigterm_as_interrupt() -> Iterator[None]:
-    """Treat SIGTERM, and SIGINT, as Ctrl-C while calls run, so a stopped job still closes its
-    run. SIGINT is installed explicitly: a process started with SIGINT ignored (a background
-    job, some CI runners) never gets Python's own handler, and would ignore Ctrl-C."""
-    def interrupt(signum: int, frame: FrameType | None) -> None:
-        raise KeyboardInterrupt
-
-    try:
-        previous = {s: signal.signal(s, interrupt) for s in (signal.SIGTERM, signal.SIGINT)}
-    except ValueError:  # not the main thread: signals stay as they are
-        yield
-        return
-    try:
-        yield
-    finally:
-        for stop_signal, handler in previous.items():
-            signal.signal(stop_signal, handler)

@@ -21,8 +21,8 @@ from evalkit._errors import RunInterrupted
 from evalkit.config import EvalConfig
 from evalkit.records import LOCK_ARTIFACT, STABILITY_ARTIFACT, STABILITY_ITEMS_ARTIFACT, MetricPoint
 from evalkit.reports import render_reports
+from evalkit.run._call import Component
 from evalkit.run._evaluation import RUNS_DIR, EvaluationOutcome, publish_reports, run_prepared
-from evalkit.run._loop import Component
 from evalkit.run._prepare import PreparedEvaluation, RunRole, prepare
 from evalkit.run._selection import Selection
 from evalkit.stats import ReplicateStability, replicate_seed, replicate_stability

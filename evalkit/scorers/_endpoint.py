@@ -6,12 +6,16 @@ honouring ``Retry-After`` (and ``retry-after-ms``) on 429 and 503 replies, withi
 number of attempts and a bounded total time: 429, 5xx, timeouts, connection errors, and
 replies that are not valid JSON. Permanent errors fail at once: 400, 401, 403, 404 (an
 unknown model), 409, 422. The ``openai`` client's own retries are switched off so that one
-policy, counted, applies.
+policy, counted, applies. The preflight follows the same rules within a tighter bound.
+
+A provider's error message can quote the key it refused: every message is redacted (the key
+given, and every secret-named environment variable) before it is cut to length or shown.
 """
 
 from __future__ import annotations
 
 import email.utils
+import os
 import threading
 import time
 from collections.abc import Mapping, Sequence
@@ -20,6 +24,7 @@ from typing import Any
 from urllib.parse import urlsplit, urlunsplit
 
 from evalkit._errors import ConfigError, EvalkitError, ExitStatus
+from evalkit._secrets import Redactor
 from evalkit.stats import latency_percentiles
 
 
@@ -38,6 +43,12 @@ class RetryPolicy:
     initial_wait: float = 0.5
     max_wait: float = 20.0
     """Longest single wait, a Retry-After included."""
+
+
+PREFLIGHT_RETRY = RetryPolicy(max_attempts=3, max_total_seconds=10.0, initial_wait=0.5,
+                              max_wait=3.0)
+"""The preflight rides out a rate limit or a restarting server, and still fails in seconds."""
+PREFLIGHT_TIMEOUT = 5.0
 
 
 @dataclass
@@ -119,6 +130,8 @@ class ChatEndpoint:
         self.timeout = timeout
         self.retry = retry
         self.stats = EndpointStats()
+        given = {"api_key": api_key} if api_key else {}
+        self._redactor = Redactor.from_environment({**os.environ, **given})
         try:
             self._client = openai.OpenAI(base_url=base_url, api_key=api_key, timeout=timeout,
                                          max_retries=0)
@@ -136,30 +149,8 @@ class ChatEndpoint:
 
         Raises :class:`ProviderError` after the last attempt, or at once on a permanent
         error."""
-        from tenacity import (
-            RetryCallState,
-            Retrying,
-            retry_if_exception,
-            stop_after_attempt,
-            stop_after_delay,
-            wait_random_exponential,
-        )
-
-        backoff = wait_random_exponential(multiplier=self.retry.initial_wait,
-                                          max=self.retry.max_wait)
-
-        def wait(state: RetryCallState) -> float:
-            error = state.outcome.exception() if state.outcome else None
-            asked = retry_after_seconds(error) if error is not None else None
-            return min(asked, self.retry.max_wait) if asked is not None else backoff(state)
-
-        retrying = Retrying(
-            stop=stop_after_attempt(self.retry.max_attempts)
-            | stop_after_delay(self.retry.max_total_seconds),
-            wait=wait, retry=retry_if_exception(is_transient), reraise=True,
-            before_sleep=lambda state: self.stats.record(retry=True))
         try:
-            for attempt in retrying:
+            for attempt in self._retrying(self.retry):
                 with attempt:
                     started = time.perf_counter()
                     text = self._once(messages, temperature, max_tokens, seed, extra_body,
@@ -169,9 +160,34 @@ class ChatEndpoint:
         except Exception as err:
             self.stats.record(failure=True)
             kind = "transient, retries exhausted" if is_transient(err) else "permanent"
-            raise ProviderError(f"{self.model} at {self.base_url}: {_describe(err)} "
+            raise ProviderError(f"{self.model} at {self.base_url}: {self._describe(err)} "
                                 f"({kind})") from err
         raise AssertionError("unreachable: tenacity either returns or raises")
+
+    def _retrying(self, policy: RetryPolicy, counted: bool = True) -> Any:
+        """A tenacity ``Retrying`` for ``policy``: transient errors only, Retry-After honoured
+        up to ``policy.max_wait``; retries counted in :attr:`stats` when ``counted``."""
+        from tenacity import (
+            RetryCallState,
+            Retrying,
+            retry_if_exception,
+            stop_after_attempt,
+            stop_after_delay,
+            wait_random_exponential,
+        )
+
+        backoff = wait_random_exponential(multiplier=policy.initial_wait, max=policy.max_wait)
+
+        def wait(state: RetryCallState) -> float:
+            error = state.outcome.exception() if state.outcome else None
+            asked = retry_after_seconds(error) if error is not None else None
+            return min(asked, policy.max_wait) if asked is not None else backoff(state)
+
+        return Retrying(
+            stop=stop_after_attempt(policy.max_attempts)
+            | stop_after_delay(policy.max_total_seconds),
+            wait=wait, retry=retry_if_exception(is_transient), reraise=True,
+            before_sleep=(lambda state: self.stats.record(retry=True)) if counted else None)
 
     def _once(self, messages: Sequence[Mapping[str, str]], temperature: float,
               max_tokens: int | None, seed: int | None, extra_body: Mapping[str, Any] | None,
@@ -192,30 +208,36 @@ class ChatEndpoint:
         return reply.choices[0].message.content or ""
 
     def preflight(self) -> None:
-        """One tiny completion, no retries, short timeout: fails in seconds on a wrong key, URL
-        or model, before any paid component call. Raises :class:`ConfigError` for a
-        permanent error and :class:`ProviderError` when the endpoint cannot be reached."""
+        """One tiny completion with a short timeout, retried within :data:`PREFLIGHT_RETRY`:
+        fails in seconds on a wrong key, URL or model, before any paid component call. Raises
+        :class:`ConfigError` for a permanent error and :class:`ProviderError` when the
+        endpoint cannot be reached or keeps failing."""
         import openai
 
+        client = self._client.with_options(timeout=min(self.timeout, PREFLIGHT_TIMEOUT))
         try:
-            self._client.with_options(timeout=min(self.timeout, 5.0)).chat.completions.create(
-                model=self.model, messages=[{"role": "user", "content": "Reply 1."}],
-                temperature=0, max_tokens=1)
+            for attempt in self._retrying(PREFLIGHT_RETRY, counted=False):
+                with attempt:
+                    client.chat.completions.create(
+                        model=self.model, messages=[{"role": "user", "content": "Reply 1."}],
+                        temperature=0, max_tokens=1)
         except openai.APIStatusError as err:
             if is_transient(err):
                 raise ProviderError(f"judge preflight: {self.model} at {self.base_url} "
-                                    f"answered {_describe(err)}; try again later") from None
+                                    f"kept answering {self._describe(err)}; try again "
+                                    "later") from None
             raise ConfigError(f"judge preflight: {self.model} at {self.base_url} refused the "
-                              f"request: {_describe(err)}. Check OPENAI_API_KEY, "
+                              f"request: {self._describe(err)}. Check OPENAI_API_KEY, "
                               "OPENAI_BASE_URL and JUDGE_MODEL") from None
         except (openai.APIConnectionError, openai.APIResponseValidationError, ValueError) as err:
             raise ProviderError(f"judge preflight: cannot reach {self.base_url}: "
-                                f"{_describe(err)}. Check OPENAI_BASE_URL and that the server "
-                                "is up") from None
+                                f"{self._describe(err)}. Check OPENAI_BASE_URL and that the "
+                                "server is up") from None
 
-
-def _describe(error: BaseException) -> str:
-    status = getattr(error, "status_code", None)
-    text = f"{type(error).__name__}" + (f" {status}" if status else "")
-    message = getattr(error, "message", None) or str(error)
-    return f"{text}: {message}"[:300]
+    def _describe(self, error: BaseException) -> str:
+        """The error as one line: type, status and the provider's message, redacted, then
+        cut to length (cutting first could leave part of a key)."""
+        status = getattr(error, "status_code", None)
+        text = f"{type(error).__name__}" + (f" {status}" if status else "")
+        message = getattr(error, "message", None) or str(error)
+        return self._redactor.text(f"{text}: {message}")[:300]

@@ -57,7 +57,7 @@ class RunReader(TrackingStore):
                 local = self._client.download_artifacts(run_id, artifact, scratch)
             except (MlflowException, OSError) as err:
                 raise TrackingError(f"run {run_id} has no {artifact}: it did not finish "
-                                    f"({err})") from None
+                                    f"({self.hide_password(str(err))})") from None
             return Path(local).read_text("utf-8")
 
     def read_json(self, run_id: str, artifact: str) -> Any:

@@ -6,6 +6,7 @@ unless ``MLFLOW_TRACKING_URI`` names another, such as a team server.
 
 from __future__ import annotations
 
+import base64
 import contextlib
 import fcntl
 import os
@@ -14,6 +15,7 @@ import urllib.request
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
+from urllib.parse import unquote, urlsplit, urlunsplit
 
 from evalkit._errors import ExitStatus, TrackingError
 from evalkit.tracking._bundle import BUNDLES_DIR, Point, RunJournal
@@ -50,10 +52,17 @@ class TrackingStore:
             os.environ.setdefault(name, value)
         import mlflow  # ~1 s import, paid only when a run is tracked
 
-        self.tracking_uri = tracking_uri or mlflow.get_tracking_uri()
+        self._uri = tracking_uri or mlflow.get_tracking_uri()
+        """The URI as given, credentials included: only the client and the health check see
+        it."""
+        self.tracking_uri, self._password = _shown_uri(self._uri)
+        """The URI to show and record: a password in it is replaced by ``***``."""
+        if self._password:
+            # MLflow prints each run's URL, host credentials included, when a run ends.
+            os.environ["MLFLOW_SUPPRESS_PRINTING_URL_TO_STDOUT"] = "true"
         self.bundles_dir = bundles_dir
-        with _local_store_lock(self.tracking_uri):
-            self._client = mlflow.MlflowClient(self.tracking_uri)  # creates a new store's schema
+        with _local_store_lock(self._uri):
+            self._client = mlflow.MlflowClient(self._uri)  # creates a new store's schema
         self._journals: dict[str, RunJournal] = {}
         self._offline: set[str] = set()
         """Runs whose server became unreachable: they go on against their journal."""
@@ -67,19 +76,23 @@ class TrackingStore:
         naming the URI and the fix."""
         if not self.is_remote:
             return
-        url = self.tracking_uri.rstrip("/") + "/health"
         try:
-            with urllib.request.urlopen(url, timeout=_HEALTH_TIMEOUT_SECONDS):
+            with urllib.request.urlopen(_health_request(self._uri),
+                                        timeout=_HEALTH_TIMEOUT_SECONDS):
                 return
         except urllib.error.HTTPError as err:
             if err.code < 500:  # it answered (a 401 from an auth proxy is still an answer)
                 return
             problem = f"HTTP {err.code}"
         except (OSError, ValueError) as err:
-            problem = str(getattr(err, "reason", err))
+            problem = self.hide_password(str(getattr(err, "reason", err)))
         raise TrackingError(f"cannot reach the MLflow tracking server at {self.tracking_uri} "
                             f"({problem}). Start the server, correct MLFLOW_TRACKING_URI, or "
                             "unset it to use the local store sqlite:///mlflow.db")
+
+    def hide_password(self, text: str) -> str:
+        """``text`` with the URI's password, if any, replaced by ``***``."""
+        return text.replace(self._password, "***") if self._password else text
 
     def run_data(self, run_id: str) -> Any:
         """One run's info, params, tags and latest metrics (MLflow ``Run``)."""
@@ -88,8 +101,17 @@ class TrackingStore:
         try:
             return self._client.get_run(run_id)
         except MlflowException as err:
-            raise TrackingError(f"run {run_id} not found at {self.tracking_uri}: "
-                                f"{err.message}") from None
+            if err.error_code in ("RESOURCE_DOES_NOT_EXIST", "INVALID_PARAMETER_VALUE"):
+                raise TrackingError(f"run {run_id} not found at {self.tracking_uri}: "
+                                    f"{self.hide_password(err.message)}") from None
+            raise self.unreachable(err) from None
+
+    def unreachable(self, err: BaseException) -> TrackingError:
+        """The one-line error of a store that failed to answer a read."""
+        return TrackingError(f"cannot read from the MLflow tracking store at "
+                             f"{self.tracking_uri} ({self.hide_password(str(err))[:300]}). "
+                             "Start the server, correct MLFLOW_TRACKING_URI, or unset it to "
+                             "use the local store sqlite:///mlflow.db")
 
     def _unlogged(self, run_id: str, points: Sequence[Point], held_possible: bool) -> list[Point]:
         """``points`` minus those the run already holds (a resumed or synced run may hold some
@@ -124,6 +146,29 @@ class TrackingStore:
             if experiment is None:
                 raise
             return experiment.experiment_id
+
+
+def _shown_uri(uri: str) -> tuple[str, str | None]:
+    """The URI with its password masked, and the password (``None`` when it has none)."""
+    parts = urlsplit(uri)
+    if parts.password is None:
+        return uri, None
+    host = parts.netloc.rpartition("@")[2]
+    return urlunsplit(parts._replace(netloc=f"{parts.username}:***@{host}")), parts.password
+
+
+def _health_request(uri: str) -> urllib.request.Request:
+    """``GET /health`` of a tracking server; credentials in the URI are sent as basic auth
+    (as MLflow's own client does), never as part of the URL."""
+    parts = urlsplit(uri)
+    host = parts.netloc.rpartition("@")[2]
+    url = urlunsplit(parts._replace(netloc=host)).rstrip("/") + "/health"
+    request = urllib.request.Request(url)
+    if parts.username is not None:
+        pair = f"{unquote(parts.username)}:{unquote(parts.password or '')}"
+        request.add_header("Authorization",
+                           "Basic " + base64.b64encode(pair.encode("utf-8")).decode("ascii"))
+    return request
 
 
 @contextlib.contextmanager

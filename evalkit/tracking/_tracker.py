@@ -63,7 +63,8 @@ class Tracker(RunReader, BundleSync):
         except TrackingError:
             raise
         except Exception as err:  # any failure here means MLflow is unusable: say where
-            raise TrackingError(f"cannot start an MLflow run at {self.tracking_uri}: {err}. "
+            raise TrackingError(f"cannot start an MLflow run at {self.tracking_uri}: "
+                                f"{self.hide_password(str(err))}. "
                                 "Check MLFLOW_TRACKING_URI (unset it to use the local store "
                                 "sqlite:///mlflow.db)") from err
         run_id = run.info.run_id
@@ -76,8 +77,9 @@ class Tracker(RunReader, BundleSync):
         except Exception as err:
             self._client.set_terminated(run_id, status="FAILED")
             raise TrackingError(f"cannot write artifacts of run {run_id} to "
-                                f"{run.info.artifact_uri}: {err}. Check the server's artifact "
-                                "store (--artifacts-destination) and its permissions") from err
+                                f"{run.info.artifact_uri}: {self.hide_password(str(err))}. "
+                                "Check the server's artifact store (--artifacts-destination) "
+                                "and its permissions") from err
         return run_id
 
     def resume_run(self, run_id: str, tags: Mapping[str, str]) -> RunJournal:
@@ -162,7 +164,8 @@ class Tracker(RunReader, BundleSync):
             if not self.is_remote or self._answers():
                 raise
             logger.warning("tracking server %s unreachable (%s); the run goes on and will be "
-                           "saved as a local bundle", self.tracking_uri, err)
+                           "saved as a local bundle", self.tracking_uri,
+                           self.hide_password(str(err)))
             self._offline.add(run_id)
 
 

@@ -1,0 +1,156 @@
+"""One component call, made safe: whatever the component does is that call's result.
+
+A component is foreign code. Whatever it returns or raises becomes a :class:`CallRecord`: an
+output that is plain JSON (bounded in size and depth, finite numbers, valid Unicode), or an
+error message that can always be rendered and written. Only ``KeyboardInterrupt`` escapes: an
+interrupt stays an interrupt.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, replace
+from typing import Any
+
+from evalkit._secrets import Redactor
+from evalkit.dataset import Entry
+
+MAX_OUTPUT_CHARS = 1_000_000
+"""Longest output kept, as JSON text; a larger one is recorded as an error."""
+MAX_OUTPUT_DEPTH = 100
+"""Deepest nesting of lists and objects kept; scorers and reports recurse over outputs."""
+MAX_MESSAGE_CHARS = 4000
+"""Longest error message kept; the rest is cut, saying how much."""
+
+
+@dataclass(frozen=True)
+class Call:
+    """What the component receives besides the entry: fresh mocks and which repeat this is."""
+
+    mocks: Mapping[str, Any]
+    """Adapter name -> adapter built from this entry's ``mock_fixtures`` for this call only."""
+    repeat: int
+    """0-based index of this call among the entry's calls."""
+    repeats: int
+    """How many calls the entry gets in this run (1, or ``REPEAT_COUNT``)."""
+    seed: int | None = None
+    """The replicate's seed in replicate mode (derive per-call randomness from it together
+    with the entry id and ``repeat``); ``None`` in an ordinary run."""
+    replicate: int | None = None
+    """0-based replicate index in replicate mode; ``None`` in an ordinary run."""
+
+
+Component = Callable[[Entry, Call], Any]
+
+
+@dataclass(frozen=True)
+class CallRecord:
+    """One component call: its output (a JSON value) or the error it raised."""
+
+    entry_id: str
+    repeat: int
+    output: Any
+    error: str | None
+    latency_ms: float
+
+    def to_json(self) -> dict[str, Any]:
+        return {"entry_id": self.entry_id, "repeat": self.repeat, "output": self.output,
+                "error": self.error, "latency_ms": round(self.latency_ms, 3)}
+
+
+def invoke(component: Component, entry: Entry, call: Call,
+           adapters: Mapping[str, Callable[[Any], Any]], redactor: Redactor) -> CallRecord:
+    """One call, given everything of ``call`` but its mocks, which are built fresh here.
+
+    Raises only ``KeyboardInterrupt``; everything else the component does is recorded."""
+    started = time.perf_counter()
+    try:
+        mocks = {name: adapters[name](fixture) for name, fixture in entry.mock_fixtures.items()}
+        output = component(entry, replace(call, mocks=mocks))
+    except KeyboardInterrupt:
+        raise
+    # A component failure of any kind (SystemExit, GeneratorExit included) is a result, not a
+    # crash of the run.
+    except BaseException as err:  # noqa: BLE001
+        latency = (time.perf_counter() - started) * 1000
+        return CallRecord(entry.id, call.repeat, None, error_message(err, redactor), latency)
+    latency = (time.perf_counter() - started) * 1000
+    try:
+        kept, problem = plain_output(output)
+    except KeyboardInterrupt:
+        raise
+    except BaseException as err:  # noqa: BLE001 - an output whose methods raise while read
+        kept, problem = None, f"reading it raised {error_message(err, redactor)}"
+    if problem is not None:
+        return CallRecord(entry.id, call.repeat, None, redactor.text(
+            f"OutputNotKept: the component returned {_type_name(output)}: {problem}"), latency)
+    return CallRecord(entry.id, call.repeat, redactor.value(kept), None, latency)
+
+
+def timed_out(entry: Entry, call: Call, seconds: float) -> CallRecord:
+    """The record of a call that did not return within ``CALL_TIMEOUT``."""
+    return CallRecord(entry.id, call.repeat, None,
+                      f"CallTimeout: no result within CALL_TIMEOUT = {seconds:g} s; the call "
+                      "was abandoned (raise CALL_TIMEOUT if the component is just slow)",
+                      seconds * 1000)
+
+
+def error_message(err: BaseException, redactor: Redactor) -> str:
+    """``Type: message`` of an exception, rendered whatever its ``__str__`` does."""
+    name = _type_name(err)
+    try:
+        text = str(err)
+    except Exception as failure:  # noqa: BLE001 - a message that cannot be rendered
+        text = f"<the message could not be rendered: {_type_name(failure)}>"
+    return redactor.text(safe_text(f"{name}: {text}" if text else name, MAX_MESSAGE_CHARS))
+
+
+def safe_text(text: str, limit: int) -> str:
+    """``text`` as valid UTF-8 (unpaired surrogates shown as ``\\udcxx``), at most ``limit``
+    characters plus a note of how many were cut."""
+    text = str.__str__(text).encode("utf-8", "backslashreplace").decode("utf-8")
+    if len(text) > limit:
+        text = f"{text[:limit]}... ({len(text) - limit} more characters cut)"
+    return text
+
+
+def plain_output(output: Any) -> tuple[Any, str | None]:
+    """The output as a plain JSON value, or ``(None, why it cannot be kept)``."""
+    try:
+        text = json.dumps(output, ensure_ascii=False, allow_nan=False)
+    except RecursionError:
+        return None, f"nested deeper than {MAX_OUTPUT_DEPTH} levels"
+    except (TypeError, ValueError) as err:
+        return None, (f"{safe_text(str(err), 300)}; return a string, number, boolean, list or "
+                      "dict of them (finite numbers only)")
+    if len(text) > MAX_OUTPUT_CHARS:
+        return None, (f"{len(text):,} characters of JSON; at most {MAX_OUTPUT_CHARS:,} are "
+                      "kept: return a summary, or log the full output yourself")
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return None, ("text with unpaired surrogates (not valid Unicode); decode bytes with "
+                      "errors='replace' before returning them")
+    value = json.loads(text)
+    if _depth(value) > MAX_OUTPUT_DEPTH:
+        return None, f"nested deeper than {MAX_OUTPUT_DEPTH} levels"
+    return value, None
+
+
+def _depth(value: Any) -> int:
+    """How many lists and objects are nested in a JSON value, at the deepest; no recursion."""
+    deepest, stack = 0, [(value, 0)]
+    while stack:
+        node, level = stack.pop()
+        children = node.values() if isinstance(node, dict) else node \
+            if isinstance(node, list) else None
+        if children is not None:
+            deepest = max(deepest, level + 1)
+            stack += [(child, level + 1) for child in children]
+    return deepest
+
+
+def _type_name(value: Any) -> str:
+    return type(value).__name__
