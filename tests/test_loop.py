@@ -151,33 +151,33 @@ def test_failures_are_results_with_their_latency_and_secrets_redacted(tmp_path: 
     assert (boom.entry_id, boom.repeat, boom.output) == ("boom", 0, None)
     assert boom.error == "RuntimeError: denied for [REDACTED:API_KEY]"
     assert (obj.entry_id, obj.output) == ("obj", None)
-    assert obj.error is not None and obj.error.startswith(
-        "OutputNotJSON: the component returned object (")
-    assert obj.error.endswith("); return a string, number, boolean, list or dict")
+    assert obj.error == ("OutputNotKept: the component returned object: Object of type object "
+                         "is not JSON serializable; return a string, number, boolean, list or "
+                         "dict of them (finite numbers only)")
     assert (leak.output, leak.error) == ({"echo": "[REDACTED:API_KEY]"}, None)
     for record in (boom, obj, leak):  # milliseconds: 20 ms of sleep, well under a second
         assert 15 <= record.latency_ms < 1000
 
 
-def test_a_crash_stops_new_calls_and_keeps_those_in_flight(
+def test_a_stop_starts_no_new_call_and_keeps_those_in_flight(
         tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
     plan = plan_of(tmp_path, {f"e{i}": entry("functional") for i in range(6)})
     slow_started = threading.Event()
 
-    class Crash(BaseException):
-        pass
-
     def component(item: Entry, call: Call) -> str:
         if item.id == "e0":
             slow_started.set()
-            time.sleep(0.3)  # still in flight when e1 crashes
+            time.sleep(0.3)  # still in flight when the run is stopped
             return "slow"
         assert slow_started.wait(timeout=30)
-        raise Crash
+        return "fast"
+
+    def on_call(record: CallRecord) -> None:
+        if record.entry_id != "e0":
+            raise KeyboardInterrupt  # Ctrl-C as e1 is kept
 
     raw = tmp_path / "raw.jsonl"
-    with RawResultsLog(raw) as log, pytest.raises(Crash):
-        run_calls(plan, component, {}, log, Redactor(), concurrency=2)
-    assert raw_order(raw) == [("e0", 0)]  # the call in flight finished and was kept
-    assert "stopping: waiting for 1 call(s) in flight to finish and be kept (Ctrl-C again " \
-        "to abandon them)" in caplog.text
+    with RawResultsLog(raw) as log, pytest.raises(KeyboardInterrupt):
+        run_calls(plan, component, {}, log, Redactor(), concurrency=2, on_call=on_call)
+    assert raw_order(raw) == [("e0", 0), ("e1", 0)]  # the call in flight finished, was kept
+    assert "stopping: waiting for 1 call(s) in flight to finish and be kept" in caplog.text
