@@ -52,6 +52,22 @@ def write_eval_script(folder: Path, constants: Mapping[str, Any], component: str
     return script
 
 
+def plan_of(tmp_path: Path, entries: Mapping[str, Mapping[str, Any]], repeats: int = 3,
+            selection: str = "all", groups: str | None = None, **constants: Any) -> Any:
+    """The run plan (:class:`evalkit.run._selection.RunPlan`) of a dataset written from
+    ``entries``, with thresholds of 0.5, ``REPEAT_COUNT = repeats`` and ``constants``."""
+    from evalkit import EvalConfig, Selection
+    from evalkit.dataset import load_dataset
+    from evalkit.run._selection import plan_run
+
+    dataset = write_dataset(tmp_path / "ds", entries)
+    config = EvalConfig.from_constants({
+        "EXPERIMENT_NAME": "plan/tests", "DATASET_PATH": str(dataset), "EVAL_MIN_ACCURACY": 0.5,
+        "REPEAT_COUNT": repeats, "EVAL_MIN_ACCURACY_REPEATABILITY": 0.5, **constants},
+        "test_eval.py")
+    return plan_run(load_dataset(dataset), Selection.parse(selection, groups), config)
+
+
 def run_script(folder: Path, *args: str, env: Mapping[str, str] | None = None,
                timeout: float = 300) -> subprocess.CompletedProcess[str]:
     """Run ``folder/eval.py`` with ``folder`` as the working directory and its own store."""

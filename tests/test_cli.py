@@ -139,14 +139,22 @@ def invoke_component(entry, call):
 """
 
 
-@pytest.mark.parametrize("stop_signal", [signal.SIGINT, signal.SIGTERM])
+@pytest.mark.parametrize(("stop_signal", "sigint_at_start"), [
+    (signal.SIGINT, signal.SIG_DFL),
+    # A background job (`cmd &`) and some CI runners start processes with SIGINT ignored;
+    # Python then installs no handler of its own, and only evalkit's makes Ctrl-C work.
+    (signal.SIGINT, signal.SIG_IGN),
+    (signal.SIGTERM, signal.SIG_DFL),
+], ids=["SIGINT", "SIGINT-ignored-at-start", "SIGTERM"])
 def test_interrupted_run_keeps_every_output_and_is_marked_killed(
-        tmp_path: Path, stop_signal: signal.Signals) -> None:
+        tmp_path: Path, stop_signal: signal.Signals, sigint_at_start: signal.Handlers) -> None:
     write_dataset(tmp_path / "ds", {f"e{i:02d}": entry("functional") for i in range(40)})
     write_eval_script(tmp_path, CONSTANTS, SLOW)
+    # The child's SIGINT disposition is set here, not inherited from however pytest started.
     process = subprocess.Popen([sys.executable, "eval.py", "--type=all"], cwd=tmp_path,
                                env=script_env(tmp_path), stdout=subprocess.PIPE,
-                               stderr=subprocess.PIPE, text=True)
+                               stderr=subprocess.PIPE, text=True,
+                               preexec_fn=lambda: signal.signal(signal.SIGINT, sigint_at_start))
     deadline = time.monotonic() + 120
     raw_files: list[Path] = []
     while time.monotonic() < deadline:

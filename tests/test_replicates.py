@@ -19,9 +19,8 @@ import pytest
 
 from evalkit import Call, Entry, EvalConfig, Selection
 from evalkit.reports import render_reports
-from evalkit.run import compare, evaluate_replicates
-from evalkit.run._compare import Side, Verdict, noise_gate
-from evalkit.run._replicates import LOCK_FILE, SeedLock
+from evalkit.run import compare, evaluate, evaluate_replicates, load_side
+from evalkit.run._replicates import LOCK_FILE, SeedLock, seeds_for
 from evalkit.stats import replicate_seed
 from evalkit.tracking import Tracker
 from tests.conftest import entry, run_script, script_env, write_dataset, write_eval_script
@@ -139,25 +138,58 @@ def test_a_rerun_reads_its_seeds_from_the_lock(tmp_path: Path, tracking_uri: str
     assert {s for _, r, s in component.seen if r == 0} == {12345}
     assert SeedLock.load(lock).seeds[0] == 12345
 
+    # A new ROOT_SEED is a new series: the lock's seeds (of ROOT_SEED 0) are not reused.
+    component = SeededComponent(0.6)
+    replicates(tmp_path, tracking_uri, config(tmp_path, "replicates/lock", REPLICATES=2,
+                                              ROOT_SEED=1), component)
+    fresh = [replicate_seed(1, "replicates/lock", r) for r in range(2)]
+    assert sorted({(r, s) for _, r, s in component.seen}) == list(enumerate(fresh))
+    assert SeedLock.load(lock) == SeedLock("replicates/lock", 1, tuple(fresh))
 
-def test_noise_gate() -> None:
-    assert noise_gate(0.2, None) is Verdict.NO_FLOOR
-    assert noise_gate(0.05, 0.03) is Verdict.INSIDE_NOISE
-    assert noise_gate(0.06, 0.03) is Verdict.INSIDE_NOISE  # must clear twice the floor
-    assert noise_gate(0.07, 0.03) is Verdict.BETTER
-    assert noise_gate(-0.07, 0.03) is Verdict.WORSE
-    assert noise_gate(0.0, 0.0) is Verdict.INSIDE_NOISE
+
+def test_seeds_come_from_the_lock_only_for_its_own_pack_and_root_seed() -> None:
+    lock = SeedLock("pack", 0, (11, 12))
+    assert seeds_for("pack", 0, 3, lock).seeds == (11, 12, replicate_seed(0, "pack", 2))
+    assert seeds_for("pack", 0, 1, lock).seeds == (11,)
+    for pack, root in (("pack", 1), ("other", 0)):
+        assert seeds_for(pack, root, 2, lock) == SeedLock(
+            pack, root, (replicate_seed(root, pack, 0), replicate_seed(root, pack, 1)))
+    assert seeds_for("pack", 0, 2).seeds == (replicate_seed(0, "pack", 0),
+                                              replicate_seed(0, "pack", 1))
 
 
-def test_compare_counts_flips_in_each_direction() -> None:
-    a = Side("a", "A", {"functional": 0.75}, {"functional": {"x": True, "y": True, "z": False,
-                                                             "w": None}}, {"functional": 0.1})
-    b = Side("b", "B", {"functional": 0.5, "smoke": 1.0},
-             {"functional": {"x": True, "y": False, "z": True, "w": True}}, {})
-    (result,) = compare(a, b)
-    assert (result.right_in_a_only, result.right_in_b_only) == (("y",), ("z",))
-    assert result.shared_items == 3  # w split evenly across A's replicates
-    assert result.gap == 0.25 and result.floor == 0.1 and result.verdict is Verdict.BETTER
+def test_compare_leaves_out_an_item_split_evenly_across_an_even_number_of_replicates(
+        tmp_path: Path, tracking_uri: str) -> None:
+    # Four replicates; each item is right in the first `k` of them.
+    right_in = {"always": 4, "mostly": 3, "tie": 2, "rarely": 1, "never": 0}
+    dataset = write_dataset(tmp_path / "ds", {i: entry("functional") for i in right_in})
+    tracker = Tracker(tracking_uri)
+
+    def run(experiment: str, component: Any, **extra: Any) -> None:
+        cfg = EvalConfig.from_constants({
+            "EXPERIMENT_NAME": experiment, "DATASET_PATH": str(dataset),
+            "REPORTS_DIR": str(tmp_path / experiment), "EVAL_MIN_ACCURACY": 0.0, **extra},
+            "test_eval.py")
+        run_with = evaluate_replicates if "REPLICATES" in extra else evaluate
+        run_with(cfg, component, Selection("all"), tracker=tracker,
+                 runs_dir=tmp_path / ".evalkit" / "runs")
+
+    run("tie/a", lambda e, call: "a" if call.replicate < right_in[e.id] else "wrong",
+        REPLICATES=4)
+    run("tie/all-right", lambda e, call: "a")
+    run("tie/all-wrong", lambda e, call: "wrong")
+    a = load_side(tracker, "tie/a")
+    assert a.items["functional"] == {"always": True, "mostly": True, "tie": None,
+                                     "rarely": False, "never": False}
+    (against_right,) = compare(a, load_side(tracker, "tie/all-right"))
+    (against_wrong,) = compare(a, load_side(tracker, "tie/all-wrong"))
+    # The tie is undecided: neither right nor wrong, so it is in no flip list and not shared.
+    assert against_right.shared_items == against_wrong.shared_items == 4
+    assert (against_right.right_in_a_only, against_right.right_in_b_only) == (
+        (), ("never", "rarely"))
+    assert (against_wrong.right_in_a_only, against_wrong.right_in_b_only) == (
+        ("always", "mostly"), ())
+    assert against_right.a == pytest.approx((4 + 3 + 2 + 1) / 20)  # accuracy counts every vote
 
 
 COMPARE_SCRIPT = """

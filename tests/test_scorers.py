@@ -116,3 +116,35 @@ def test_similarity_embeds_json_outputs_as_canonical_text(embedder: CountingEmbe
     (verdict,) = scorer.among_outputs([output_group({"b": 1, "a": "x"}, {"a": "x", "b": 1})])
     assert verdict.similarity == 1.0
     assert as_text({"b": 1, "a": "x"}) == '{"a": "x", "b": 1}'
+
+
+def test_similarity_exactly_at_the_threshold_passes(embedder: CountingEmbedder) -> None:
+    # The README's promise: a threshold of 1.0 means "all identical", so identical outputs
+    # pass at 1.0; and any cosine equal to the threshold passes it (>=, not >).
+    identical = SemanticSimilarityScorer(1.0, embedder)
+    (alone,) = identical.against_expected([Case("q", "same text", "same text")])
+    assert alone.passed and alone.similarity == 1.0
+    assert [v.passed for v in identical.among_outputs([
+        output_group("same text", "same text", "same text"),
+        output_group("same text", "same text", "some text")])] == [True, False]
+    # In float32 a unit vector's dot with itself is sometimes just under 1: in this batch
+    # (encoded exactly as among_outputs encodes it) some texts' are; they must still pass.
+    texts = [f"ticket number {i} about {topic}" for i in range(40)
+             for topic in ("billing", "shipping")]
+    batch = embedder.encode(texts)
+    assert any(float(batch[t] @ batch[t]) < 1.0 for t in texts)
+    verdicts = identical.among_outputs([output_group(t, t) for t in texts])
+    assert all(v.passed and v.similarity == 1.0 for v in verdicts)
+
+    output, expected = "The parcel never arrived.", "My package has not been delivered."
+    vectors = embedder.encode([output, expected])
+    cosine = float(vectors[output] @ vectors[expected])
+    (at,) = SemanticSimilarityScorer(cosine, embedder).against_expected(
+        [Case("q", output, expected)])
+    assert at.similarity == cosine and at.passed
+    (above,) = SemanticSimilarityScorer(float(np.nextafter(cosine, 2.0)), embedder) \
+        .against_expected([Case("q", output, expected)])
+    assert not above.passed
+    group = output_group(output, expected)
+    (among_at,) = SemanticSimilarityScorer(cosine, embedder).among_outputs([group])
+    assert among_at.passed

@@ -164,6 +164,58 @@ def test_an_outage_mid_run_keeps_everything_in_a_bundle_then_syncs(
     assert "no bundle to upload" in evalkit(folder, "sync", env=env).stdout
 
 
+def test_a_run_stopped_during_an_outage_leaves_its_whole_bundle_for_sync(
+        tmp_path: Path, team: TeamServer) -> None:
+    # Two runs lose the server mid-run; then one gets Ctrl-C, the other SIGTERM. (A component
+    # cannot crash a run: whatever it raises is that call's recorded error.)
+    env = {"MLFLOW_TRACKING_URI": team.tracking_uri}
+    stops = {"SIGINT": (signal.SIGINT, "KILLED"), "SIGTERM": (signal.SIGTERM, "KILLED")}
+    folders = {how: project(tmp_path / how, f"team/stopped-{how}", entries=80, delay=0.2)
+               for how in stops}
+    processes = {how: subprocess.Popen([sys.executable, "eval.py", "--type=all"], cwd=folder,
+                                       env=script_env(folder, env), stdout=subprocess.PIPE,
+                                       stderr=subprocess.PIPE, text=True)
+                 for how, folder in folders.items()}
+    try:
+        deadline = time.monotonic() + 120
+        while min(len(calls_made(f)) for f in folders.values()) < 3 \
+                and time.monotonic() < deadline:
+            time.sleep(0.05)
+        team.mlflow.stop()
+        for how, (stop_signal, _) in stops.items():
+            processes[how].send_signal(stop_signal)
+        stderr = {how: p.communicate(timeout=180)[1] for how, p in processes.items()}
+    finally:
+        for process in processes.values():
+            if process.poll() is None:
+                process.kill()
+        team.mlflow.start()
+
+    client = mlflow.MlflowClient(team.tracking_uri)
+    for how, (_, status) in stops.items():
+        folder, process = folders[how], processes[how]
+        assert process.returncode == 130, stderr[how]
+        (bundle,) = (folder / ".evalkit" / "bundles").iterdir()
+        assert f"evalkit sync {bundle.relative_to(folder)}" in stderr[how]
+        document = json.loads((bundle / "bundle.json").read_text())
+        assert document["status"] == status
+        raw = (bundle / "artifacts" / "raw" / "raw-results.jsonl").read_text().splitlines()
+        made = calls_made(folder)
+        assert 3 <= len(raw) == len(made) < 80 + 3  # every call paid for, none invented
+        assert [json.loads(line)["entry_id"] for line in raw] == [e for e, _ in made]
+        run_id = document["run_id"]
+        assert client.get_run(run_id).info.status == "RUNNING"  # the server never heard
+
+        synced = evalkit(folder, "sync", env=env)
+        assert synced.returncode == 0, synced.stderr
+        assert f"as run {run_id}" in synced.stdout
+        run = client.get_run(run_id)
+        assert run.info.status == status
+        served = Path(client.download_artifacts(run_id, "raw/raw-results.jsonl",
+                                                str(tmp_path / "served" / how)))
+        assert served.read_text().splitlines() == raw
+
+
 @pytest.mark.parametrize("how", ["eval.py --resume", "evalkit resume"])
 def test_an_interrupted_run_resumes_with_only_the_missing_calls(tmp_path: Path,
                                                                 how: str) -> None:

@@ -8,6 +8,11 @@ clears twice the floor gets a winner; inside it, or without a floor, the compari
 A floor is read from the pairwise disagreement of the replicates (``stability.json``) and
 counts only pairs of replicates that observed a common item: replicates that share no item
 measured nothing, and are treated as no floor at all.
+
+A replicate series counts an item by majority over its replicates. An item split evenly (right
+in exactly half of an even number of replicates) is undecided: it is neither right nor wrong,
+so it is in no flip list and not among the shared items, rather than being tipped either way
+by a tie-break. The accuracies themselves count every replicate's verdict.
 """
 
 from __future__ import annotations

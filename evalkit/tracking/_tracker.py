@@ -278,9 +278,14 @@ class Tracker(RunReader, BundleSync):
             journal.status = status
         self._write(run_id, lambda: self._client.set_terminated(run_id, status=status))
         if run_id in self._offline and journal is not None:
-            self.bundles.append(journal.write(self.bundles_dir))
+            bundle = journal.write(self.bundles_dir)
+            self.bundles.append(bundle)
             if status == "FINISHED":
                 raise TrackingOffline(list(self.bundles), self.tracking_uri)
+            # A stopped or failed run raises its own error; this is the only word of the bundle.
+            logger.warning("the tracking server at %s is unreachable: run %s (%s) is saved as a "
+                           "local bundle; upload it once the server is back: evalkit sync %s",
+                           self.tracking_uri, run_id, status, bundle)
 
     def _write(self, run_id: str, action: Callable[[], object]) -> None:
         """Send one write to MLflow; if the server has become unreachable, keep the run going

@@ -1,0 +1,89 @@
+"""The comparison of two evaluations, without MLflow: the noise gate, flips, majorities.
+
+Fast: among the tests ``make mutation`` runs. Loading sides from MLflow, and ties across an
+even number of replicates end to end, are in test_replicates.py.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from evalkit.run import FLOOR_MULTIPLE, compare
+from evalkit.run._compare import MetricComparison, Side, Verdict, _majority, noise_gate
+
+
+def test_noise_gate() -> None:
+    assert noise_gate(0.2, None) is Verdict.NO_FLOOR
+    assert noise_gate(0.05, 0.03) is Verdict.INSIDE_NOISE
+    assert noise_gate(0.06, 0.03) is Verdict.INSIDE_NOISE  # must clear twice the floor
+    assert noise_gate(0.07, 0.03) is Verdict.BETTER
+    assert noise_gate(-0.07, 0.03) is Verdict.WORSE
+    assert noise_gate(0.0, 0.0) is Verdict.INSIDE_NOISE
+
+
+def test_compare_counts_flips_in_each_direction() -> None:
+    a = Side("a", "A", {"functional": 0.75}, {"functional": {"x": True, "y": True, "z": False,
+                                                             "w": None}}, {"functional": 0.1})
+    b = Side("b", "B", {"functional": 0.5, "smoke": 1.0},
+             {"functional": {"x": True, "y": False, "z": True, "w": True}}, {})
+    (result,) = compare(a, b)
+    assert (result.right_in_a_only, result.right_in_b_only) == (("y",), ("z",))
+    assert result.shared_items == 3  # w split evenly across A's replicates
+    assert result.gap == 0.25 and result.floor == 0.1 and result.verdict is Verdict.BETTER
+
+
+
+
+def test_the_larger_floor_of_the_two_sides_gates_and_unshared_items_are_ignored() -> None:
+    a = Side("a", "A", {"functional": 0.9, "smoke": 0.5},
+             {"functional": {"x": True, "only-a": True}}, {"functional": 0.02, "smoke": 0.3})
+    b = Side("b", "B", {"functional": 0.8}, {"functional": {"x": False, "only-b": False}},
+             {"functional": 0.06})
+    (result,) = compare(a, b)
+    assert result.test_type == "functional" and result.floor == 0.06
+    assert result.shared_items == 1 and result.right_in_a_only == ("x",)
+    assert result.right_in_b_only == ()
+    assert result.verdict is Verdict.INSIDE_NOISE  # 0.1 <= 2 x 0.06
+    (no_items,) = compare(Side("a", "A", {"smoke": 1.0}, {}, {}),
+                          Side("b", "B", {"smoke": 0.0}, {}, {}))
+    assert no_items.shared_items == 0 and no_items.floor is None
+    assert no_items.verdict is Verdict.NO_FLOOR and not no_items.verdict.decided
+
+
+def test_flip_lists_are_sorted() -> None:
+    a = Side("a", "A", {"t": 1.0}, {"t": {"z": True, "a": True, "m": False}}, {})
+    b = Side("b", "B", {"t": 0.0}, {"t": {"z": False, "a": False, "m": True}}, {})
+    (result,) = compare(a, b)
+    assert result.right_in_a_only == ("a", "z") and result.right_in_b_only == ("m",)
+
+
+def test_comparison_json() -> None:
+    decided = MetricComparison("functional", 0.9, 0.5, 0.1, 10, ("x",), ("y", "z"))
+    assert decided.to_json() == {
+        "metric": "functional_accuracy", "a": 0.9, "b": 0.5, "gap": pytest.approx(0.4),
+        "noise_floor": 0.1, "required_gap": FLOOR_MULTIPLE * 0.1, "shared_items": 10,
+        "right_in_a_only": ["x"], "right_in_b_only": ["y", "z"], "verdict": "A better"}
+    assert decided.verdict.decided and Verdict.WORSE.decided
+    unfloored = MetricComparison("smoke", 0.5, 0.9, None, 0, (), ()).to_json()
+    assert unfloored["required_gap"] is None
+    assert unfloored["verdict"] == "no noise floor measured: run replicates first"
+
+
+@pytest.mark.parametrize(("votes", "majority"), [
+    ([True, True, False], True), ([True, False, False], False), ([True, False], None),
+    ([True, True, False, False], None), ([True, True, True, False], True), ([False], False),
+    ([True], True), ([True, True, False, False, False], False),
+    ([True, True, True, False, False], True),
+])
+def test_an_item_counts_by_strict_majority_and_a_tie_is_undecided(
+        votes: list[bool], majority: bool | None) -> None:
+    cells = [{"correct": v} for v in votes]
+    assert _majority(cells) is majority
+    assert _majority([*cells, None]) is majority  # a replicate without the item has no vote
+
+
+def test_a_type_with_items_on_one_side_only_shares_none() -> None:
+    a = Side("a", "A", {"t": 1.0}, {"t": {"x": True}}, {})
+    b = Side("b", "B", {"t": 0.0}, {}, {})
+    (result,) = compare(a, b)
+    assert (result.shared_items, result.right_in_a_only, result.right_in_b_only) == (0, (), ())

@@ -1,0 +1,183 @@
+"""The call loop on its own: calls in flight at once, finishing out of order, kept in order.
+
+Fast (no MLflow, no model): these are among the tests ``make mutation`` runs.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from evalkit import Call, Entry
+from evalkit._secrets import Redactor
+from evalkit.run._loop import CallRecord, RawResultsLog, run_calls
+from tests.conftest import entry, plan_of
+
+
+def raw_order(path: Path) -> list[tuple[str, int]]:
+    return [(r["entry_id"], r["repeat"]) for r in map(json.loads, path.open())]
+
+
+def test_repeats_finishing_out_of_order_come_back_in_dataset_then_repeat_order(
+        tmp_path: Path) -> None:
+    # Entry "a" (first in the dataset) has three repeats; repeat 0 is held back until every
+    # other call has finished, so it is the last line appended to the raw results.
+    plan = plan_of(tmp_path, {"a": entry("repeatability"), "b": entry("functional"),
+                              "c": entry("functional")})
+    others_done = threading.Event()
+    finished: list[CallRecord] = []
+    appended: list[list[tuple[str, int]]] = []
+    raw = tmp_path / "raw.jsonl"
+
+    def component(item: Entry, call: Call) -> str:
+        if (item.id, call.repeat) == ("a", 0):
+            assert others_done.wait(timeout=30), "the other calls never finished"
+        return f"{item.id}-{call.repeat}"
+
+    def on_call(record: CallRecord) -> None:
+        finished.append(record)
+        appended.append(raw_order(raw))
+        if len(finished) == plan.total_calls - 1:
+            others_done.set()
+
+    with RawResultsLog(raw) as log:
+        outputs = run_calls(plan, component, {}, log, Redactor(), concurrency=5,
+                            on_call=on_call)
+
+    assert [(r.entry_id, r.repeat) for r in finished][-1] == ("a", 0)
+    assert appended[-1][-1] == ("a", 0)  # the file really was written out of order
+    assert raw_order(raw) == [("a", 0), ("a", 1), ("a", 2), ("b", 0), ("c", 0)]
+    assert [[c.output for c in o.calls] for o in outputs] == [
+        ["a-0", "a-1", "a-2"], ["b-0"], ["c-0"]]
+
+
+def test_every_call_gets_its_context_and_fresh_mocks(tmp_path: Path) -> None:
+    def crm(fixture: Any) -> tuple[str, Any]:
+        return ("crm", fixture)
+
+    plan = plan_of(tmp_path, {"r": entry("repeatability", mock_fixtures={"crm": {"n": 1}}),
+                              "f": entry("functional")}, repeats=2, MOCK_ADAPTERS={"crm": crm})
+    seen: list[tuple[str, int, int, int | None, int | None, Any]] = []
+    lock = threading.Lock()
+
+    def component(item: Entry, call: Call) -> str:
+        with lock:
+            seen.append((item.id, call.repeat, call.repeats, call.seed, call.replicate,
+                         call.mocks))
+        return "café"  # kept as written in the raw results, not \\u-escaped
+
+    raw = tmp_path / "nested" / "run" / "raw.jsonl"  # folders are created
+    with RawResultsLog(raw) as log:
+        run_calls(plan, component, {"crm": crm}, log,
+                  Redactor(), seed=42, replicate=1, concurrency=2)
+    assert sorted(seen, key=str) == sorted([
+        ("f", 0, 1, 42, 1, {}),
+        ("r", 0, 2, 42, 1, {"crm": ("crm", {"n": 1})}),
+        ("r", 1, 2, 42, 1, {"crm": ("crm", {"n": 1})})], key=str)
+    assert all(calls[5] is not seen[0][5] for calls in seen[1:])  # a fresh mock every call
+    assert raw.read_text(encoding="utf-8").count('"café"') == 3
+
+
+def test_recorded_calls_are_reused_not_made_again(tmp_path: Path) -> None:
+    plan = plan_of(tmp_path, {"a": entry("repeatability"), "b": entry("functional")})
+    kept = CallRecord("a", 1, "from before", None, 5.0)
+    made: list[tuple[str, int]] = []
+
+    def component(item: Entry, call: Call) -> str:
+        made.append((item.id, call.repeat))
+        return "new"
+
+    with RawResultsLog(tmp_path / "raw.jsonl") as log:
+        outputs = run_calls(plan, component, {}, log, Redactor(),
+                            recorded={("a", 1): kept})
+    assert sorted(made) == [("a", 0), ("a", 2), ("b", 0)]
+    assert outputs[0].calls[1] is kept
+    assert [c.output for c in outputs[0].calls] == ["new", "from before", "new"]
+
+
+def test_at_most_concurrency_calls_are_in_flight(tmp_path: Path) -> None:
+    plan = plan_of(tmp_path, {f"e{i}": entry("functional") for i in range(8)})
+    in_flight, peak = 0, 0
+    lock = threading.Lock()
+    both_started = threading.Barrier(2, timeout=30)
+
+    def component(item: Entry, call: Call) -> str:
+        nonlocal in_flight, peak
+        with lock:
+            in_flight += 1
+            peak = max(peak, in_flight)
+        if item.id in ("e0", "e1"):
+            both_started.wait()  # the first two calls overlap for certain
+        with lock:
+            in_flight -= 1
+        return "a"
+
+    with RawResultsLog(tmp_path / "raw.jsonl") as log:
+        run_calls(plan, component, {}, log, Redactor(), concurrency=2)
+    assert peak == 2
+
+
+def test_an_unknown_entry_sorts_last_and_latency_keeps_three_decimals(tmp_path: Path) -> None:
+    raw = tmp_path / "raw.jsonl"
+    with RawResultsLog(raw) as log:
+        for record in (CallRecord("gone", 0, 1, None, 1.23456),
+                       CallRecord("b", 0, 2, None, 2.0), CallRecord("a", 0, 3, None, 3.0)):
+            log.append(record)
+        log.put_in_order({"a": 0, "b": 1})
+    assert raw_order(raw) == [("a", 0), ("b", 0), ("gone", 0)]
+    assert json.loads(raw.read_text().splitlines()[-1])["latency_ms"] == 1.235
+
+
+def test_failures_are_results_with_their_latency_and_secrets_redacted(tmp_path: Path) -> None:
+    plan = plan_of(tmp_path, {"boom": entry("functional"), "obj": entry("functional"),
+                              "leak": entry("functional")})
+    redactor = Redactor((("API_KEY", "sk-very-secret-value"),))
+
+    def component(item: Entry, call: Call) -> Any:
+        time.sleep(0.02)
+        if item.id == "boom":
+            raise RuntimeError("denied for sk-very-secret-value")
+        if item.id == "obj":
+            return object()
+        return {"echo": "sk-very-secret-value"}
+
+    with RawResultsLog(tmp_path / "raw.jsonl") as log:
+        boom, leak, obj = (o.first for o in run_calls(plan, component, {}, log, redactor))
+    assert (boom.entry_id, boom.repeat, boom.output) == ("boom", 0, None)
+    assert boom.error == "RuntimeError: denied for [REDACTED:API_KEY]"
+    assert (obj.entry_id, obj.output) == ("obj", None)
+    assert obj.error == ("OutputNotKept: the component returned object: Object of type object "
+                         "is not JSON serializable; return a string, number, boolean, list or "
+                         "dict of them (finite numbers only)")
+    assert (leak.output, leak.error) == ({"echo": "[REDACTED:API_KEY]"}, None)
+    for record in (boom, obj, leak):  # milliseconds: 20 ms of sleep, well under a second
+        assert 15 <= record.latency_ms < 1000
+
+
+def test_a_stop_starts_no_new_call_and_keeps_those_in_flight(
+        tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+    plan = plan_of(tmp_path, {f"e{i}": entry("functional") for i in range(6)})
+    slow_started = threading.Event()
+
+    def component(item: Entry, call: Call) -> str:
+        if item.id == "e0":
+            slow_started.set()
+            time.sleep(0.3)  # still in flight when the run is stopped
+            return "slow"
+        assert slow_started.wait(timeout=30)
+        return "fast"
+
+    def on_call(record: CallRecord) -> None:
+        if record.entry_id != "e0":
+            raise KeyboardInterrupt  # Ctrl-C as e1 is kept
+
+    raw = tmp_path / "raw.jsonl"
+    with RawResultsLog(raw) as log, pytest.raises(KeyboardInterrupt):
+        run_calls(plan, component, {}, log, Redactor(), concurrency=2, on_call=on_call)
+    assert raw_order(raw) == [("e0", 0), ("e1", 0)]  # the call in flight finished, was kept
+    assert "stopping: waiting for 1 call(s) in flight to finish and be kept" in caplog.text
