@@ -29,6 +29,7 @@ from evalkit.dataset._envelope import (
     envelope_validator,
     explain,
     location,
+    with_bias_ids,
 )
 from evalkit.dataset._files import entry_files
 from evalkit.dataset._json import BadJson, hazards, parse_json
@@ -113,7 +114,7 @@ def _lint(root: Path) -> _Linted:
                       "add at least one more entry with the same bias_group, or correct the "
                       "bias_group value")
     report = LintReport(display(root), len(files), tuple(found.violations), tuple(warnings))
-    return _Linted(report, tuple(entries), digest.hexdigest())
+    return _Linted(report, with_bias_ids(entries), digest.hexdigest())
 
 
 def _digest_file(digest: Any, name: str, content: bytes) -> None:
