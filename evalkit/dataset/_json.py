@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import math
 import re
+import sys
 from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
@@ -54,6 +55,14 @@ def _reject_constant(name: str) -> Any:
     raise ValueError(f"{name} is not valid JSON")
 
 
+def _parse_int(digits: str) -> int:
+    limit = sys.get_int_max_str_digits()  # 0: no limit
+    if limit and len(digits.lstrip("-")) > limit:
+        raise BadJson(f"an integer of {len(digits.lstrip('-'))} digits is longer than Python "
+                      f"reads ({limit} digits at most)", "write the number as a string")
+    return int(digits)
+
+
 def parse_json(raw: bytes) -> Any:
     """Strict JSON: UTF-8, no duplicate keys, no NaN/Infinity; raise :class:`BadJson`."""
     try:
@@ -63,13 +72,15 @@ def parse_json(raw: bytes) -> Any:
                       "save the file as UTF-8") from None
     try:
         return json.loads(text, object_pairs_hook=_reject_duplicates,
-                          parse_constant=_reject_constant)
+                          parse_constant=_reject_constant, parse_int=_parse_int)
+    except BadJson:
+        raise
     except json.JSONDecodeError as err:
         raise BadJson(f"{err.msg} at line {err.lineno} column {err.colno}") from None
     except RecursionError:  # the decoder recurses once per level and hit Python's limit
         raise BadJson(f"nested too deeply to parse (more than {MAX_DEPTH} levels)",
                       _FIX_DEPTH) from None
-    except ValueError as err:  # duplicate key, NaN, an integer of more than 4300 digits
+    except ValueError as err:  # a duplicate key, NaN or Infinity
         raise BadJson(str(err)) from None
 
 

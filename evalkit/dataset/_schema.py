@@ -86,8 +86,9 @@ def load_project_schema(path: Path, found: Collector) -> tuple[bytes | None, Any
             everything.resolver(base_uri=base).lookup(ref)
         except Unresolvable:
             broken += 1
-            found.add(path, pointer, *_unresolvable(ref, urljoin(base, ref), everything,
-                                                    path.parent))
+            keyword = pointer.rsplit("/", 1)[1]
+            found.add(path, pointer, *_unresolvable(f"{keyword} {ref!r}", urljoin(base, ref),
+                                                    everything, path.parent))
     return raw, None if broken else cls(schema, registry=registry)
 
 
@@ -109,22 +110,23 @@ def _refs(schema: Any, base: str, parts: tuple[Any, ...] = ()) -> Iterator[tuple
 
 def _unresolvable(ref: str, target: str, registry: Registry[Any],
                   folder: Path) -> tuple[str, str]:
-    """Message and fix for a reference that did not resolve, by where it points."""
+    """Message and fix for a reference (``ref``: keyword and value) that did not resolve, by
+    where it points (``target``)."""
     document = urldefrag(target).url
     if document in registry:
-        return (f"$ref {ref!r} points nowhere in the schema",
+        return (f"{ref} points nowhere in the schema",
                 "define the referenced subschema (e.g. under $defs) or correct the $ref")
     scheme = urlsplit(target).scheme
     if scheme in ("http", "https"):
-        return (f"$ref {ref!r} points to the network; lint never fetches a schema",
+        return (f"{ref} points to the network; lint never fetches a schema",
                 _FIX_INLINE)
     if scheme in ("file", ""):
         local = url2pathname(urlsplit(target).path) if scheme else unquote(urlsplit(target).path)
         inside = os.path.normpath(os.path.join(os.path.abspath(folder), local))
         if os.path.commonpath([inside, os.path.abspath(folder)]) != os.path.abspath(folder):
-            return (f"$ref {ref!r} points outside the dataset folder; lint reads nothing there",
+            return (f"{ref} points outside the dataset folder; lint reads nothing there",
                     _FIX_INLINE)
-        return (f"$ref {ref!r} points to another file; only references within "
+        return (f"{ref} points to another file; only references within "
                 "dataset.schema.json and the evalkit envelope resolve", _FIX_INLINE)
-    return (f"$ref {ref!r} uses the scheme {scheme!r}; lint resolves no external reference",
+    return (f"{ref} uses the scheme {scheme!r}; lint resolves no external reference",
             _FIX_INLINE)
