@@ -12,6 +12,7 @@ some.
 
 from __future__ import annotations
 
+import os
 import re
 import shutil
 import subprocess
@@ -43,10 +44,8 @@ E2E_CASES = ["many_violations", "rule_b_functional_null_expected", "no_data_file
 
 def _relative(file: str, dataset: Path) -> str:
     """``LintViolation.file`` (relative to the cwd when possible) relative to ``dataset``."""
-    path = Path(file)
-    if not path.is_absolute():
-        path = Path.cwd() / path
-    return path.resolve().relative_to(dataset.resolve()).as_posix()
+    # abspath, not resolve(): a violation about a symlink names the link, not its target.
+    return Path(os.path.abspath(file)).relative_to(os.path.abspath(dataset)).as_posix()
 
 
 def _summarise(violations: tuple[evalkit.LintViolation, ...], dataset: Path,

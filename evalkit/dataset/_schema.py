@@ -41,13 +41,14 @@ def _refuse(uri: str) -> Resource[Any]:
 
 def load_project_schema(path: Path, found: Collector) -> tuple[bytes | None, Any]:
     """The schema file's bytes (for the digest) and a validator, or None if it is unusable."""
-    if not path.is_file():
-        found.add(path, "", "dataset.schema.json is missing",
-                  "add the dataset's JSON Schema next to README.md")
-        return None, None
-    if not path.resolve().is_relative_to(path.parent.resolve()):
+    if path.is_symlink() and not path.resolve().is_relative_to(path.parent.resolve()):
         found.add(path, "", "dataset.schema.json is a symlink to a file outside the dataset "
                   "folder (not read)", "replace the symlink with the schema file itself")
+        return None, None
+    if not path.is_file():
+        found.add(path, "", "dataset.schema.json is missing" if not path.exists() else
+                  "dataset.schema.json is not a regular file",
+                  "add the dataset's JSON Schema next to README.md")
         return None, None
     raw = path.read_bytes()
     try:

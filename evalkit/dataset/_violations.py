@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -66,9 +67,10 @@ _UNPRINTABLE = re.compile("[\x00-\x1f\x7f-\x9f\ud800-\udfff]")
 
 
 def display(path: Path | str) -> str:
-    path = Path(path)
+    """``path`` relative to the working directory when it is under it. Made absolute without
+    resolving symlinks: a symlinked file is named as itself, not as its target."""
     try:
-        return str(path.resolve().relative_to(Path.cwd().resolve()))
+        return str(Path(os.path.abspath(path)).relative_to(Path.cwd()))
     except ValueError:
         return str(path)
 
