@@ -112,6 +112,12 @@ def to_outside(root: Path) -> list[Expected]:
     return [("data/leak.json", "", "symlink to a file outside the dataset folder (not read)")]
 
 
+def data_to_outside(root: Path) -> list[Expected]:
+    (root / "data").rename(root.parent / "outside" / "data")
+    (root / "data").symlink_to(root.parent / "outside" / "data")
+    return [("data", "", "a symlink to a folder outside the dataset folder (not read)")]
+
+
 def pipe_entry(root: Path) -> list[Expected]:
     _pipe(root / "data" / "pipe.json")
     return [("data/pipe.json", "", "not a regular file")]
@@ -130,7 +136,7 @@ def ref_file_outside(root: Path) -> list[Expected]:
 
 CASES: dict[str, Callable[[Path], list[Expected]]] = {
     f.__name__: f for f in (dangling, looping, to_folder, symlinked_folder, to_outside,
-                            pipe_entry, schema_to_outside, ref_file_outside)}
+                            data_to_outside, pipe_entry, schema_to_outside, ref_file_outside)}
 
 
 def _run_eval(tmp_path: Path, dataset: Path, *args: str) -> subprocess.CompletedProcess[str]:

@@ -21,27 +21,51 @@ def entry_files(data_root: Path, dataset_root: Path,
                 found: Collector) -> tuple[list[Path], list[Path]]:
     """(entry files, other files) under ``data_root``, each in path order."""
     inside = dataset_root.resolve()
+    if not data_root.resolve().is_relative_to(inside):
+        found.add(data_root, "", "a symlink to a folder outside the dataset folder (not read)",
+                  "replace the symlink with the data folder itself")
+        return [], []
     entries: list[Path] = []
     strays: list[Path] = []
-    for folder, dirs, names in os.walk(data_root):  # does not descend into symlinked folders
-        for name in sorted(dirs):
-            link = Path(folder, name)
-            if link.is_symlink():
-                what = "an entry file" if name.endswith(".json") else "a folder of entries"
-                found.add(link, "", f"a symlink to a folder, not followed for {what}",
+    folders = [data_root]
+    while folders:
+        # scandir: the file type comes with the listing, so a regular file costs no stat call.
+        with os.scandir(folders.pop()) as listing:
+            items = list(listing)
+        for item in items:
+            path = Path(item.path)
+            if _follows_to_folder(item):
+                if not item.is_symlink():
+                    folders.append(path)
+                    continue
+                what = "an entry file" if item.name.endswith(".json") else "a folder of entries"
+                found.add(path, "", f"a symlink to a folder, not followed for {what}",
                           "replace the symlink with a real folder, or link each entry file")
-        for name in names:
-            path = Path(folder, name)
-            if not name.endswith(".json"):
-                if path.is_file() and not name.startswith("."):
-                    strays.append(path)
-            elif _readable_entry(path, inside, found):
-                entries.append(path)
+            elif item.name.endswith(".json"):
+                if _readable_entry(item, inside, found):
+                    entries.append(path)
+            elif not item.name.startswith(".") and _follows_to_file(item):
+                strays.append(path)
     return sorted(entries), sorted(strays)
 
 
-def _readable_entry(path: Path, inside: Path, found: Collector) -> bool:
-    if path.is_symlink():
+def _follows_to_folder(item: os.DirEntry[str]) -> bool:
+    try:
+        return item.is_dir()  # follows a symlink
+    except OSError:  # a symlink loop
+        return False
+
+
+def _follows_to_file(item: os.DirEntry[str]) -> bool:
+    try:
+        return item.is_file()
+    except OSError:
+        return False
+
+
+def _readable_entry(item: os.DirEntry[str], inside: Path, found: Collector) -> bool:
+    path = Path(item.path)
+    if item.is_symlink():
         try:
             target = path.resolve(strict=True)
         except FileNotFoundError:
@@ -54,7 +78,7 @@ def _readable_entry(path: Path, inside: Path, found: Collector) -> bool:
             found.add(path, "", "symlink to a file outside the dataset folder (not read)",
                       "copy the file into the dataset instead of linking to it")
             return False
-    if not path.is_file():
+    if not _follows_to_file(item):
         found.add(path, "", "not a regular file (a pipe, socket or device)",
                   "replace it with a regular JSON file")
         return False

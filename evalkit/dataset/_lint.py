@@ -196,14 +196,16 @@ def _lint_entry(file: Path, entry_id: str, raw: bytes, schema_path: Path,
 def _check_schema_reference(file: Path, doc: dict[str, Any], schema_path: Path,
                             found: Collector) -> None:
     reference = doc.get("$schema")
-    expected = Path(os.path.relpath(schema_path, file.parent)).as_posix()
     if not isinstance(reference, str) or not reference or not schema_path.is_file():
         return  # reported once already: by the envelope, or as the missing schema file
     if "://" in reference or reference.startswith("/"):
-        found.add(file, "/$schema", f"{reference!r} is not a relative path",
-                  f"set it to {expected!r}")
+        problem = "is not a relative path"
+    elif os.path.normpath(file.parent / reference) == os.path.normpath(schema_path):
+        return  # the common case, decided without touching the file system
+    elif (file.parent / reference).is_file() \
+            and (file.parent / reference).resolve() == schema_path.resolve():
         return
-    target = (file.parent / reference)
-    if not target.is_file() or target.resolve() != schema_path.resolve():
-        found.add(file, "/$schema", f"{reference!r} does not resolve to the dataset's "
-                  f"{SCHEMA_FILE}", f"set it to {expected!r}")
+    else:
+        problem = f"does not resolve to the dataset's {SCHEMA_FILE}"
+    expected = Path(os.path.relpath(schema_path, file.parent)).as_posix()
+    found.add(file, "/$schema", f"{reference!r} {problem}", f"set it to {expected!r}")
