@@ -206,3 +206,27 @@ def test_symlink_inside_the_dataset_is_followed_and_called(tmp_path: Path) -> No
              for line in (tmp_path / "calls.txt").read_text(encoding="utf-8").splitlines()]
     assert sorted(calls) == ["alias", "ok"]
     assert len(_runs(tmp_path)) == 1
+
+
+def test_refs_within_the_schema_the_envelope_and_the_metaschemas_resolve(
+        tmp_path: Path) -> None:
+    schema = {
+        "$schema": "https://json-schema.org/draft/2020-12/schema", "type": "object",
+        "$defs": {"text": {"type": "string"},
+                  "embedded": {"$id": "urn:example:embedded", "type": "string"}},
+        "properties": {
+            "input": {"$ref": "#/$defs/text"},
+            "group": {"$ref": "urn:example:embedded"},
+            "envelope_copy": {"$ref": "https://evalkit.dev/schemas/entry-envelope.json"},
+            "a_schema": {"$ref": "https://json-schema.org/draft/2020-12/schema"}}}
+    root = write_dataset(tmp_path / "ds", {"ok": entry("functional", group="g")}, schema)
+    assert evalkit.lint_dataset(root).ok
+    bad = write_dataset(tmp_path / "bad", {"ok": entry("functional", input=3)}, schema)
+    assert [(v.pointer, v.message) for v in evalkit.lint_dataset(bad).violations] == [
+        ("/input", "must be string or object, found a number"),
+        ("/input", "violates dataset.schema.json: 3 is not of type 'string'")]
+
+
+def test_a_boolean_schema_has_no_refs_to_check(tmp_path: Path) -> None:
+    root = write_dataset(tmp_path / "ds", {"ok": entry("functional")}, True)  # type: ignore
+    assert evalkit.lint_dataset(root).ok
