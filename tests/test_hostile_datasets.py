@@ -118,6 +118,11 @@ def data_to_outside(root: Path) -> list[Expected]:
     return [("data", "", "a symlink to a folder outside the dataset folder (not read)")]
 
 
+def name_not_utf8(root: Path) -> list[Expected]:
+    (root / "data" / os.fsdecode(b"caf\xe9.json")).write_text(json.dumps(entry("functional")))
+    return [("data/caf\\udce9.json", "", "the file name is not UTF-8")]
+
+
 def pipe_entry(root: Path) -> list[Expected]:
     _pipe(root / "data" / "pipe.json")
     return [("data/pipe.json", "", "not a regular file")]
@@ -136,7 +141,8 @@ def ref_file_outside(root: Path) -> list[Expected]:
 
 CASES: dict[str, Callable[[Path], list[Expected]]] = {
     f.__name__: f for f in (dangling, looping, to_folder, symlinked_folder, to_outside,
-                            data_to_outside, pipe_entry, schema_to_outside, ref_file_outside)}
+                            data_to_outside, name_not_utf8, pipe_entry, schema_to_outside,
+                            ref_file_outside)}
 
 
 def _run_eval(tmp_path: Path, dataset: Path, *args: str) -> subprocess.CompletedProcess[str]:

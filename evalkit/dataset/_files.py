@@ -2,18 +2,21 @@
 
 A symlinked entry file is followed when its target is a regular file inside the dataset folder
 (its id is the link's path, like any other file's). A link that dangles, loops, points outside
-the dataset (that file is never read) or at a folder, and a ``.json`` name that is not a regular
-file (a pipe would block the read), are violations. Symlinked folders are not walked: a link to
-an ancestor would loop, and one to a sibling would list its entries twice under two ids.
+the dataset (that file is never read) or at a folder, a ``.json`` name that is not a regular
+file (a pipe would block the read) or not UTF-8 (it could not be written as an id), are
+violations. Symlinked folders are not walked: a link to an ancestor would loop, and one to a
+sibling would list its entries twice under two ids.
 """
 
 from __future__ import annotations
 
 import os
+import re
 from pathlib import Path
 
 from evalkit.dataset._violations import Collector
 
+_LONE_SURROGATE = re.compile("[\ud800-\udfff]")
 _FIX_LINK = "replace the symlink with the entry file itself, or point it at a file in the dataset"
 
 
@@ -42,7 +45,10 @@ def entry_files(data_root: Path, dataset_root: Path,
                 found.add(path, "", f"a symlink to a folder, not followed for {what}",
                           "replace the symlink with a real folder, or link each entry file")
             elif item.name.endswith(".json"):
-                if _readable_entry(item, inside, found):
+                if _LONE_SURROGATE.search(item.name):  # bytes that are not UTF-8, kept by Python
+                    found.add(path, "", "the file name is not UTF-8, so it cannot be an entry id",
+                              "rename the file with UTF-8 characters")
+                elif _readable_entry(item, inside, found):
                     entries.append(path)
             elif not item.name.startswith(".") and _follows_to_file(item):
                 strays.append(path)
