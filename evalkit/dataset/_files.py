@@ -34,7 +34,7 @@ def entry_files(data_root: Path, dataset_root: Path,
     while folders:
         # scandir: the file type comes with the listing, so a regular file costs no stat call.
         with os.scandir(folders.pop()) as listing:
-            items = list(listing)
+            items = sorted(listing, key=lambda item: item.name)
         for item in items:
             path = Path(item.path)
             if _follows_to_folder(item):
