@@ -15,13 +15,19 @@ from dataclasses import dataclass
 from typing import Any
 
 _SECRET_NAME = re.compile(r"KEY|TOKEN|SECRET|PASSWORD|PASSWD|CREDENTIAL|AUTH", re.IGNORECASE)
-# Short values ("1", "true") would redact ordinary words; real keys are long.
-_MIN_SECRET_LENGTH = 8
+MIN_SECRET_LENGTH = 4
+"""Shorter values are not redacted: replacing "1" or "abc" wherever it occurs would rewrite
+ordinary text in every output, and a value that short is guessed in under a million tries
+anyway (95 printable characters cubed)."""
+FLAG_VALUES = frozenset({"true", "false", "none", "null", "enabled", "disabled"})
+"""Values that switch a setting rather than guard anything (``TOKENIZERS_PARALLELISM=false``
+has TOKEN in its name); redacting them would rewrite those words in every output."""
 
 
 @dataclass(frozen=True)
 class Redactor:
-    """Replaces the values of secret-looking environment variables with ``[REDACTED:NAME]``."""
+    """Replaces the values of secret-looking environment variables with ``[REDACTED:NAME]``:
+    every value of at least :data:`MIN_SECRET_LENGTH` characters that is not a flag word."""
 
     secrets: tuple[tuple[str, str], ...] = ()
 
@@ -29,7 +35,8 @@ class Redactor:
     def from_environment(cls, environ: Mapping[str, str] | None = None) -> Redactor:
         environ = os.environ if environ is None else environ
         found = {(name, value) for name, value in environ.items()
-                 if _SECRET_NAME.search(name) and len(value) >= _MIN_SECRET_LENGTH}
+                 if _SECRET_NAME.search(name) and len(value) >= MIN_SECRET_LENGTH
+                 and value.lower() not in FLAG_VALUES}
         # Longest first, so a secret containing another is replaced whole.
         return cls(tuple(sorted(found, key=lambda item: (-len(item[1]), item[0]))))
 

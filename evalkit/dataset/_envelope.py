@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import functools
 import json
-from collections.abc import Mapping
-from dataclasses import dataclass, field
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field, replace
 from importlib import resources
 from pathlib import Path
 from typing import Any
@@ -47,12 +47,29 @@ class Entry:
     expected_pass: bool = True
     extra: Mapping[str, Any] = field(default_factory=dict)
     """Project-specific fields beyond the envelope."""
+    bias_id: str = ""
+    """The bias group as results and reports name it ("" without a group): see
+    :func:`with_bias_ids`."""
 
     @property
     def bias_key(self) -> BiasKey | None:
         """The bias group this entry is a variant of (``1`` and ``"1"`` are different)."""
         return None if self.bias_group is None else (type(self.bias_group).__name__,
                                                      self.bias_group)
+
+
+def with_bias_ids(entries: Sequence[Entry]) -> tuple[Entry, ...]:
+    """The entries with :attr:`Entry.bias_id` set: the group as written (``7``, ``register``),
+    unless two groups of the dataset would print alike (``7`` and ``"7"``); then every string
+    group is shown as its JSON text (``"7"``, ``"register"``), which no integer shares.
+
+    The id is a join key across runs, so it changes only for datasets that have such a clash.
+    """
+    groups = {e.bias_key for e in entries if e.bias_key is not None}
+    clash = len({str(group) for _, group in groups}) < len(groups)
+    return tuple(replace(e, bias_id=json.dumps(e.bias_group, ensure_ascii=False)
+                         if clash and isinstance(e.bias_group, str) else str(e.bias_group))
+                 if e.bias_group is not None else e for e in entries)
 
 
 def explain(err: ValidationError) -> tuple[str, str, str]:

@@ -14,13 +14,10 @@ from __future__ import annotations
 import hashlib
 import os
 from collections import defaultdict
-from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 from typing import Any
 
-import jsonschema
-from jsonschema.exceptions import SchemaError
 from referencing.exceptions import Unresolvable
 
 from evalkit._errors import DatasetInvalid
@@ -32,8 +29,11 @@ from evalkit.dataset._envelope import (
     envelope_validator,
     explain,
     location,
+    with_bias_ids,
 )
-from evalkit.dataset._json import parse_json
+from evalkit.dataset._files import entry_files
+from evalkit.dataset._json import BadJson, hazards, parse_json
+from evalkit.dataset._schema import load_project_schema
 from evalkit.dataset._violations import Collector, LintReport, display, json_pointer, json_type
 
 SCHEMA_FILE = "dataset.schema.json"
@@ -82,17 +82,14 @@ def _lint(root: Path) -> _Linted:
         found.add(root / README_FILE, "", "README.md is missing",
                   "describe what the dataset is, how it was made and how to consume it")
     schema_path = root / SCHEMA_FILE
-    schema_bytes, project_validator = _load_project_schema(schema_path, found)
+    schema_bytes, project_validator = load_project_schema(schema_path, found)
     data_root = root / DATA_DIR
-    files = sorted(p for p in data_root.rglob("*.json") if p.is_file()) if data_root.is_dir() \
-        else []
-    if not files:
+    unusable = len(found.violations)
+    files, strays = entry_files(data_root, root, found) if data_root.is_dir() else ([], [])
+    if not files and len(found.violations) == unusable:  # else each unusable file is named
         found.add(data_root, "", "no entry files (data/**/*.json) found",
                   "add one JSON file per entry under data/")
-    if data_root.is_dir():
-        strays = sorted(p for p in data_root.rglob("*")
-                        if p.is_file() and p.suffix != ".json" and not p.name.startswith("."))
-        warnings += [f"{display(p)}: ignored, entries must be .json files" for p in strays]
+    warnings += [f"{display(p)}: ignored, entries must be .json files" for p in strays]
 
     digest = hashlib.sha256()
     if schema_bytes is not None:
@@ -117,67 +114,11 @@ def _lint(root: Path) -> _Linted:
                       "add at least one more entry with the same bias_group, or correct the "
                       "bias_group value")
     report = LintReport(display(root), len(files), tuple(found.violations), tuple(warnings))
-    return _Linted(report, tuple(entries), digest.hexdigest())
+    return _Linted(report, with_bias_ids(entries), digest.hexdigest())
 
 
 def _digest_file(digest: Any, name: str, content: bytes) -> None:
     digest.update(name.encode() + b"\0" + hashlib.sha256(content).digest())
-
-
-def _load_project_schema(path: Path, found: Collector) -> tuple[bytes | None, Any]:
-    if not path.is_file():
-        found.add(path, "", "dataset.schema.json is missing",
-                  "add the dataset's JSON Schema next to README.md")
-        return None, None
-    raw = path.read_bytes()
-    try:
-        schema = parse_json(raw)
-    except ValueError as err:
-        found.add(path, "", f"not valid JSON: {err}", "repair the JSON syntax")
-        return raw, None
-    if not isinstance(schema, dict | bool):
-        found.add(path, "", f"not a valid JSON Schema: found {json_type(schema)}",
-                  "make the schema a JSON object, e.g. {\"type\": \"object\"}")
-        return raw, None
-    if isinstance(schema, dict) and not isinstance(schema.get("$schema", ""), str):
-        found.add(path, "/$schema", "not a valid JSON Schema: $schema must be a URI string",
-                  "set it to \"https://json-schema.org/draft/2020-12/schema\"")
-        return raw, None
-    cls = jsonschema.validators.validator_for(schema, default=jsonschema.Draft202012Validator)
-    try:
-        cls.check_schema(schema)
-    except SchemaError as err:
-        found.add(path, json_pointer(err.absolute_path), f"not a valid JSON Schema: {err.message}",
-                  "correct the schema so that it validates against its metaschema")
-        return raw, None
-    validator = cls(schema)
-    broken = [(pointer, ref) for pointer, ref in _local_refs(schema)
-              if not _resolves(validator, ref)]
-    for pointer, ref in broken:
-        found.add(path, pointer, f"$ref {ref!r} points nowhere in the schema",
-                  "define the referenced subschema (e.g. under $defs) or correct the $ref")
-    return raw, None if broken else validator
-
-
-def _local_refs(schema: Any, parts: tuple[Any, ...] = ()) -> Iterator[tuple[str, str]]:
-    """(pointer, ref) of every ``$ref`` inside the document itself (those starting with #)."""
-    if isinstance(schema, dict):
-        for key, value in schema.items():
-            if key == "$ref" and isinstance(value, str) and value.startswith("#"):
-                yield json_pointer([*parts, key]), value
-            else:
-                yield from _local_refs(value, (*parts, key))
-    elif isinstance(schema, list):
-        for index, value in enumerate(schema):
-            yield from _local_refs(value, (*parts, index))
-
-
-def _resolves(validator: Any, ref: str) -> bool:
-    try:
-        validator.evolve(schema={"$ref": ref}).is_valid(None)
-    except Unresolvable:
-        return False
-    return True
 
 
 def _bias_group(value: Any) -> Any:
@@ -201,8 +142,13 @@ def _lint_entry(file: Path, entry_id: str, raw: bytes, schema_path: Path,
                 project_validator: Any, found: Collector) -> tuple[Any, Entry | None]:
     try:
         doc = parse_json(raw)
-    except ValueError as err:
-        found.add(file, "", f"not valid JSON: {err}", "repair the JSON syntax")
+    except BadJson as err:
+        found.add(file, "", f"not valid JSON: {err}", err.fix)
+        return None, None
+    bad = list(hazards(doc))
+    for hazard in bad:
+        found.add(file, json_pointer(hazard.path), hazard.message, hazard.fix)
+    if bad:
         return None, None
     if not isinstance(doc, dict):
         found.add(file, "", f"an entry must be a JSON object, found {json_type(doc)}",
@@ -220,6 +166,10 @@ def _lint_entry(file: Path, entry_id: str, raw: bytes, schema_path: Path,
         except Unresolvable as unresolvable:  # a $ref the up-front check cannot see (nested $id)
             found.add(file, "", f"cannot be checked: dataset.schema.json has an unresolvable "
                       f"$ref ({unresolvable})", "correct the $ref in dataset.schema.json")
+            errors = []
+        except RecursionError:  # a $ref cycle that consumes no input, e.g. {"$ref": "#"}
+            found.add(file, "", "cannot be checked: dataset.schema.json refers to itself "
+                      "without end (a $ref cycle)", "break the $ref cycle in dataset.schema.json")
             errors = []
         for error in errors:
             found.add(file, location(error), f"violates dataset.schema.json: {error.message}",
@@ -246,14 +196,16 @@ def _lint_entry(file: Path, entry_id: str, raw: bytes, schema_path: Path,
 def _check_schema_reference(file: Path, doc: dict[str, Any], schema_path: Path,
                             found: Collector) -> None:
     reference = doc.get("$schema")
-    expected = Path(os.path.relpath(schema_path, file.parent)).as_posix()
     if not isinstance(reference, str) or not reference or not schema_path.is_file():
         return  # reported once already: by the envelope, or as the missing schema file
     if "://" in reference or reference.startswith("/"):
-        found.add(file, "/$schema", f"{reference!r} is not a relative path",
-                  f"set it to {expected!r}")
+        problem = "is not a relative path"
+    elif os.path.normpath(file.parent / reference) == os.path.normpath(schema_path):
+        return  # the common case, decided without touching the file system
+    elif (file.parent / reference).is_file() \
+            and (file.parent / reference).resolve() == schema_path.resolve():
         return
-    target = (file.parent / reference)
-    if not target.is_file() or target.resolve() != schema_path.resolve():
-        found.add(file, "/$schema", f"{reference!r} does not resolve to the dataset's "
-                  f"{SCHEMA_FILE}", f"set it to {expected!r}")
+    else:
+        problem = f"does not resolve to the dataset's {SCHEMA_FILE}"
+    expected = Path(os.path.relpath(schema_path, file.parent)).as_posix()
+    found.add(file, "/$schema", f"{reference!r} {problem}", f"set it to {expected!r}")

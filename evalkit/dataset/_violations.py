@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -50,13 +52,25 @@ class Collector:
         self.violations: list[LintViolation] = []
 
     def add(self, file: Path | str, pointer: str, message: str, fix: str) -> None:
-        self.violations.append(LintViolation(display(file), pointer, message, fix))
+        self.violations.append(LintViolation(*map(printable, (display(file), pointer, message,
+                                                               fix))))
+
+
+def printable(text: str) -> str:
+    """``text`` with lone surrogates (from a JSON escape or an undecodable file name) and control
+    characters written as escapes, so that printing a violation cannot fail or garble a
+    terminal."""
+    return _UNPRINTABLE.sub(lambda m: f"\\u{ord(m.group()):04x}", text)
+
+
+_UNPRINTABLE = re.compile("[\x00-\x1f\x7f-\x9f\ud800-\udfff]")
 
 
 def display(path: Path | str) -> str:
-    path = Path(path)
+    """``path`` relative to the working directory when it is under it. Made absolute without
+    resolving symlinks: a symlinked file is named as itself, not as its target."""
     try:
-        return str(path.resolve().relative_to(Path.cwd().resolve()))
+        return str(Path(os.path.abspath(path)).relative_to(Path.cwd()))
     except ValueError:
         return str(path)
 

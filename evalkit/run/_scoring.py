@@ -216,16 +216,16 @@ def _score_bias_groups(members: Sequence[EntryOutputs], scorer: Scorer,
         groups.setdefault(key, []).append(o)
     scorable = {key: g for key, g in groups.items() if len(g) >= 2}
     skipped = tuple(
-        SkippedGroup(key[1], tuple(o.entry.id for o in g),
+        SkippedGroup(g[0].entry.bias_id, tuple(o.entry.id for o in g),
                      f"only {len(g)} variant in this run's selection; a bias group needs 2")
-        for key, g in groups.items() if len(g) < 2)
+        for g in groups.values() if len(g) < 2)
     ok = {key: g for key, g in scorable.items() if all(o.first.error is None for o in g)}
     verdicts = dict(zip(ok, scorer.among_outputs(
         [OutputGroup(tuple(o.entry.input for o in g),
                      tuple(compared_part(o.first.output, fields) for o in g))
          for g in ok.values()]), strict=True))
     items = [
-        _item(str(key[1]), verdicts.get(key),
+        _item(g[0].entry.bias_id, verdicts.get(key),
               _errors((o.entry.id, o.first.error) for o in g),
               expected_pass=all(o.entry.expected_pass for o in g),
               input=[o.entry.input for o in g], expected=None,
