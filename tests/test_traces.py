@@ -154,7 +154,8 @@ def test_functional_traces_carry_expectation_error_and_review(tmp_path: Path,
         "**evalkit verdict: PASS**\n\n"
         "| test type | accuracy [95% CI] | n | threshold | verdict |\n|---|---|---|---|---|\n"
         "| functional | 0.500 [0.150, 0.850] | 4 | >= 0 | pass |\n\n"
-        "Reports (artifacts, `reports/`): `report-functional.md`, `report-human-review.md`\n")
+        "Reports (artifacts, `reports/`): `report-functional.md`, `summary.md`, "
+        "`report-human-review.md`\n")
 
 
 def test_trace_calls_false_writes_no_trace(tmp_path: Path, tracking_uri: str) -> None:

@@ -10,7 +10,10 @@ import re
 import sys
 from collections.abc import Iterator
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
+
+from evalkit.dataset._violations import Collector, json_pointer
 
 MAX_DEPTH = 100
 """Arrays and objects nested deeper than this are refused: validation, scoring and the JSON
@@ -119,3 +122,17 @@ def _surrogate(path: tuple[str | int, ...], what: str, text: str) -> Hazard:
     return Hazard(path, f"{what} holds an unpaired surrogate escape \\u{ord(match.group()):04x},"
                   " which is not Unicode text and cannot be written as UTF-8",
                   "remove the escape, or give both halves of the pair (e.g. \\ud83d\\ude00)")
+
+
+def read_document(file: Path, raw: bytes, found: Collector) -> tuple[bool, Any]:
+    """``(True, document)`` for usable JSON; else ``(False, what parsed, if anything)`` after
+    reporting why not: invalid JSON, or values no later step could handle (:func:`hazards`)."""
+    try:
+        doc = parse_json(raw)
+    except BadJson as err:
+        found.add(file, "", f"not valid JSON: {err}", err.fix)
+        return False, None
+    bad = list(hazards(doc))
+    for hazard in bad:
+        found.add(file, json_pointer(hazard.path), hazard.message, hazard.fix)
+    return not bad, doc

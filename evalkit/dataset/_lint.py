@@ -32,9 +32,9 @@ from evalkit.dataset._envelope import (
     with_bias_ids,
 )
 from evalkit.dataset._files import entry_files
-from evalkit.dataset._json import BadJson, hazards, parse_json
+from evalkit.dataset._json import read_document
 from evalkit.dataset._schema import load_project_schema
-from evalkit.dataset._violations import Collector, LintReport, display, json_pointer, json_type
+from evalkit.dataset._violations import Collector, LintReport, display, json_type
 
 SCHEMA_FILE = "dataset.schema.json"
 README_FILE = "README.md"
@@ -140,15 +140,8 @@ def _bias_key_of(doc: Any) -> BiasKey | None:
 
 def _lint_entry(file: Path, entry_id: str, raw: bytes, schema_path: Path,
                 project_validator: Any, found: Collector) -> tuple[Any, Entry | None]:
-    try:
-        doc = parse_json(raw)
-    except BadJson as err:
-        found.add(file, "", f"not valid JSON: {err}", err.fix)
-        return None, None
-    bad = list(hazards(doc))
-    for hazard in bad:
-        found.add(file, json_pointer(hazard.path), hazard.message, hazard.fix)
-    if bad:
+    usable, doc = read_document(file, raw, found)
+    if not usable:
         return None, None
     if not isinstance(doc, dict):
         found.add(file, "", f"an entry must be a JSON object, found {json_type(doc)}",

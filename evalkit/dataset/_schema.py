@@ -24,7 +24,7 @@ from referencing.exceptions import NoSuchResource, Unresolvable
 from referencing.jsonschema import DRAFT202012
 
 from evalkit.dataset._envelope import ENVELOPE
-from evalkit.dataset._json import BadJson, hazards, parse_json
+from evalkit.dataset._json import read_document
 from evalkit.dataset._violations import Collector, json_pointer, json_type
 
 _REF_KEYWORDS = frozenset({"$ref", "$dynamicRef"})
@@ -51,15 +51,8 @@ def load_project_schema(path: Path, found: Collector) -> tuple[bytes | None, Any
                   "add the dataset's JSON Schema next to README.md")
         return None, None
     raw = path.read_bytes()
-    try:
-        schema = parse_json(raw)
-    except BadJson as err:
-        found.add(path, "", f"not valid JSON: {err}", err.fix)
-        return raw, None
-    bad = list(hazards(schema))
-    for hazard in bad:
-        found.add(path, json_pointer(hazard.path), hazard.message, hazard.fix)
-    if bad:
+    usable, schema = read_document(path, raw, found)
+    if not usable:
         return raw, None
     if not isinstance(schema, dict | bool):
         found.add(path, "", f"not a valid JSON Schema: found {json_type(schema)}",

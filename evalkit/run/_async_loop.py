@@ -107,7 +107,7 @@ async def _window(pending: Iterator[tuple[int, int]],
         if key is not None:
             in_flight[asyncio.ensure_future(call(*key))] = key
 
-    with _sigterm_cancels(asyncio.current_task()):
+    with _stops_cancel(asyncio.current_task()):
         try:
             for _ in range(concurrency):
                 start_next()
@@ -125,20 +125,24 @@ async def _window(pending: Iterator[tuple[int, int]],
 
 
 @contextlib.contextmanager
-def _sigterm_cancels(task: asyncio.Task[Any] | None) -> Iterator[None]:
-    """SIGTERM cancels the main task, as Ctrl-C does under :func:`asyncio.run`, so the calls
-    in flight are awaited; the handler in place before is put back afterwards."""
+def _stops_cancel(task: asyncio.Task[Any] | None) -> Iterator[None]:
+    """Ctrl-C and SIGTERM cancel the main task, so the calls in flight are awaited (and a
+    second one abandons them); the handlers in place before (the run's own stop handling) are
+    put back afterwards."""
     if task is None or threading.current_thread() is not threading.main_thread():
         yield
         return
     loop = asyncio.get_running_loop()
-    previous = signal.getsignal(signal.SIGTERM)
-    loop.add_signal_handler(signal.SIGTERM, task.cancel)
+    stops = (signal.SIGINT, signal.SIGTERM)
+    previous = {stop: signal.getsignal(stop) for stop in stops}
+    for stop in stops:
+        loop.add_signal_handler(stop, task.cancel)
     try:
         yield
     finally:
-        loop.remove_signal_handler(signal.SIGTERM)
-        signal.signal(signal.SIGTERM, previous)
+        for stop in stops:
+            loop.remove_signal_handler(stop)
+            signal.signal(stop, previous[stop])
 
 
 def _run_on_a_loop(work: Awaitable[None]) -> None:

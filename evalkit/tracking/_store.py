@@ -9,16 +9,19 @@ from __future__ import annotations
 import base64
 import contextlib
 import fcntl
+import logging
 import os
 import urllib.error
 import urllib.request
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 from urllib.parse import unquote, urlsplit, urlunsplit
 
 from evalkit._errors import ExitStatus, TrackingError
 from evalkit.tracking._bundle import BUNDLES_DIR, Point, RunJournal
+
+logger = logging.getLogger("evalkit")
 
 
 class TrackingOffline(TrackingError):
@@ -129,6 +132,21 @@ class TrackingStore:
         except TrackingError:
             return False
         return True
+
+    def _write(self, run_id: str, action: Callable[[], object]) -> None:
+        """Send one write to MLflow; if the server has become unreachable, keep the run going
+        against its journal from now on."""
+        if run_id in self._offline:
+            return
+        try:
+            action()
+        except Exception as err:
+            if not self.is_remote or self._answers():
+                raise
+            logger.warning("tracking server %s unreachable (%s); the run goes on and will be "
+                           "saved as a local bundle", self.tracking_uri,
+                           self.hide_password(str(err)))
+            self._offline.add(run_id)
 
     def _experiment_id(self, name: str) -> str:
         from mlflow.exceptions import MlflowException

@@ -11,10 +11,8 @@ import json
 import logging
 import subprocess
 import time
-from collections.abc import Callable, Mapping, Sequence
-from concurrent.futures import Future, ThreadPoolExecutor
+from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any
 
 from evalkit._errors import TrackingError
 from evalkit.records import (
@@ -25,31 +23,20 @@ from evalkit.records import (
     ScoredRun,
 )
 from evalkit.tracking._bundle import BUNDLES_DIR, RunJournal
-from evalkit.tracking._dataset import log_dataset_input, register_evaluation_dataset
-from evalkit.tracking._prompts import register_prompts
+from evalkit.tracking._dataset import log_dataset_input
 from evalkit.tracking._reader import RunReader
 from evalkit.tracking._store import TrackingOffline
 from evalkit.tracking._sync import BundleSync
 from evalkit.tracking._table import results_table, table_json
-from evalkit.tracking._trace_writer import TraceWriter, verdicts_on
-from evalkit.tracking._traces import (
-    TRACES_TAG,
-    EntryTrace,
-    RunContext,
-    Verdict,
-    build_traces,
-    trace_id_for,
-)
+from evalkit.tracking._trace_log import TraceLog
 
 logger = logging.getLogger("evalkit")
 
 _MAX_PARAM_LENGTH = 6000
 TRACES_MISSING_METRIC = "traces_missing"
-STREAM_BATCH = 50
-"""Entries per background write while the calls run."""
 
 
-class Tracker(RunReader, BundleSync):
+class Tracker(TraceLog, RunReader, BundleSync):
     """A thin, batched layer over :class:`mlflow.MlflowClient` that survives an outage.
 
     Every write is also journaled (:class:`RunJournal`). If an HTTP tracking server stops
@@ -62,15 +49,6 @@ class Tracker(RunReader, BundleSync):
         self._resumed: set[str] = set()
         """Runs continued by :meth:`resume_run`: they may hold metric points already."""
         self.bundles: list[Path] = []
-        self._trace_pool = ThreadPoolExecutor(1, thread_name_prefix="evalkit-traces")
-        self._trace_jobs: dict[str, tuple[TraceWriter, Sequence[Mapping[str, Any]],
-                                          Future[None]]] = {}
-        """Per run: the writer, every call, and the last background job (the pool runs its
-        jobs in order: when it is done, every trace of the run is written)."""
-        self._trace_pending: dict[str, dict[str, list[Mapping[str, Any]]]] = {}
-        """Calls of entries not complete yet, streamed by :meth:`trace_call`."""
-        self._trace_ready: dict[str, list[Mapping[str, Any]]] = {}
-        self._trace_streamed: dict[str, set[str]] = {}
 
     def start_run(self, experiment_name: str, run_name: str, params: Mapping[str, str],
                   tags: Mapping[str, str]) -> str:
@@ -157,110 +135,13 @@ class Tracker(RunReader, BundleSync):
 
         self._write(run_id, upload)
 
-    def trace_call(self, run_id: str, call: Mapping[str, Any], calls_of_entry: int) -> None:
-        """Stream one call record (with its entry's ``input`` and ``expected`` output) while
-        the calls run: once its entry's ``calls_of_entry`` calls are in, the entry's trace is
-        queued, and every :data:`STREAM_BATCH` queued traces are written in the background,
-        in the time the calls spend waiting."""
-        pending = self._trace_pending.setdefault(run_id, {})
-        pending.setdefault(call["entry_id"], []).append(call)
-        if len(pending[call["entry_id"]]) < calls_of_entry:
-            return
-        ready = self._trace_ready.setdefault(run_id, [])
-        ready += pending.pop(call["entry_id"])
-        if len({c["entry_id"] for c in ready}) >= STREAM_BATCH:
-            self._trace_ready[run_id] = []
-            self._submit_traces(run_id, ready, check_held=False)
-
-    def start_traces(self, run_id: str, calls: Sequence[Mapping[str, Any]]) -> None:
-        """Once the calls are done: queue the traces not streamed by :meth:`trace_call` (all of
-        them for a resumed run, without the ones it holds) and register the dataset as an
-        evaluation dataset; :meth:`log_traces` adds the verdicts. Offline, the bundle holds
-        what ``evalkit sync`` needs to write the traces."""
-        streamed = self._trace_streamed.pop(run_id, set())
-        self._trace_pending.pop(run_id, None)
-        self._trace_ready.pop(run_id, None)
-        writer = self._submit_traces(run_id, [c for c in calls if c["entry_id"] not in streamed],
-                                     check_held=True)
-        entries = {c["entry_id"]: (c.get("input"), c.get("expected")) for c in calls}
-        job = self._trace_pool.submit(self._register_dataset, writer.context, entries)
-        self._trace_jobs[run_id] = (writer, calls, job)
-
-    def _submit_traces(self, run_id: str, calls: Sequence[Mapping[str, Any]],
-                       check_held: bool) -> TraceWriter:
-        journal = self._journals[run_id]
-        journal.tags[TRACES_TAG] = "true"
-        writer = TraceWriter(self._client, RunContext(
-            run_id, journal.experiment_id, journal.start_time_ms, journal.params, journal.tags))
-        traces = build_traces(writer.context, ScoredRun(()), calls)
-        self._trace_streamed.setdefault(run_id, set()).update(t.entry_id for t in traces)
-        self._trace_pool.submit(self._write, run_id,
-                                lambda: writer.write_calls(traces, check_held))
-        return writer
-
-    def log_traces(self, run_id: str, evaluation: ScoredRun) -> None:
-        """Add every verdict to the traces begun by :meth:`start_traces`, then check the
-        store's count: a shortfall is a warning and the ``traces_missing`` metric."""
-        writer, calls, job = self._trace_jobs.pop(run_id)
-        traces = build_traces(writer.context, evaluation, calls)
-
-        def verdicts() -> None:
-            job.result()
-            writer.write_verdicts(traces)
-
-        try:
-            self._write(run_id, verdicts)
-        except Exception as err:  # a local store refusing traces does not sink the run
-            logger.warning("writing the traces of run %s failed: %s", run_id, err)
-        if run_id not in self._offline:
-            self._check_traces(writer, traces)
-
-    def _register_dataset(self, context: RunContext,
-                          entries: Mapping[str, tuple[Any, Any]]) -> None:
-        if context.run_id in self._offline:
-            return
-        try:
-            register_evaluation_dataset(self._client, context.experiment_id, context.params,
-                                        entries)
-        except Exception as err:  # a store without GenAI datasets: the run input is enough
-            logger.info("the dataset was not registered as an MLflow evaluation dataset: %s",
-                        err)
-
-    def log_stability(self, run_id: str, verdicts: Mapping[str, Sequence[Verdict]]) -> None:
-        """Add assessments (entry id -> verdicts) to the traces of a run written earlier: the
-        stability of each item of a replicate series, on its last replicate."""
-        journal = self._journals[run_id]
-        if TRACES_TAG not in journal.tags:
-            return
-        writer = TraceWriter(self._client, RunContext(
-            run_id, journal.experiment_id, journal.start_time_ms, journal.params, journal.tags))
-        self._write(run_id, lambda: writer.log_assessments([
-            a for entry_id, items in verdicts.items()
-            for a in verdicts_on(trace_id_for(run_id, entry_id), items, run_id)]))
-
-    def _check_traces(self, writer: TraceWriter, traces: Sequence[EntryTrace]) -> None:
-        held = writer.stored()
-        missing = sum(t.trace_id not in held or (held[t.trace_id] == 0 and bool(t.verdicts))
-                      for t in traces)
+    def log_traces(self, run_id: str, evaluation: ScoredRun) -> int:
+        """Add every verdict to the run's traces; a shortfall in the store's count is a
+        warning and the ``traces_missing`` metric. Returns the number missing."""
+        missing = super().log_traces(run_id, evaluation)
         if missing:
-            logger.warning("run %s: %d of %d traces (or their assessments) are missing from %s",
-                           writer.context.run_id, missing, len(traces), self.tracking_uri)
-            self.log_results(writer.context.run_id, [(TRACES_MISSING_METRIC, missing, 0)])
-
-    def log_prompts(self, run_id: str,
-                    prompts: Mapping[str, Sequence[Mapping[str, str]]]) -> None:
-        """The judge's prompts (registry name -> chat template) registered and linked to the
-        run; a store without a prompt registry is skipped with a warning."""
-        if not prompts or run_id in self._offline:
-            return
-        try:
-            register_prompts(self._client, run_id, prompts)
-        except Exception as err:
-            if self.is_remote and not self._answers():
-                self._offline.add(run_id)
-                return
-            logger.warning("the judge's prompts were not registered in MLflow (%s); they "
-                           "stay in the run's params", err)
+            self.log_results(run_id, [(TRACES_MISSING_METRIC, missing, 0)])
+        return missing
 
     def log_file(self, run_id: str, path: Path, artifact_dir: str) -> None:
         self._journals[run_id].artifacts[f"{artifact_dir}/{path.name}"] = path
@@ -287,20 +168,6 @@ class Tracker(RunReader, BundleSync):
                            "local bundle; upload it once the server is back: evalkit sync %s",
                            self.tracking_uri, run_id, status, bundle)
 
-    def _write(self, run_id: str, action: Callable[[], object]) -> None:
-        """Send one write to MLflow; if the server has become unreachable, keep the run going
-        against its journal from now on."""
-        if run_id in self._offline:
-            return
-        try:
-            action()
-        except Exception as err:
-            if not self.is_remote or self._answers():
-                raise
-            logger.warning("tracking server %s unreachable (%s); the run goes on and will be "
-                           "saved as a local bundle", self.tracking_uri,
-                           self.hide_password(str(err)))
-            self._offline.add(run_id)
 
 
 def source_tags(script: str) -> dict[str, str]:
