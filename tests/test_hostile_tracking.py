@@ -16,7 +16,7 @@ import mlflow
 import pytest
 
 from evalkit.cli import main
-from evalkit.tracking._store import _health_request, _shown_uri
+from evalkit.tracking._store import _health_request, _with_password_masked
 from tests.conftest import entry, run_script, script_env, write_dataset, write_eval_script
 from tools.team_server import MlflowServer, free_port
 
@@ -117,8 +117,9 @@ def test_the_health_check_sends_uri_credentials_as_basic_auth() -> None:
     assert request.full_url == "http://127.0.0.1:5000/mlflow/health"
     assert request.get_header("Authorization") == \
         "Basic " + base64.b64encode(f"ann@corp:{PASSWORD}".encode()).decode()
-    assert _shown_uri(f"http://ann:{PASSWORD}@h:1/x") == ("http://ann:***@h:1/x", PASSWORD)
-    assert _shown_uri("sqlite:///mlflow.db") == ("sqlite:///mlflow.db", None)
+    assert _with_password_masked(f"http://ann:{PASSWORD}@h:1/x") == (
+        "http://ann:***@h:1/x", PASSWORD)
+    assert _with_password_masked("sqlite:///mlflow.db") == ("sqlite:///mlflow.db", None)
 
 
 @pytest.mark.slow

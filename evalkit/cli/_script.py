@@ -27,7 +27,7 @@ from evalkit.run import (
     evaluate_replicates,
     resume,
 )
-from evalkit.tracking import Tracker, shown_uri
+from evalkit.tracking import shown_uri
 
 
 def run_eval_script(constants: Mapping[str, Any], component: Component,
@@ -103,13 +103,13 @@ def _run(constants: Mapping[str, Any], component: Component, script: str,
     if args.resume is not None:
         outcome = resume(config, component, args.resume)
         _print_outcome(outcome)
-        return _finish(args, started, "evaluation", outcome.run_id, outcome.tracking_uri,
+        return _finish(args, started, "evaluation", outcome.run_id, outcome.run_url,
                        outcome.experiment_name, (outcome,))
     selection = Selection.parse(args.test_type, args.groups, args.human_review)
     if args.replicates:
         series = evaluate_replicates(config, component, selection)
         _print_replicates(series)
-        return _finish(args, started, "replicates", series.parent_run_id, series.tracking_uri,
+        return _finish(args, started, "replicates", series.parent_run_id, series.run_url,
                        series.experiment_name, series.replicates)
     if args.calibrate:
         calibrated = evaluate_calibration(config, component, selection)
@@ -122,21 +122,21 @@ def _run(constants: Mapping[str, Any], component: Component, script: str,
               f"{calibrated.run.experiment_name} ({shown_uri(calibrated.run.tracking_uri)})")
         # A calibration measures; its exit status does not depend on the thresholds.
         return _finish(args, started, "calibration", calibrated.run.run_id,
-                       calibrated.run.tracking_uri, calibrated.run.experiment_name,
+                       calibrated.run.run_url, calibrated.run.experiment_name,
                        (calibrated.run,), always_ok=True)
     outcome = evaluate(config, component, selection)
     _print_outcome(outcome)
-    return _finish(args, started, "evaluation", outcome.run_id, outcome.tracking_uri,
+    return _finish(args, started, "evaluation", outcome.run_id, outcome.run_url,
                    outcome.experiment_name, (outcome,))
 
 
 def _finish(args: argparse.Namespace, started: float, mode: str, run_id: str,
-            tracking_uri: str, experiment_name: str, runs: tuple[EvaluationOutcome, ...],
+            run_url: str, experiment_name: str, runs: tuple[EvaluationOutcome, ...],
             always_ok: bool = False) -> int:
     """Print the verdict line, write the CI outputs asked for, return the exit status."""
     passed = all(m.passed for run in runs for m in run.metrics)
     status = ExitStatus.OK if passed or always_ok else ExitStatus.THRESHOLD_FAILED
-    summary = RunSummary(mode, run_id, Tracker(tracking_uri).run_url(run_id), experiment_name,
+    summary = RunSummary(mode, run_id, run_url, experiment_name,
                          runs, time.monotonic() - started, int(status))
     if args.json_path is not None:
         write_json(summary, args.json_path)

@@ -54,6 +54,8 @@ class EvaluationOutcome:
     reports: tuple[Path, ...]
     """Reports written to the reports folder (none for a replicate: those stay in MLflow)."""
     raw_results: Path
+    run_url: str
+    """The run's page in the MLflow UI (never with credentials)."""
     timings: Mapping[str, float] = field(default_factory=dict)
     """Seconds spent per phase: calls, scoring, logging, reports, closing."""
 
@@ -203,8 +205,9 @@ def _complete(prepared: PreparedEvaluation, component: Component, tracker: Track
                                    skipped.reason)
             clock = _lap(timings, "scoring", clock)
             verdict = "PASS" if all(m.passed for m in metrics) else "FAIL"
+            url = tracker.run_url(run_id)
             tracker.log_results(run_id, _run_metrics(prepared, metrics, scored, outputs),
-                                {"verdict": verdict, "run_url": tracker.run_url(run_id)})
+                                {"verdict": verdict, "run_url": url})
             tracker.log_evaluation(run_id, scored)
             if config.trace_calls:
                 tracker.log_traces(run_id, scored)
@@ -227,7 +230,7 @@ def _complete(prepared: PreparedEvaluation, component: Component, tracker: Track
             _close_run(tracker, run_id, raw_path, status)
     _lap(timings, "closing", clock)
     return EvaluationOutcome(run_id, config.experiment_name, tracker.tracking_uri, metrics,
-                             scored, written, raw_path, timings)
+                             scored, written, raw_path, url, timings)
 
 
 def _lap(timings: dict[str, float], phase: str, since: float) -> float:

@@ -82,6 +82,8 @@ class ReplicatesOutcome:
     reports: tuple[Path, ...]
     lock_path: Path
     stability_path: Path
+    run_url: str
+    """The parent run's page in the MLflow UI."""
 
     @property
     def failures(self) -> tuple[str, ...]:
@@ -141,7 +143,8 @@ def evaluate_replicates(config: EvalConfig, component: Component, selection: Sel
     finally:
         tracker.finish(parent, status)
     return ReplicatesOutcome(parent, config.experiment_name, tracker.tracking_uri, children,
-                             stability, written, lock_path, stability_path)
+                             stability, written, lock_path, stability_path,
+                             tracker.run_url(parent))
 
 
 def _stability_of(prepared: PreparedEvaluation,

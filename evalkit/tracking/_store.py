@@ -58,7 +58,7 @@ class TrackingStore:
         self._uri = tracking_uri or mlflow.get_tracking_uri()
         """The URI as given, credentials included: only the client and the health check see
         it."""
-        self.tracking_uri, self._password = _shown_uri(self._uri)
+        self.tracking_uri, self._password = _with_password_masked(self._uri)
         """The URI to show and record: a password in it is replaced by ``***``."""
         if self._password:
             # MLflow prints each run's URL, host credentials included, when a run ends.
@@ -166,7 +166,7 @@ class TrackingStore:
             return experiment.experiment_id
 
 
-def _shown_uri(uri: str) -> tuple[str, str | None]:
+def _with_password_masked(uri: str) -> tuple[str, str | None]:
     """The URI with its password masked, and the password (``None`` when it has none)."""
     parts = urlsplit(uri)
     if parts.password is None:
