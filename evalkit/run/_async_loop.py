@@ -17,6 +17,7 @@ import math
 import signal
 import threading
 import time
+from collections import deque
 from collections.abc import Awaitable, Callable, Iterator, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
@@ -31,7 +32,15 @@ from evalkit.run._call import (
     timed_out,
     with_fresh_mocks,
 )
-from evalkit.run._loop import EntryOutputs, entry_outputs, reused_calls, run_calls
+from evalkit.run._loop import (
+    EntryCompletion,
+    EntryOutputs,
+    FollowUps,
+    entry_outputs,
+    reused_calls,
+    run_calls,
+    run_follow_up,
+)
 from evalkit.run._raw import RawResultsLog
 from evalkit.run._selection import RunPlan
 
@@ -51,15 +60,19 @@ def run_component_calls(plan: RunPlan, component: Component,
                         replicate: int | None = None, concurrency: int = 1,
                         call_timeout: float = math.inf,
                         on_call: Callable[[CallRecord], None] | None = None,
-                        recorded: Mapping[tuple[str, int], CallRecord] | None = None
-                        ) -> list[EntryOutputs]:
+                        recorded: Mapping[tuple[str, int], CallRecord] | None = None,
+                        follow_ups: FollowUps | None = None) -> list[EntryOutputs]:
     """Every call of the plan, on threads for a plain component or on one event loop for an
-    ``async def`` one; see :func:`evalkit.run._loop.run_calls`."""
+    ``async def`` one; see :func:`evalkit.run._loop.run_calls`. Follow-up jobs (plain
+    functions: the judge) run on worker threads, inside the same bound."""
     if not is_async(component):
         return run_calls(plan, component, adapters, raw_log, redactor, seed=seed,
                          replicate=replicate, concurrency=concurrency,
-                         call_timeout=call_timeout, on_call=on_call, recorded=recorded)
+                         call_timeout=call_timeout, on_call=on_call, recorded=recorded,
+                         follow_ups=follow_ups)
     records, pending = reused_calls(plan, recorded or {})
+    entry_done = EntryCompletion(plan, pending, follow_ups)
+    jobs: deque[Callable[[], None]] = deque()
 
     async def call(index: int, repeat: int) -> CallRecord:
         planned = plan.items[index]
@@ -85,9 +98,10 @@ def run_component_calls(plan: RunPlan, component: Component,
         records[key] = record
         if on_call is not None:
             on_call(record)
+        jobs.extend(entry_done.call_in(key[0], records))
 
     try:
-        _run_on_a_loop(_window(iter(pending), call, finished, concurrency))
+        _run_on_a_loop(_window(iter(pending), call, finished, jobs, concurrency))
     except asyncio.CancelledError:  # SIGTERM cancelled the loop's main task
         raise KeyboardInterrupt from None
     finally:
@@ -98,23 +112,32 @@ def run_component_calls(plan: RunPlan, component: Component,
 async def _window(pending: Iterator[tuple[int, int]],
                   call: Callable[[int, int], Awaitable[CallRecord]],
                   finished: Callable[[tuple[int, int], CallRecord], None],
-                  concurrency: int) -> None:
-    """At most ``concurrency`` calls in flight, a new one started as each finishes."""
-    in_flight: dict[asyncio.Future[CallRecord], tuple[int, int]] = {}
+                  jobs: deque[Callable[[], None]], concurrency: int) -> None:
+    """At most ``concurrency`` calls and jobs in flight, a new one started as each finishes
+    (the jobs first)."""
+    in_flight: dict[asyncio.Future[Any], tuple[int, int] | None] = {}
+    loop = asyncio.get_running_loop()
+    job_threads = ThreadPoolExecutor(concurrency, thread_name_prefix="evalkit-follow-up")
 
     def start_next() -> None:
+        if jobs:
+            in_flight[loop.run_in_executor(job_threads, run_follow_up, jobs.popleft())] = None
+            return
         key = next(pending, None)
         if key is not None:
             in_flight[asyncio.ensure_future(call(*key))] = key
 
-    with _stops_cancel(asyncio.current_task()):
+    with _stops_cancel(asyncio.current_task()), job_threads:
         try:
             for _ in range(concurrency):
                 start_next()
             while in_flight:
                 done, _ = await asyncio.wait(in_flight, return_when=asyncio.FIRST_COMPLETED)
                 for future in done:
-                    finished(in_flight.pop(future), future.result())
+                    key = in_flight.pop(future)
+                    if key is not None:
+                        finished(key, future.result())
+                for _ in done:
                     start_next()
         except BaseException:
             if in_flight:

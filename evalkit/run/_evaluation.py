@@ -30,7 +30,7 @@ from evalkit.run._loop import EntryOutputs
 from evalkit.run._prepare import PreparedEvaluation, RunRole, prepare
 from evalkit.run._progress import Progress
 from evalkit.run._raw import RawResultsLog, repair_raw_results, run_lock
-from evalkit.run._scoring import score_run
+from evalkit.run._scoring import EarlyJudging, score_run
 from evalkit.run._selection import Selection
 from evalkit.run._signals import stop_signals
 from evalkit.stats import TypeMetrics, latency_percentiles
@@ -167,6 +167,7 @@ def _complete(prepared: PreparedEvaluation, component: Component, tracker: Track
     progress = Progress({entry_id: n for entry_id, n in missing.items() if n},
                         retries=prepared.scorers.judge_retries)
     entries = {p.entry.id: p.entry for p in plan.items}
+    judging = EarlyJudging(prepared.scorers)
 
     def traced(record: CallRecord) -> dict[str, Any]:
         entry = entries[record.entry_id]
@@ -178,6 +179,9 @@ def _complete(prepared: PreparedEvaluation, component: Component, tracker: Track
         if config.trace_calls and not recorded:  # traces written while the calls run
             tracker.trace_call(run_id, traced(record), missing[record.entry_id])
 
+    if prepared.scorers.judge is not None:
+        logger.info("judging with %s, each entry as soon as its calls are in",
+                    prepared.scorers.judge.model)
     with stop_signals() as signals:
         try:
             with RawResultsLog(raw_path) as raw_log:
@@ -186,17 +190,16 @@ def _complete(prepared: PreparedEvaluation, component: Component, tracker: Track
                         plan, component, config.mock_adapters, raw_log, prepared.redactor,
                         seed=role.seed, replicate=role.replicate,
                         concurrency=config.max_concurrency, call_timeout=config.call_timeout,
-                        recorded=recorded, on_call=on_call)
+                        recorded=recorded, on_call=on_call, follow_ups=judging.follow_ups)
                 finally:
                     progress.finish()
                 clock = _lap(timings, "calls", clock)
                 if config.trace_calls:  # the rest written while the calls are scored
                     tracker.start_traces(run_id, [traced(c) for o in outputs for c in o.calls])
-                if prepared.scorers.judge is not None:
-                    logger.info("judging with %s", prepared.scorers.judge.model)
                 # Judge errors can quote the provider; nothing leaves the run unredacted.
                 scored = ScoredRun.from_json(prepared.redactor.value(
-                    score_run(outputs, plan.types, prepared.scorers).to_json()))
+                    score_run(outputs, plan.types, prepared.scorers,
+                              judging.verdicts).to_json()))
             metrics = tuple(TypeMetrics.from_result(r, prepared.thresholds[r.test_type])
                             for r in scored.types)
             for result in scored.types:

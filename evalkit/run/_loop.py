@@ -12,16 +12,23 @@ exiting (``concurrent.futures`` joins its threads at exit: a hung call would han
 Each result is appended to the raw-results file (one JSON line, flushed) by the loop the
 moment it arrives, so a crash or Ctrl-C loses nothing already paid for; once the calls stop,
 the file is put back in dataset order.
+
+Work that follows an entry (its judge calls) shares the window: once the entry's last call is
+in, its follow-ups run ahead of new calls, so judging overlaps the calls instead of waiting
+for the last of them, and calls plus judge requests in flight never exceed the bound.
 """
 
 from __future__ import annotations
 
 import logging
+import math
 import queue
 import threading
 import time
-from collections.abc import Callable, Mapping
+from collections import deque
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
+from functools import partial
 from typing import Any
 
 from evalkit._secrets import Redactor
@@ -52,16 +59,13 @@ class EntryOutputs:
         return self.calls[0]
 
 
-@dataclass(frozen=True)
-class _Started:
-    call: Call
-    deadline: float
-
+FollowUps = Callable[[EntryOutputs], Sequence[Callable[[], None]]]
+"""Jobs to run once an entry's calls are all in (the judge calls of its verdicts)."""
 
 _Task = tuple[int, int]
-"""(entry position in the plan, repeat)."""
-_Work = tuple[_Task, Entry, Call]
-_Finished = tuple[_Task, CallRecord | BaseException]
+"""(entry position in the plan, repeat); a follow-up job is (-1, its number)."""
+_Work = tuple[_Task, Callable[[], CallRecord | None]]
+_Finished = tuple[_Task, CallRecord | None | BaseException]
 
 
 def run_calls(plan: RunPlan, component: Component,
@@ -69,10 +73,10 @@ def run_calls(plan: RunPlan, component: Component,
               redactor: Redactor, *, seed: int | None = None, replicate: int | None = None,
               concurrency: int = 1, call_timeout: float = float("inf"),
               on_call: Callable[[CallRecord], None] | None = None,
-              recorded: Mapping[tuple[str, int], CallRecord] | None = None
-              ) -> list[EntryOutputs]:
-    """Invoke the component as the plan says, at most ``concurrency`` calls in flight, and
-    return every entry's calls in dataset order.
+              recorded: Mapping[tuple[str, int], CallRecord] | None = None,
+              follow_ups: FollowUps | None = None) -> list[EntryOutputs]:
+    """Invoke the component as the plan says, at most ``concurrency`` calls (and follow-up
+    jobs) in flight, and return every entry's calls in dataset order.
 
     Calls in ``recorded`` (entry id, repeat) were made by an earlier, interrupted attempt at
     this run and are reused, not made again. Each new call is logged the moment it finishes;
@@ -85,19 +89,32 @@ def run_calls(plan: RunPlan, component: Component,
     # awaits what is in flight.
     records, pending = reused_calls(plan, recorded or {})
     tasks = iter(pending)
+    entry_done = EntryCompletion(plan, pending, follow_ups)
+    jobs: deque[Callable[[], None]] = deque()
     finished: queue.SimpleQueue[_Finished] = queue.SimpleQueue()
     work: queue.SimpleQueue[_Work | None] = queue.SimpleQueue()
-    in_flight: dict[_Task, _Started] = {}
+    in_flight: dict[_Task, Call | None] = {}
+    """Each call in flight, or ``None`` for a follow-up job (which has no deadline)."""
+    deadlines: deque[tuple[float, _Task]] = deque()
+    """Calls by start time: every call has the same timeout, so the first one still in
+    flight is the next to pass its deadline."""
     workers = 0
 
     def add_worker() -> None:
         nonlocal workers
         workers += 1
         threading.Thread(target=_worker, name="evalkit-call", daemon=True,
-                         args=(work, finished, component, adapters, redactor)).start()
+                         args=(work, finished)).start()
 
     def start_next() -> bool:
-        """Hand the next task to the workers; whether there was one."""
+        """Hand the next follow-up job, else the next call, to the workers; whether there
+        was one."""
+        if jobs:
+            job = (-1, entry_done.jobs_started)
+            entry_done.jobs_started += 1
+            in_flight[job] = None
+            work.put((job, partial(run_follow_up, jobs.popleft())))
+            return True
         task = next(tasks, None)
         if task is None:
             return False
@@ -105,8 +122,9 @@ def run_calls(plan: RunPlan, component: Component,
         planned = plan.items[index]
         call = Call(mocks={}, repeat=repeat, repeats=planned.calls, seed=seed,
                     replicate=replicate)
-        in_flight[task] = _Started(call, time.monotonic() + call_timeout)
-        work.put((task, planned.entry, call))
+        in_flight[task] = call
+        deadlines.append((time.monotonic() + call_timeout, task))
+        work.put((task, partial(invoke, component, planned.entry, call, adapters, redactor)))
         return True
 
     def keep(task: _Task, record: CallRecord) -> None:
@@ -115,25 +133,35 @@ def run_calls(plan: RunPlan, component: Component,
         raw_log.append(record)
         if on_call is not None:
             on_call(record)
+        jobs.extend(entry_done.call_in(task[0], records))
 
     def settle_next() -> None:
         """Keep the next call to finish, then record every call past its deadline."""
-        wait = min([_POLL_SECONDS, *(s.deadline - time.monotonic() for s in in_flight.values())])
+        wait = min(_POLL_SECONDS, next_deadline() - time.monotonic())
         try:
             task, result = finished.get(timeout=max(wait, 0.0))
         except queue.Empty:
             pass
         else:
             if task in in_flight:  # else an abandoned call that returned after all
-                if not isinstance(result, CallRecord):
+                if isinstance(result, CallRecord):
+                    keep(task, result)
+                else:
                     del in_flight[task]
-                    raise result  # only KeyboardInterrupt travels this way
-                keep(task, result)
+                    if result is not None:
+                        raise result  # only KeyboardInterrupt travels this way
         now = time.monotonic()
-        for late, started in list(in_flight.items()):
-            if started.deadline <= now:
-                keep(late, timed_out(plan.items[late[0]].entry, started.call, call_timeout))
-                add_worker()  # the late call keeps its thread
+        while next_deadline() <= now:
+            _, late = deadlines.popleft()
+            call = in_flight[late]
+            assert call is not None  # only calls have deadlines
+            keep(late, timed_out(plan.items[late[0]].entry, call, call_timeout))
+            add_worker()  # the late call keeps its thread
+
+    def next_deadline() -> float:
+        while deadlines and deadlines[0][1] not in in_flight:
+            deadlines.popleft()
+        return deadlines[0][0] if deadlines else math.inf
 
     try:
         for _ in range(concurrency):
@@ -172,19 +200,51 @@ def reused_calls(plan: RunPlan, recorded: Mapping[tuple[str, int], CallRecord]
     return records, pending
 
 
+class EntryCompletion:
+    """Counts each entry's outstanding calls and hands out its follow-up jobs once the last
+    one is in (an entry all of whose calls were reused has none: it is scored afterwards)."""
+
+    def __init__(self, plan: RunPlan, pending: Sequence[_Task],
+                 follow_ups: FollowUps | None) -> None:
+        self._plan = plan
+        self._follow_ups = follow_ups
+        self._outstanding: dict[int, int] = {}
+        for index, _ in pending:
+            self._outstanding[index] = self._outstanding.get(index, 0) + 1
+        self.jobs_started = 0
+
+    def call_in(self, index: int, records: Mapping[_Task, CallRecord]
+                ) -> Sequence[Callable[[], None]]:
+        """The follow-up jobs due now that one more call of entry ``index`` is in."""
+        self._outstanding[index] -= 1
+        if self._outstanding[index] or self._follow_ups is None:
+            return ()
+        planned = self._plan.items[index]
+        return self._follow_ups(EntryOutputs(planned, tuple(
+            records[(index, r)] for r in range(planned.calls))))
+
+
 def entry_outputs(plan: RunPlan, records: Mapping[tuple[int, int], CallRecord]
                   ) -> list[EntryOutputs]:
     return [EntryOutputs(planned, tuple(records[(index, r)] for r in range(planned.calls)))
             for index, planned in enumerate(plan.items)]
 
 
-def _worker(work: queue.SimpleQueue[_Work | None], finished: queue.SimpleQueue[_Finished],
-            component: Component, adapters: Mapping[str, Callable[[Any], Any]],
-            redactor: Redactor) -> None:
-    """Make calls until told to stop (``None``)."""
+def _worker(work: queue.SimpleQueue[_Work | None],
+            finished: queue.SimpleQueue[_Finished]) -> None:
+    """Make calls and run follow-up jobs until told to stop (``None``)."""
     while (item := work.get()) is not None:
-        task, entry, call = item
+        task, run = item
         try:
-            finished.put((task, invoke(component, entry, call, adapters, redactor)))
+            finished.put((task, run()))
         except KeyboardInterrupt as interrupt:  # raised by the component itself: stop the run
             finished.put((task, interrupt))
+
+
+def run_follow_up(job: Callable[[], None]) -> None:
+    """Run one follow-up job; one that fails costs nothing but time: its entry is scored after
+    the calls, as it would have been without it."""
+    try:
+        job()
+    except Exception:
+        logger.exception("a follow-up job failed; its entry is scored after the calls")

@@ -6,6 +6,8 @@
   loop; a group left with fewer than two variants (``--groups`` can do that) is skipped and
   stays out of the denominator.
 * A call that raised scores 0 and keeps its message; errors are never dropped.
+* A judge's verdict on one entry can be given while the calls still run
+  (:class:`EarlyJudging`, the loop's follow-up jobs); scoring then uses it as it is.
 * ``COMPARED_FIELDS`` narrows what repeatability and bias compare to those fields of an object
   output (a JSON string holding an object counts), so a volatile field such as a timestamp
   does not fail every entry; the outputs are recorded whole.
@@ -18,8 +20,9 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
+from functools import partial
 from typing import Any
 
 from evalkit.config import EvalConfig
@@ -136,19 +139,21 @@ class Scorers:
             system_in_user=settings.system_in_user))
 
 
-def score_run(outputs: Sequence[EntryOutputs], types: Sequence[str],
-              scorers: Scorers) -> ScoredRun:
-    """Score every in-scope type of every entry; bias groups after all entries."""
+def score_run(outputs: Sequence[EntryOutputs], types: Sequence[str], scorers: Scorers,
+              early: Mapping[tuple[str, str], Verdict] | None = None) -> ScoredRun:
+    """Score every in-scope type of every entry; bias groups after all entries. ``early``
+    holds verdicts (test type, entry id) already given while the calls ran."""
+    early = early or {}
     results = []
     for test_type in types:
         members = [o for o in outputs if test_type in o.planned.types]
         scorer = scorers.by_type[test_type]
         if test_type == "repeatability":
-            results.append(_score_repeats(members, scorer, scorers.compared_fields))
+            results.append(_score_repeats(members, scorer, scorers.compared_fields, early))
         elif test_type == "bias":
             results.append(_score_bias_groups(members, scorer, scorers.compared_fields))
         else:
-            results.append(_score_against_expected(test_type, members, scorer))
+            results.append(_score_against_expected(test_type, members, scorer, early))
     human_review = tuple(
         HumanReviewItem(o.entry.id, o.entry.input, o.entry.human_instructions or "",
                         o.first.output, o.first.error)
@@ -158,12 +163,61 @@ def score_run(outputs: Sequence[EntryOutputs], types: Sequence[str],
                      sum(c.error is not None for c in calls))
 
 
-def _score_against_expected(test_type: str, members: Sequence[EntryOutputs],
-                            scorer: Scorer) -> TypeResult:
+class EarlyJudging:
+    """The judge's verdicts on each entry as soon as its calls are in: follow-up jobs for the
+    loop, one per judged type (bias waits for its whole group, other scorers batch better
+    after the calls). A verdict not given early is given by :func:`score_run` as usual."""
+
+    def __init__(self, scorers: Scorers) -> None:
+        self._scorers = scorers
+        self.verdicts: dict[tuple[str, str], Verdict] = {}
+
+    def follow_ups(self, outputs: EntryOutputs) -> list[Callable[[], None]]:
+        jobs: list[Callable[[], None]] = []
+        for test_type in outputs.planned.types:
+            scorer = self._scorers.by_type.get(test_type)
+            if not isinstance(scorer, LLMJudgeScorer) or test_type == "bias":
+                continue
+            if test_type == "repeatability":
+                if all(c.error is None for c in outputs.calls):
+                    group = _repeats_group(outputs, self._scorers.compared_fields)
+                    jobs.append(partial(self._keep, test_type, outputs.entry.id,
+                                        scorer.among_outputs, group))
+            elif outputs.first.error is None:
+                jobs.append(partial(self._keep, test_type, outputs.entry.id,
+                                    scorer.against_expected, _case(outputs)))
+        return jobs
+
+    def _keep(self, test_type: str, entry_id: str, judge: Callable[[Any], list[Verdict]],
+              unit: Any) -> None:
+        self.verdicts[(test_type, entry_id)] = judge([unit])[0]
+
+
+def _given(members: Sequence[EntryOutputs], test_type: str,
+           early: Mapping[tuple[str, str], Verdict], judge: Callable[[list[Any]], list[Verdict]],
+           unit: Callable[[EntryOutputs], Any]) -> dict[str, Verdict]:
+    """Verdicts by entry id: those given early, and the rest from one batch of ``judge``."""
+    todo = [o for o in members if (test_type, o.entry.id) not in early]
+    verdicts = {o.entry.id: early[(test_type, o.entry.id)] for o in members
+                if (test_type, o.entry.id) in early}
+    verdicts.update(zip((o.entry.id for o in todo), judge([unit(o) for o in todo]),
+                        strict=True))
+    return verdicts
+
+
+def _case(o: EntryOutputs) -> Case:
+    return Case(o.entry.input, o.first.output, o.entry.expected_output)
+
+
+def _repeats_group(o: EntryOutputs, fields: tuple[str, ...] | None) -> OutputGroup:
+    return OutputGroup((o.entry.input,) * len(o.calls),
+                       tuple(compared_part(c.output, fields) for c in o.calls))
+
+
+def _score_against_expected(test_type: str, members: Sequence[EntryOutputs], scorer: Scorer,
+                            early: Mapping[tuple[str, str], Verdict]) -> TypeResult:
     ok = [o for o in members if o.first.error is None]
-    verdicts = dict(zip((o.entry.id for o in ok), scorer.against_expected(
-        [Case(o.entry.input, o.first.output, o.entry.expected_output) for o in ok]),
-        strict=True))
+    verdicts = _given(ok, test_type, early, scorer.against_expected, _case)
     items = [
         _item(o.entry.id, verdicts.get(o.entry.id), o.first.error,
               expected_pass=o.entry.expected_pass, input=o.entry.input,
@@ -191,12 +245,11 @@ def compared_part(output: Any, fields: tuple[str, ...] | None) -> Any:
 
 
 def _score_repeats(members: Sequence[EntryOutputs], scorer: Scorer,
-                   fields: tuple[str, ...] | None) -> TypeResult:
+                   fields: tuple[str, ...] | None,
+                   early: Mapping[tuple[str, str], Verdict]) -> TypeResult:
     ok = [o for o in members if all(c.error is None for c in o.calls)]
-    verdicts = dict(zip((o.entry.id for o in ok), scorer.among_outputs(
-        [OutputGroup((o.entry.input,) * len(o.calls),
-                     tuple(compared_part(c.output, fields) for c in o.calls))
-         for o in ok]), strict=True))
+    verdicts = _given(ok, "repeatability", early, scorer.among_outputs,
+                      partial(_repeats_group, fields=fields))
     items = [
         _item(o.entry.id, verdicts.get(o.entry.id), _errors(
             (f"repeat {c.repeat}", c.error) for c in o.calls),
