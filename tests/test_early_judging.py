@@ -1,0 +1,130 @@
+"""Judging while the calls run: each entry's judge verdicts are follow-up jobs of the loop,
+started once the entry's calls are in, inside the same MAX_CONCURRENCY bound as the calls."""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from pathlib import Path
+
+import pytest
+
+from evalkit import Call, ChatEndpoint, Component, Entry, EvalConfig, Selection, evaluate
+from evalkit._secrets import Redactor
+from evalkit.run._loop import EntryOutputs, run_calls
+from evalkit.run._raw import RawResultsLog
+from evalkit.tracking import Tracker
+from tests.conftest import entry, plan_of, write_dataset
+from tests.openai_stub import OpenAIStub, RecordedRequest, Reply, ok
+
+CONCURRENCY = 3
+
+
+class CountingResponder:
+    """Answers after a short delay, counting the requests in flight at once (component and
+    judge alike) and the order in which each model's requests arrive."""
+
+    def __init__(self, judge_reply: str) -> None:
+        self.judge_reply = judge_reply
+        self.in_flight = 0
+        self.peak = 0
+        self.arrivals: list[str] = []
+        self.lock = threading.Lock()
+
+    def __call__(self, request: RecordedRequest) -> Reply:
+        model = str((request.body or {}).get("model"))
+        with self.lock:
+            self.in_flight += 1
+            self.peak = max(self.peak, self.in_flight)
+            self.arrivals.append(model)
+        time.sleep(0.05)  # held here, in the server's thread: the request is in flight
+        with self.lock:
+            self.in_flight -= 1
+        return ok(self.judge_reply if model == "judge" else "the answer")
+
+
+@pytest.mark.parametrize("judge_reply, accuracy, kind", [
+    ("1", 1.0, "threads"), ("0", 0.0, "threads"), ("1", 1.0, "async")])
+def test_judging_overlaps_the_calls_within_the_concurrency_bound(
+        tmp_path: Path, tracking_uri: str, monkeypatch: pytest.MonkeyPatch,
+        judge_reply: str, accuracy: float, kind: str) -> None:
+    responder = CountingResponder(judge_reply)
+    entries = {f"r{i}": entry("repeatability") for i in range(6)}
+    entries |= {f"f{i}": entry("functional") for i in range(6)}
+    with OpenAIStub(responder) as stub:
+        monkeypatch.setenv("OPENAI_BASE_URL", stub.base_url)
+        monkeypatch.setenv("OPENAI_API_KEY", "sk-test")
+        component = threaded_component() if kind == "threads" else async_component()
+
+        config = EvalConfig.from_constants({
+            "EXPERIMENT_NAME": "early/judging",
+            "DATASET_PATH": str(write_dataset(tmp_path / "ds", entries)),
+            "REPORTS_DIR": str(tmp_path / "reports"), "REPEAT_COUNT": 3,
+            "EVAL_MIN_ACCURACY": 0.0, "EVAL_MIN_ACCURACY_REPEATABILITY": 0.0,
+            "SCORER": "llm_judge", "JUDGE_MODEL": "judge", "MAX_CONCURRENCY": CONCURRENCY,
+            "TRACE_CALLS": False}, "test_eval.py")
+        outcome = evaluate(config, component, Selection.parse("all"),
+                           tracker=Tracker(tracking_uri), runs_dir=tmp_path / "runs")
+
+    assert responder.peak == CONCURRENCY  # calls and judge requests share the bound
+    judged = [i for i, model in enumerate(responder.arrivals) if model == "judge"][1:]
+    last_call = max(i for i, model in enumerate(responder.arrivals) if model == "component")
+    assert len(judged) == 12  # one per entry (after the preflight), none twice
+    assert judged[0] < last_call  # the first verdicts were asked for while calls remained
+    assert responder.arrivals.count("component") == 6 * 3 + 6
+    by_type = {m.test_type: m for m in outcome.metrics}
+    assert by_type["repeatability"].accuracy == accuracy
+    assert by_type["functional"].accuracy == accuracy
+    assert all(i.judge_reply == judge_reply for t in outcome.scored.types for i in t.items)
+
+
+def threaded_component() -> Component:
+    component_llm = ChatEndpoint("component")
+
+    def component(item: Entry, call: Call) -> str:
+        return component_llm.complete([{"role": "user", "content": "q"}], temperature=1)
+    return component
+
+
+def async_component() -> Component:
+    import openai
+
+    client = openai.AsyncOpenAI(max_retries=0)  # OPENAI_BASE_URL names the stub
+
+    async def component(item: Entry, call: Call) -> str:
+        reply = await client.chat.completions.create(
+            model="component", temperature=1, messages=[{"role": "user", "content": "q"}])
+        return reply.choices[0].message.content or ""
+    return component
+
+
+def test_an_entry_gets_its_follow_ups_once_when_its_last_call_is_in(tmp_path: Path) -> None:
+    plan = plan_of(tmp_path, {"a": entry("repeatability"), "b": entry("functional")},
+                   repeats=3, selection="all")
+    seen: list[tuple[str, int]] = []
+    ran: list[str] = []
+
+    def follow_ups(outputs: EntryOutputs) -> list:
+        seen.append((outputs.entry.id, len(outputs.calls)))
+        return [lambda: ran.append(outputs.entry.id)]
+
+    with RawResultsLog(tmp_path / "raw.jsonl") as log:
+        run_calls(plan, lambda item, call: "x", {}, log, Redactor(), concurrency=2,
+                  follow_ups=follow_ups)
+    assert sorted(seen) == [("a", 3), ("b", 1)]
+    assert sorted(ran) == ["a", "b"]
+
+
+def test_a_failing_follow_up_neither_stops_the_run_nor_hangs_it(
+        tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+    plan = plan_of(tmp_path, {f"e{i}": entry("functional") for i in range(4)})
+
+    def boom() -> None:
+        raise RuntimeError("judge exploded")
+
+    with RawResultsLog(tmp_path / "raw.jsonl") as log, caplog.at_level(logging.ERROR):
+        outputs = run_calls(plan, lambda item, call: "x", {}, log, Redactor(), concurrency=2,
+                            follow_ups=lambda outputs: [boom])
+    assert [o.first.output for o in outputs] == ["x"] * 4
+    assert caplog.text.count("a follow-up job failed") == 4
