@@ -179,6 +179,10 @@ def _complete(prepared: PreparedEvaluation, component: Component, tracker: Track
         if config.trace_calls and not recorded:  # traces written while the calls run
             tracker.trace_call(run_id, traced(record), missing[record.entry_id])
 
+    if config.trace_calls:
+        tracker.begin_traces(run_id, sum(missing.values()), {
+            p.entry.id: (prepared.redactor.value(p.entry.input),
+                         prepared.redactor.value(p.entry.expected_output)) for p in plan.items})
     if prepared.scorers.judge is not None:
         logger.info("judging with %s, each entry as soon as its calls are in",
                     prepared.scorers.judge.model)

@@ -13,6 +13,7 @@ from evalkit.records import ScoredRun
 from evalkit.tracking._bundle import BUNDLES_DIR
 from evalkit.tracking._dataset import register_evaluation_dataset
 from evalkit.tracking._prompts import register_prompts
+from evalkit.tracking._span_process import SpanWriting
 from evalkit.tracking._store import TrackingStore
 from evalkit.tracking._trace_writer import TraceWriter, verdicts_on
 from evalkit.tracking._traces import (
@@ -26,7 +27,7 @@ from evalkit.tracking._traces import (
 
 logger = logging.getLogger("evalkit")
 
-STREAM_BATCH = 50
+STREAM_BATCH = 10
 """Entries per background write while the calls run."""
 
 
@@ -36,14 +37,23 @@ class TraceLog(TrackingStore):
     def __init__(self, tracking_uri: str | None = None, bundles_dir: Path = BUNDLES_DIR) -> None:
         super().__init__(tracking_uri, bundles_dir)
         self._trace_pool = ThreadPoolExecutor(1, thread_name_prefix="evalkit-traces")
-        self._trace_jobs: dict[str, tuple[TraceWriter, Sequence[Mapping[str, Any]],
+        self._spans = SpanWriting(self._uri)
+        self._trace_jobs: dict[str, tuple[RunContext, Sequence[Mapping[str, Any]],
                                           Future[None]]] = {}
-        """Per run: the writer, every call, and the last background job (the pool runs its
+        """Per run: its context, every call, and the last background job (the pool runs its
         jobs in order: when it is done, every trace of the run is written)."""
         self._trace_pending: dict[str, dict[str, list[Mapping[str, Any]]]] = {}
         """Calls of entries not complete yet, streamed by :meth:`trace_call`."""
         self._trace_ready: dict[str, list[Mapping[str, Any]]] = {}
         self._trace_streamed: dict[str, set[str]] = {}
+
+    def begin_traces(self, run_id: str, calls: int,
+                     entries: Mapping[str, tuple[Any, Any]]) -> None:
+        """Before the calls, in the background: for a run of ``calls`` calls on a local store,
+        start the span writer's process if it pays; register the dataset (entry id -> input,
+        expected output) as an MLflow evaluation dataset."""
+        self._trace_pool.submit(self._spans.start, calls)
+        self._trace_pool.submit(self._register_dataset, self._run_context(run_id), entries)
 
     def trace_call(self, run_id: str, call: Mapping[str, Any], calls_of_entry: int) -> None:
         """Stream one call record (with its entry's ``input`` and ``expected`` output) while
@@ -62,39 +72,40 @@ class TraceLog(TrackingStore):
 
     def start_traces(self, run_id: str, calls: Sequence[Mapping[str, Any]]) -> None:
         """Once the calls are done: queue the traces not streamed by :meth:`trace_call` (all of
-        them for a resumed run, without the ones it holds) and register the dataset as an
-        evaluation dataset; :meth:`log_traces` adds the verdicts. Offline, the bundle holds
-        what ``evalkit sync`` needs to write the traces."""
+        them for a resumed run, without the ones it holds); :meth:`log_traces` adds the
+        verdicts. Offline, the bundle holds what ``evalkit sync`` needs to write the traces."""
         streamed = self._trace_streamed.pop(run_id, set())
         self._trace_pending.pop(run_id, None)
         self._trace_ready.pop(run_id, None)
-        writer = self._submit_traces(run_id, [c for c in calls if c["entry_id"] not in streamed],
-                                     check_held=True)
-        entries = {c["entry_id"]: (c.get("input"), c.get("expected")) for c in calls}
-        job = self._trace_pool.submit(self._register_dataset, writer.context, entries)
-        self._trace_jobs[run_id] = (writer, calls, job)
+        context, job = self._submit_traces(
+            run_id, [c for c in calls if c["entry_id"] not in streamed], check_held=True)
+        self._trace_jobs[run_id] = (context, calls, job)
 
     def _submit_traces(self, run_id: str, calls: Sequence[Mapping[str, Any]],
-                       check_held: bool) -> TraceWriter:
+                       check_held: bool) -> tuple[RunContext, Future[None]]:
+        """Queue the traces of ``calls``; their context, and the job (the last one queued)."""
+        context = self._run_context(run_id)
+        traces = build_traces(context, ScoredRun(()), calls)
+        self._trace_streamed.setdefault(run_id, set()).update(t.entry_id for t in traces)
+        return context, self._trace_pool.submit(
+            self._write, run_id, lambda: self._spans.write_calls(context, traces, check_held))
+
+    def _run_context(self, run_id: str) -> RunContext:
         journal = self._journals[run_id]
         journal.tags[TRACES_TAG] = "true"
-        writer = TraceWriter(self._client, RunContext(
-            run_id, journal.experiment_id, journal.start_time_ms, journal.params, journal.tags))
-        traces = build_traces(writer.context, ScoredRun(()), calls)
-        self._trace_streamed.setdefault(run_id, set()).update(t.entry_id for t in traces)
-        self._trace_pool.submit(self._write, run_id,
-                                lambda: writer.write_calls(traces, check_held))
-        return writer
+        return RunContext(run_id, journal.experiment_id, journal.start_time_ms,
+                          dict(journal.params), dict(journal.tags))
 
     def log_traces(self, run_id: str, evaluation: ScoredRun) -> int:
         """Add every verdict to the traces begun by :meth:`start_traces`, then check the
         store's count: a shortfall is a warning and the ``traces_missing`` metric."""
-        writer, calls, job = self._trace_jobs.pop(run_id)
-        traces = build_traces(writer.context, evaluation, calls)
+        context, calls, job = self._trace_jobs.pop(run_id)
+        traces = build_traces(context, evaluation, calls)
+        writer = TraceWriter(self._client, context)
 
         def verdicts() -> None:
             job.result()
-            writer.write_verdicts(traces)
+            self._spans.write_verdicts(context, traces)
 
         try:
             self._write(run_id, verdicts)
@@ -119,8 +130,7 @@ class TraceLog(TrackingStore):
         journal = self._journals[run_id]
         if TRACES_TAG not in journal.tags:
             return
-        writer = TraceWriter(self._client, RunContext(
-            run_id, journal.experiment_id, journal.start_time_ms, journal.params, journal.tags))
+        writer = TraceWriter(self._client, self._run_context(run_id))
         self._write(run_id, lambda: writer.log_assessments([
             a for entry_id, items in verdicts.items()
             for a in verdicts_on(trace_id_for(run_id, entry_id), items, run_id)]))
