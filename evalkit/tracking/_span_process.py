@@ -18,6 +18,7 @@ trace the store lacks.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import pickle
 import subprocess
@@ -55,6 +56,11 @@ class SpanWriting:
             stdin=subprocess.PIPE, stdout=subprocess.PIPE, cwd=os.getcwd())
         weakref.finalize(self, _stop, self._worker)
 
+    @property
+    def worker_pid(self) -> int | None:
+        """The worker process, once started."""
+        return None if self._worker is None else self._worker.pid
+
     def write_calls(self, context: RunContext, traces: Sequence[EntryTrace],
                     check_held: bool) -> None:
         self._run("calls", context, traces, check_held)
@@ -83,7 +89,8 @@ class SpanWriting:
 def _stop(worker: subprocess.Popen[bytes]) -> None:
     """End the worker once its writer is gone: its pipe closes, it finishes and exits."""
     if worker.stdin is not None:
-        worker.stdin.close()
+        with contextlib.suppress(OSError):  # a worker that died leaves a broken pipe
+            worker.stdin.close()
     try:
         worker.wait(timeout=60)
     except subprocess.TimeoutExpired:
