@@ -19,12 +19,13 @@ import time
 import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import mlflow
 import pytest
 
 from tests.conftest import REPO
-from tests.openai_stub import OpenAIStub
+from tests.openai_stub import OpenAIStub, RecordedRequest, Reply, ok
 from tools.team_server import free_port
 
 pytestmark = pytest.mark.ui
@@ -36,6 +37,12 @@ def _env(store: str, extra: dict[str, str] | None = None) -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith(("MLFLOW_", "OPENAI_"))}
     env.update(MLFLOW_TRACKING_URI=store, PYTHONPATH=str(REPO), **(extra or {}))
     return env
+
+
+def judge_fails_jupiter(request: RecordedRequest) -> Reply:
+    """The stub as component and judge: the judge fails the entry that expects Jupiter (its
+    prompt quotes the expected output), so the judged run has a failing verdict to show."""
+    return ok("0" if "Jupiter" in json.dumps(request.body) else "1")
 
 
 @pytest.fixture(scope="module")
@@ -50,7 +57,7 @@ def logged(tmp_path_factory: pytest.TempPathFactory) -> dict[str, str]:
                              cwd=project, env=_env(store), capture_output=True, text=True,
                              timeout=600)
     assert example.returncode in (0, 1), example.stderr[-3000:]
-    with OpenAIStub() as stub:
+    with OpenAIStub(judge_fails_jupiter) as stub:
         judged = subprocess.run(
             [sys.executable, "examples/eval_llm.py", "--type=all"], cwd=project,
             env=_env(store, {"OPENAI_BASE_URL": stub.base_url, "OPENAI_API_KEY": "sk-ui-test"}),
@@ -91,40 +98,141 @@ def ui(logged: dict[str, str]) -> Iterator[str]:
         server.wait(timeout=30)
 
 
-def browse(pages: list[dict[str, str]]) -> dict[str, str]:
+def browse(pages: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
     python = os.environ.get("EVALKIT_UI_PYTHON")
     if not python:
         pytest.skip("EVALKIT_UI_PYTHON is not set: run `make test-ui`")
     done = subprocess.run([python, str(REPO / "tests" / "ui_browse.py"), str(SHOTS)],
                           input=json.dumps(pages), capture_output=True, text=True, timeout=900)
     assert done.returncode == 0, done.stderr[-3000:]
-    texts: dict[str, str] = json.loads(done.stdout)
+    texts: dict[str, dict[str, Any]] = json.loads(done.stdout)
     return texts
 
 
-def test_the_mlflow_ui_shows_traces_assessments_dataset_description_and_prompts(
-        logged: dict[str, str], ui: str) -> None:
+def shown_trace(store: str, run_id: str, failing: bool) -> Any:
+    """The trace to open, as the store holds it: the one with the most verdicts and call spans
+    (a repeatability entry that is functional too), or the one whose verdict failed."""
+    client = mlflow.MlflowClient(store)
+    experiment = client.get_run(run_id).info.experiment_id
+    traces = client.search_traces(locations=[experiment], run_id=run_id, max_results=500)
+    if failing:
+        return next(t for t in traces if any(a.feedback is not None and a.value is False
+                                             for a in t.info.assessments))
+    return max(traces, key=lambda t: (len(t.info.assessments), len(t.data.spans),
+                                      t.info.trace_id))
+
+
+def open_trace(ui: str, experiment: str, run: str, entries: int, trace_id: str
+               ) -> dict[str, Any]:
+    """The run's traces pane, then one trace opened from its row, with its assessments pane
+    shown and every assessment unfolded (value, source, rationale)."""
+    return {"url": f"{ui}/#/experiments/{experiment}/runs/{run}/traces",
+            "wait_for": f"{entries} of {entries}",
+            "steps": [["row", trace_id], ["button", "Assess trace"],
+                      ["expand", EXPAND_ASSESSMENT], ["wait", "Rationale"]]}
+
+
+EXPAND_ASSESSMENT = '[data-component-id="shared.model-trace-explorer.toggle-assessment-expanded"]'
+"""The chevron that unfolds an assessment (it has no accessible name in MLflow 3.17)."""
+
+
+def flat(text: str) -> str:
+    """Whitespace folded: the trace view wraps long outputs (YAML ``>-``) over lines."""
+    return " ".join(text.split())
+
+
+def leaves(value: Any) -> list[str]:
+    if isinstance(value, dict):
+        return [s for v in value.values() for s in leaves(v)]
+    if isinstance(value, list):
+        return [s for v in value for s in leaves(v)]
+    return [str(value)]
+
+
+@pytest.fixture(scope="module")
+def pages(logged: dict[str, str], ui: str) -> dict[str, dict[str, Any]]:
+    """Every page the tests read, rendered in one browser session."""
     run, experiment = logged["example_run"], logged["example_experiment"]
     entries = int(float(logged["example_entries"]))
+    judged_entries = int(float(logged["judged_entries"]))
+    example = shown_trace(logged["store"], run, failing=False)
+    judged = shown_trace(logged["store"], logged["judged_run"], failing=True)
     texts = browse([
         {"name": "run", "url": f"{ui}/#/experiments/{experiment}/runs/{run}",
          "wait_for": "evalkit verdict"},
         {"name": "evaluation-pane",
          "url": f"{ui}/#/experiments/{experiment}/evaluation-runs?selectedRunUuid={run}",
-         "wait_for": "all-20", "click": "all-20", "then": f"{entries} of {entries}"},
+         "wait_for": "all-20", "steps": [["click", "all-20"], ["wait", f"{entries} of {entries}"]]},
+        {"name": "traces-pane", "url": f"{ui}/#/experiments/{experiment}/runs/{run}/traces",
+         "wait_for": f"{entries} of {entries}",
+         "steps": [["button", "Columns"], ["option", "All Assessments"], ["key", "Escape"]]},
+        {"name": "trace", **open_trace(ui, experiment, run, entries, example.info.trace_id)},
+        {"name": "judged-trace", **open_trace(ui, logged["judged_experiment"],
+                                              logged["judged_run"], judged_entries,
+                                              judged.info.trace_id)},
         {"name": "prompts", "url": f"{ui}/#/prompts", "wait_for": "evalkit-judge-expected"},
     ])
-    page = texts["run"]
+    texts["example"], texts["judged"] = {"trace": example}, {"trace": judged}
+    return texts
+
+
+def test_the_mlflow_ui_shows_traces_assessments_dataset_description_and_prompts(
+        logged: dict[str, str], pages: dict[str, dict[str, Any]]) -> None:
+    entries = int(float(logged["example_entries"]))
+    page = pages["run"]["body"]
     assert "evalkit verdict: PASS" in page or "evalkit verdict: FAIL" in page
     assert "accuracy [95% CI]" in page and "report-functional.md" in page
     assert "support-tickets" in page  # the dataset logged as the run's input
-    pane = texts["evaluation-pane"]
+    pane = pages["evaluation-pane"]["body"]
     assert f"{entries} of {entries}" in pane  # one trace per entry
     cells = {line.strip() for line in pane.splitlines()}
     assert "functional" in cells  # the assessment's column (metrics are <type>_accuracy...)
     assert any(re.fullmatch(r"\(\d+/\d+\)", c) for c in cells)  # its pass count, e.g. (4/8)
-    prompts = texts["prompts"]
+    prompts = pages["prompts"]["body"]
     for use in ("expected", "repeatability", "bias"):
         assert f"evalkit-judge-{use}" in prompts
-    assert {p.name for p in SHOTS.glob("*.png")} >= {"run.png", "evaluation-pane.png",
-                                                       "prompts.png"}
+    assert {p.name for p in SHOTS.glob("*.png")} >= {
+        "run.png", "evaluation-pane.png", "traces-pane.png", "trace.png", "judged-trace.png",
+        "prompts.png"}
+
+
+def test_the_run_traces_pane_has_an_assessment_column_per_test_type(
+        logged: dict[str, str], pages: dict[str, dict[str, Any]]) -> None:
+    types = mlflow.MlflowClient(logged["store"]).get_run(
+        logged["example_run"]).data.tags["test_types"].split(",")
+    assert len(types) == 7  # the billing group has entries of every type but planning's
+    # MLflow shows a feedback named like one of its built-in scorers capitalised ("Safety")
+    headers = {h.lower() for h in pages["traces-pane"]["headers"]}
+    assert {*types, "human_review", "expected_output", "request", "response"} <= headers
+    n = len(types) + 1  # the types and human_review
+    assert f"Assessments\n({n}/{n})" in pages["traces-pane"]["body"]
+
+
+@pytest.mark.parametrize("which", ["example", "judged"])
+def test_a_single_trace_shows_its_request_response_calls_and_verdicts(
+        pages: dict[str, dict[str, Any]], which: str) -> None:
+    trace = pages[which]["trace"]
+    view = pages["trace" if which == "example" else "judged-trace"]["dialog"]
+    root = trace.data.spans[0]
+    assert view.startswith("Trace\n" + trace.info.trace_id.removeprefix("tr-")[:8])
+    for text in leaves(root.inputs) + leaves(root.outputs):  # request and response
+        assert flat(text) in flat(view)
+    spans = [s.name for s in trace.data.spans]
+    assert spans[0] == trace.info.tags["evalkit.entry_id"]
+    calls = [s for s in spans if s.startswith("call ")]
+    assert calls == [f"call {r}" for r in range(len(calls))] and calls
+    if which == "judged":
+        assert "judge expected 0" in spans
+    for name in spans:  # the span tree lists the entry and each call (and judge call)
+        assert f"\n{name}\n" in view
+    feedback = [a for a in trace.info.assessments if a.feedback is not None]
+    assert len(feedback) >= (2 if which == "example" else 1)
+    assert f"Feedback ({len(feedback)})" in view
+    for a in feedback:  # name = the test type, its value, who scored it, and why
+        value = {True: "True", False: "False"}.get(a.value, str(a.value))
+        assert re.search(
+            rf"\n{re.escape(a.name)}\n{value}\n{re.escape(a.source.source_id)}\n.*?\n"
+            rf"Feedback\n{value}\nRationale\n{re.escape(a.rationale)}\n", view, re.DOTALL), a
+    if which == "judged":
+        (failed,) = [a for a in feedback if a.value is False]
+        assert (failed.name, failed.rationale) == ("functional", "FAIL; judge replied '0'")

@@ -26,7 +26,7 @@ from evalkit.run._evaluation import RUNS_DIR, EvaluationOutcome, publish_reports
 from evalkit.run._prepare import PreparedEvaluation, RunRole, prepare
 from evalkit.run._selection import Selection
 from evalkit.stats import ReplicateStability, replicate_seed, replicate_stability
-from evalkit.tracking import Tracker, Verdict, stability_verdict
+from evalkit.tracking import Tracker, TrackingOffline, Verdict, stability_verdict
 
 logger = logging.getLogger("evalkit")
 
@@ -114,12 +114,15 @@ def evaluate_replicates(config: EvalConfig, component: Component, selection: Sel
     logger.info("replicates: parent MLflow run %s, %d replicates, seeds %s", parent,
                 config.replicates, ", ".join(map(str, seeds.seeds)))
     status = "FAILED"
+    bundles_before = len(tracker.bundles)
     try:
-        children = tuple(
-            run_prepared(prepared, component, tracker, runs_dir, RunRole(
-                tags={"mlflow.parentRunId": parent, "replicate": str(r), "seed": str(seed)},
-                name_prefix=f"r{r}-", seed=seed, replicate=r, local_reports=False))
-            for r, seed in enumerate(seeds.seeds))
+        with tracker.series():  # an outage does not end the series: see Tracker.series
+            children = tuple(
+                run_prepared(prepared, component, tracker, runs_dir, RunRole(
+                    tags={"mlflow.parentRunId": parent, "replicate": str(r),
+                          "seed": str(seed)},
+                    name_prefix=f"r{r}-", seed=seed, replicate=r, local_reports=False))
+                for r, seed in enumerate(seeds.seeds))
         stability = _stability_of(prepared, children)
         lock_doc = seeds.to_json()
         tracker.log_results(parent, _parent_metrics(stability, config.replicates),
@@ -141,7 +144,9 @@ def evaluate_replicates(config: EvalConfig, component: Component, selection: Sel
         status = "KILLED"
         raise RunInterrupted(f"interrupted: replicate run {parent} marked KILLED") from None
     finally:
-        tracker.finish(parent, status)
+        tracker.finish(parent, status)  # offline, this raises TrackingOffline with every bundle
+    if len(tracker.bundles) > bundles_before:  # a replicate went offline, the parent did not
+        raise TrackingOffline(list(tracker.bundles), tracker.tracking_uri)
     return ReplicatesOutcome(parent, config.experiment_name, tracker.tracking_uri, children,
                              stability, written, lock_path, stability_path,
                              tracker.run_url(parent))

@@ -15,6 +15,7 @@ import json
 import shutil
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from evalkit._errors import TrackingError
 
@@ -43,6 +44,9 @@ class RunJournal:
     artifacts: dict[str, bytes | Path] = field(default_factory=dict)
     """Artifact path -> content, or the local file it was uploaded from."""
     status: str = "RUNNING"
+    assessments: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
+    """Entry id -> assessments added to its trace after the run's own (the stability of a
+    replicate series, on its last replicate), as :class:`Verdict` fields."""
 
     def artifact_bytes(self, path: str) -> bytes:
         content = self.artifacts.get(path)
@@ -80,7 +84,7 @@ class RunJournal:
             "start_time_ms": self.start_time_ms, "tracking_uri": self.tracking_uri,
             "status": self.status, "params": self.params, "tags": self.tags,
             "metrics": [list(point) for point in self.metrics],
-            "artifacts": sorted(self.artifacts),
+            "artifacts": sorted(self.artifacts), "assessments": self.assessments,
         }
         (folder / BUNDLE_FILE).write_text(json.dumps(document, indent=1) + "\n",
                                           encoding="utf-8")
@@ -104,7 +108,7 @@ class RunJournal:
             params=document["params"], tags=document["tags"],
             metrics=[(k, float(v), int(s), int(t)) for k, v, s, t in document["metrics"]],
             artifacts={path: folder / "artifacts" / path for path in document["artifacts"]},
-            status=document["status"])
+            status=document["status"], assessments=document.get("assessments", {}))
 
 
 def unsynced_bundles(root: Path = BUNDLES_DIR) -> list[Path]:

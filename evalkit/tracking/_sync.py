@@ -4,14 +4,15 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 from evalkit._errors import TrackingError
 from evalkit.records import EVALUATION_ARTIFACT, RAW_ARTIFACT_DIR, TABLE_ARTIFACT, ScoredRun
 from evalkit.tracking._bundle import RunJournal, mark_synced
 from evalkit.tracking._store import TrackingStore
 from evalkit.tracking._table import table_from_json
-from evalkit.tracking._trace_writer import TraceWriter
-from evalkit.tracking._traces import TRACES_TAG, RunContext, build_traces
+from evalkit.tracking._trace_writer import TraceWriter, verdicts_on
+from evalkit.tracking._traces import TRACES_TAG, RunContext, Verdict, build_traces, trace_id_for
 
 
 class BundleSync(TrackingStore):
@@ -73,3 +74,29 @@ class BundleSync(TrackingStore):
         writer = TraceWriter(self._client, context)
         writer.write_calls(traces)
         writer.write_verdicts(traces)
+        if journal.assessments:
+            self._sync_assessments(writer, journal.assessments)
+
+    def _sync_assessments(self, writer: TraceWriter,
+                          assessments: dict[str, list[dict[str, Any]]]) -> None:
+        """The assessments added after the run's own (a series' stability, on its last
+        replicate), on the traces of the run synced into; those a trace holds by name (written
+        before the outage, or by an earlier sync) are not written again."""
+        run_id = writer.context.run_id
+        held: dict[str, set[str]] = {}
+        token = None
+        while True:
+            page = self._client.search_traces(
+                locations=[writer.context.experiment_id], run_id=run_id, max_results=500,
+                page_token=token, include_spans=False)
+            held.update({t.info.trace_id: {a.name for a in t.info.assessments} for t in page})
+            token = page.token
+            if not token:
+                break
+        fresh = []
+        for entry_id, items in assessments.items():
+            trace_id = trace_id_for(run_id, entry_id)
+            fresh += verdicts_on(trace_id, [Verdict(**v) for v in items
+                                            if v["name"] not in held.get(trace_id, set())],
+                                 run_id)
+        writer.log_assessments(fresh)

@@ -6,12 +6,15 @@ Everything a report needs is written to the run (the artifact layout is in
 
 from __future__ import annotations
 
+import contextlib
 import getpass
 import json
 import logging
 import subprocess
 import time
-from collections.abc import Mapping, Sequence
+import uuid
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import asdict
 from pathlib import Path
 
 from evalkit._errors import TrackingError
@@ -29,6 +32,7 @@ from evalkit.tracking._store import TrackingOffline
 from evalkit.tracking._sync import BundleSync
 from evalkit.tracking._table import results_table, table_json
 from evalkit.tracking._trace_log import TraceLog
+from evalkit.tracking._traces import TRACES_TAG, Verdict
 
 logger = logging.getLogger("evalkit")
 
@@ -49,6 +53,20 @@ class Tracker(TraceLog, RunReader, BundleSync):
         self._resumed: set[str] = set()
         """Runs continued by :meth:`resume_run`: they may hold metric points already."""
         self.bundles: list[Path] = []
+        self._series = 0
+        """Inside :meth:`series`: runs go on past an outage, offline from their start."""
+
+    @contextlib.contextmanager
+    def series(self) -> Iterator[None]:
+        """Runs of one series (the replicates): a run that finishes offline leaves its bundle
+        without raising :class:`TrackingOffline`, and once the server has stopped answering
+        the next runs start offline, so the series completes; whoever ends the series raises
+        it (the bundles are in :attr:`bundles`)."""
+        self._series += 1
+        try:
+            yield
+        finally:
+            self._series -= 1
 
     def start_run(self, experiment_name: str, run_name: str, params: Mapping[str, str],
                   tags: Mapping[str, str]) -> str:
@@ -58,6 +76,8 @@ class Tracker(TraceLog, RunReader, BundleSync):
         from mlflow.entities import Param, RunTag
 
         checked = [Param(k, _param(v)) for k, v in sorted(params.items())]
+        if self._series and self._offline and not self._answers():
+            return self._start_offline(experiment_name, run_name, params, tags)
         self.check_reachable()
         try:
             experiment_id = self._experiment_id(experiment_name)
@@ -87,6 +107,22 @@ class Tracker(TraceLog, RunReader, BundleSync):
                                 f"{run.info.artifact_uri}: {self.hide_password(str(err))}. "
                                 "Check the server's artifact store (--artifacts-destination) "
                                 "and its permissions") from err
+        return run_id
+
+    def _start_offline(self, experiment_name: str, run_name: str, params: Mapping[str, str],
+                       tags: Mapping[str, str]) -> str:
+        """A run of a series begun while its server is down: journaled only, under an id of
+        its own; ``evalkit sync`` creates it (tagged ``evalkit.synced_from_run``)."""
+        experiment_id = next(j.experiment_id for j in self._journals.values()
+                             if j.experiment_name == experiment_name)
+        run_id = uuid.uuid4().hex
+        self._journals[run_id] = RunJournal(
+            run_id=run_id, run_name=run_name, experiment_id=experiment_id,
+            experiment_name=experiment_name, start_time_ms=_now_ms(),
+            tracking_uri=self.tracking_uri, params=dict(params), tags=dict(tags))
+        self._offline.add(run_id)
+        logger.warning("tracking server %s still unreachable: run %s starts offline and will "
+                       "be saved as a local bundle", self.tracking_uri, run_name)
         return run_id
 
     def resume_run(self, run_id: str, tags: Mapping[str, str]) -> RunJournal:
@@ -143,6 +179,23 @@ class Tracker(TraceLog, RunReader, BundleSync):
             self.log_results(run_id, [(TRACES_MISSING_METRIC, missing, 0)])
         return missing
 
+    def log_stability(self, run_id: str, verdicts: Mapping[str, Sequence[Verdict]]) -> None:
+        """Add assessments (entry id -> verdicts) to the traces of a run that has finished: the
+        stability of each item of a replicate series, on its last replicate. They are
+        journaled too: for a run that went offline, its bundle carries them to ``evalkit
+        sync``."""
+        journal = self._journals[run_id]
+        if TRACES_TAG not in journal.tags:
+            return
+        journal.assessments.update({entry_id: [asdict(v) for v in items]
+                                    for entry_id, items in verdicts.items()})
+        offline = run_id in self._offline
+        super().log_stability(run_id, verdicts)
+        if run_id in self._offline:  # offline before (its bundle is written) or since
+            bundle = journal.write(self.bundles_dir)
+            if not offline:
+                self.bundles.append(bundle)
+
     def log_file(self, run_id: str, path: Path, artifact_dir: str) -> None:
         self._journals[run_id].artifacts[f"{artifact_dir}/{path.name}"] = path
         self._write(run_id, lambda: self._client.log_artifact(run_id, str(path), artifact_dir))
@@ -161,7 +214,7 @@ class Tracker(TraceLog, RunReader, BundleSync):
         if run_id in self._offline and journal is not None:
             bundle = journal.write(self.bundles_dir)
             self.bundles.append(bundle)
-            if status == "FINISHED":
+            if status == "FINISHED" and not self._series:
                 raise TrackingOffline(list(self.bundles), self.tracking_uri)
             # A stopped or failed run raises its own error; this is the only word of the bundle.
             logger.warning("the tracking server at %s is unreachable: run %s (%s) is saved as a "
