@@ -4,6 +4,7 @@ golden dataset as an evaluation dataset, and the judge's prompts in the prompt r
 from __future__ import annotations
 
 import logging
+from collections import deque
 from collections.abc import Mapping, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
@@ -45,6 +46,9 @@ class TraceLog(TrackingStore):
         self._trace_pending: dict[str, dict[str, list[Mapping[str, Any]]]] = {}
         """Calls of entries not complete yet, streamed by :meth:`trace_call`."""
         self._trace_ready: dict[str, list[Mapping[str, Any]]] = {}
+        self._trace_waiting: dict[str, deque[list[EntryTrace]]] = {}
+        """Streamed traces queued for the writer thread (deque: appended and taken from two
+        threads)."""
         self._trace_streamed: dict[str, set[str]] = {}
 
     def begin_traces(self, run_id: str, calls: int,
@@ -68,7 +72,22 @@ class TraceLog(TrackingStore):
         ready += pending.pop(call["entry_id"])
         if len({c["entry_id"] for c in ready}) >= STREAM_BATCH:
             self._trace_ready[run_id] = []
-            self._submit_traces(run_id, ready, check_held=False)
+            context = self._run_context(run_id)
+            traces = build_traces(context, ScoredRun(()), ready)
+            self._trace_streamed.setdefault(run_id, set()).update(t.entry_id for t in traces)
+            self._trace_waiting.setdefault(run_id, deque()).append(traces)
+            self._trace_pool.submit(self._write, run_id,
+                                    lambda: self._write_waiting(run_id, context))
+
+    def _write_waiting(self, run_id: str, context: RunContext) -> None:
+        """Write every streamed trace waiting for the writer in one go: while the writer keeps
+        up, small batches; when it falls behind, fewer and larger ones (each request to
+        MLflow has a fixed cost of its own)."""
+        waiting, traces = self._trace_waiting.get(run_id, deque()), []
+        while waiting:
+            traces += waiting.popleft()
+        if traces:
+            self._spans.write_calls(context, traces, check_held=False)
 
     def start_traces(self, run_id: str, calls: Sequence[Mapping[str, Any]]) -> None:
         """Once the calls are done: queue the traces not streamed by :meth:`trace_call` (all of
@@ -79,6 +98,8 @@ class TraceLog(TrackingStore):
         self._trace_ready.pop(run_id, None)
         context, job = self._submit_traces(
             run_id, [c for c in calls if c["entry_id"] not in streamed], check_held=True)
+        # The pool runs jobs in order: after this one, no streamed trace is waiting.
+        job.add_done_callback(lambda _: self._trace_waiting.pop(run_id, None))
         self._trace_jobs[run_id] = (context, calls, job)
 
     def _submit_traces(self, run_id: str, calls: Sequence[Mapping[str, Any]],
