@@ -52,8 +52,8 @@ class TraceWriter:
         fresh = [t for t in traces if t.trace_id not in held]
         for start in range(0, len(fresh), BATCH):
             batch = fresh[start:start + BATCH]
-            self._tracing.log_spans(self.context.experiment_id, [
-                span for entry in batch for span in _spans(self.context, entry, judge=False)])
+            self._log_spans([span for entry in batch
+                             for span in _spans(self.context, entry, judge=False)])
             self._client.link_traces_to_run([t.trace_id for t in batch], self.context.run_id)
 
     def write_verdicts(self, traces: Sequence[EntryTrace]) -> None:
@@ -62,9 +62,23 @@ class TraceWriter:
         fresh = [t for t in traces if held.get(t.trace_id) == 0]
         judged = [span for entry in fresh for span in _spans(self.context, entry, judge=True)]
         for start in range(0, len(judged), BATCH):
-            self._tracing.log_spans(self.context.experiment_id, judged[start:start + BATCH])
+            self._log_spans(judged[start:start + BATCH])
         self.log_assessments([_assessment(t.trace_id, v, self.context.run_id)
                               for t in fresh for v in t.verdicts])
+
+    def _log_spans(self, spans: list[Any]) -> None:
+        try:
+            self._tracing.log_spans(self.context.experiment_id, spans)
+        except NotImplementedError as err:
+            if "could not identify MLflow server version" not in str(err):
+                raise
+            # MLflow remembers a failed lookup of the server's version for the life of the
+            # process: one made during an outage would refuse every later write (a sync
+            # after the server is back). Forget it and ask again; still down, it raises.
+            from mlflow.store.tracking.rest_store import RestStore
+
+            RestStore._get_server_version.cache_clear()
+            self._tracing.log_spans(self.context.experiment_id, spans)
 
     def log_assessments(self, assessments: Sequence[Any]) -> None:
         store = self._tracing.store
