@@ -114,31 +114,35 @@ async def _window(pending: Iterator[tuple[int, int]],
                   finished: Callable[[tuple[int, int], CallRecord], None],
                   jobs: deque[Callable[[], None]], concurrency: int) -> None:
     """At most ``concurrency`` calls and jobs in flight, a new one started as each finishes
-    (the jobs first)."""
+    (calls first, as in :func:`evalkit.run._loop.run_calls`)."""
     in_flight: dict[asyncio.Future[Any], tuple[int, int] | None] = {}
+    # Each finished future queues itself: one wake-up per completion, where asyncio.wait
+    # would hook and unhook a callback on every future in flight each time.
+    finished_queue: asyncio.Queue[asyncio.Future[Any]] = asyncio.Queue()
     loop = asyncio.get_running_loop()
     job_threads = ThreadPoolExecutor(concurrency, thread_name_prefix="evalkit-follow-up")
 
     def start_next() -> None:
-        if jobs:
-            in_flight[loop.run_in_executor(job_threads, run_follow_up, jobs.popleft())] = None
+        future: asyncio.Future[Any]
+        if (key := next(pending, None)) is not None:
+            future = asyncio.ensure_future(call(*key))
+        elif jobs:
+            future = loop.run_in_executor(job_threads, run_follow_up, jobs.popleft())
+        else:
             return
-        key = next(pending, None)
-        if key is not None:
-            in_flight[asyncio.ensure_future(call(*key))] = key
+        in_flight[future] = key
+        future.add_done_callback(finished_queue.put_nowait)
 
     with _stops_cancel(asyncio.current_task()), job_threads:
         try:
             for _ in range(concurrency):
                 start_next()
             while in_flight:
-                done, _ = await asyncio.wait(in_flight, return_when=asyncio.FIRST_COMPLETED)
-                for future in done:
-                    key = in_flight.pop(future)
-                    if key is not None:
-                        finished(key, future.result())
-                for _ in done:
-                    start_next()
+                future = await finished_queue.get()
+                key = in_flight.pop(future)
+                if key is not None:
+                    finished(key, future.result())
+                start_next()
         except BaseException:
             if in_flight:
                 logger.warning("stopping: waiting for %d call(s) in flight to finish and be "

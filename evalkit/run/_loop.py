@@ -14,8 +14,10 @@ moment it arrives, so a crash or Ctrl-C loses nothing already paid for; once the
 the file is put back in dataset order.
 
 Work that follows an entry (its judge calls) shares the window: once the entry's last call is
-in, its follow-ups run ahead of new calls, so judging overlaps the calls instead of waiting
-for the last of them, and calls plus judge requests in flight never exceed the bound.
+in, its follow-ups are queued and take the slots that no call is left to fill, so judging
+fills the tail of the calls instead of starting after the last of them, and calls plus judge
+requests in flight never exceed the bound. Calls go first: a follow-up can start only after
+its entry's calls end, so the run is shortest when the calls end as early as possible.
 """
 
 from __future__ import annotations
@@ -107,17 +109,17 @@ def run_calls(plan: RunPlan, component: Component,
                          args=(work, finished)).start()
 
     def start_next() -> bool:
-        """Hand the next follow-up job, else the next call, to the workers; whether there
+        """Hand the next call, else the next follow-up job, to the workers; whether there
         was one."""
-        if jobs:
+        task = next(tasks, None)
+        if task is None:
+            if not jobs:
+                return False
             job = (-1, entry_done.jobs_started)
             entry_done.jobs_started += 1
             in_flight[job] = None
             work.put((job, partial(run_follow_up, jobs.popleft())))
             return True
-        task = next(tasks, None)
-        if task is None:
-            return False
         index, repeat = task
         planned = plan.items[index]
         call = Call(mocks={}, repeat=repeat, repeats=planned.calls, seed=seed,
