@@ -8,17 +8,24 @@ from __future__ import annotations
 
 import hashlib
 import inspect
+from importlib import resources
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from evalkit import Call, Entry, ScoreResult
+from evalkit import Call, Entry, EvalConfig, ScoreResult
 from evalkit._secrets import Redactor
 from evalkit.run._loop import run_calls
 from evalkit.run._raw import RawResultsLog
 from evalkit.run._scoring import Scorers, compared_part, score_run
-from evalkit.scorers import ExactScorer, FunctionScorer
+from evalkit.scorers import (
+    Embedder,
+    ExactScorer,
+    FunctionScorer,
+    LLMJudgeScorer,
+    SemanticSimilarityScorer,
+)
 from tests.conftest import entry, plan_of
 
 
@@ -89,3 +96,50 @@ def test_a_scorer_functions_score_and_rationale_are_kept(tmp_path: Path) -> None
     (item,) = scored(tmp_path, None).type_result("functional").items
     assert item.passed and item.error is None
     assert (item.score, item.rationale) == (0.75, "yes against yes")
+
+
+def config(**constants: Any) -> EvalConfig:
+    return EvalConfig.from_constants({"EXPERIMENT_NAME": "s/t", "DATASET_PATH": "ds",
+                                      "EVAL_MIN_ACCURACY": 0.5, **constants}, "test_eval.py")
+
+
+def test_for_run_builds_each_types_scorer_and_keeps_compared_fields() -> None:
+    scorers = Scorers.for_run(config(
+        SCORER_FUNCTIONAL=close_enough, SCORER_SMOKE="semantic_similarity",
+        SCORER_REPEATABILITY="semantic_similarity", SEMANTIC_SIMILARITY_SCORE=0.8,
+        REPEAT_SEMANTIC_SIMILARITY_SCORE=0.9, COMPARED_FIELDS=["answer"]),
+        ["functional", "smoke", "repeatability", "bias"])
+    function, smoke, repeats = (scorers.by_type[t] for t in ("functional", "smoke",
+                                                              "repeatability"))
+    assert isinstance(function, FunctionScorer) and function.function is close_enough
+    assert isinstance(smoke, SemanticSimilarityScorer)
+    assert isinstance(repeats, SemanticSimilarityScorer)
+    assert (smoke.threshold, repeats.threshold) == (0.8, 0.9)
+    # One embedding model for every similarity type (loaded on first use: not here).
+    assert isinstance(smoke._embedder, Embedder) and smoke._embedder is repeats._embedder
+    assert isinstance(scorers.by_type["bias"], ExactScorer)
+    assert scorers.compared_fields == ("answer",) and scorers.judge is None
+
+
+def test_judge_prompts_by_test_type_then_by_use(tmp_path: Path,
+                                                monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-test-not-used")
+    monkeypatch.setenv("OPENAI_BASE_URL", "http://127.0.0.1:9/v1")  # never called here
+    shipped = resources.files("evalkit") / "prompts" / "expected.yaml"
+    ours = {}
+    for name in ("expected", "smoke"):
+        ours[name] = tmp_path / f"{name}.yaml"
+        ours[name].write_bytes(shipped.read_bytes() + f"\n# {name}\n".encode())
+    scorers = Scorers.for_run(config(SCORER="llm_judge", JUDGE_MODEL="judge-1", JUDGE_PROMPTS={
+        "expected": str(ours["expected"]), "smoke": str(ours["smoke"])}),
+        ["functional", "smoke", "repeatability"])
+    prompts = scorers.judge_prompts
+    # smoke's own prompt wins over its use's; functional takes its use's ("expected");
+    # repeatability, named by neither, the one shipped with evalkit.
+    assert {t: (p.use, p.source) for t, p in prompts.items()} == {
+        "functional": ("expected", str(ours["expected"])),
+        "smoke": ("expected", str(ours["smoke"])),
+        "repeatability": ("repeatability", "evalkit/prompts/repeatability.yaml")}
+    for test_type, prompt in prompts.items():
+        scorer = scorers.by_type[test_type]
+        assert isinstance(scorer, LLMJudgeScorer) and scorer.prompt is prompt
