@@ -59,8 +59,12 @@ run: install
 	$(BIN)/python eval.py $(ARGS)
 
 # JUnit XML for CI in the ignored cache folder; the terminal keeps pytest's one summary line.
+# pytest-xdist runs one worker per core; --dist loadfile keeps each test module on one worker,
+# so a module's shared fixtures (the example project, the team server) are built once and its
+# tests run in order. `make test PYTEST_WORKERS=0` runs in one process.
+PYTEST_WORKERS ?= auto
 test: install
-	$(BIN)/python -m pytest --junitxml=.cache/junit.xml
+	$(BIN)/python -m pytest -n $(PYTEST_WORKERS) --dist loadfile --junitxml=.cache/junit.xml
 
 # mutation: mutmut mutates the modules listed in pyproject.toml [tool.mutmut] and runs their fast
 # tests against each mutant, two at a time; then the kill rate per module (goal: 90%). Results

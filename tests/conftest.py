@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
+import shutil
 import subprocess
 import sys
 import textwrap
@@ -69,19 +71,55 @@ def plan_of(tmp_path: Path, entries: Mapping[str, Mapping[str, Any]], repeats: i
 
 
 def run_script(folder: Path, *args: str, env: Mapping[str, str] | None = None,
-               timeout: float = 300) -> subprocess.CompletedProcess[str]:
+               timeout: float = 300, seed_store: bool = True
+               ) -> subprocess.CompletedProcess[str]:
     """Run ``folder/eval.py`` with ``folder`` as the working directory and its own store."""
     return subprocess.run(
         [sys.executable, "eval.py", *args], cwd=folder, capture_output=True, text=True,
-        timeout=timeout, env=script_env(folder, env))
+        timeout=timeout, env=script_env(folder, env, seed_store=seed_store))
 
 
-def script_env(folder: Path, extra: Mapping[str, str] | None = None) -> dict[str, str]:
+def script_env(folder: Path, extra: Mapping[str, str] | None = None, *,
+               seed_store: bool = True) -> dict[str, str]:
+    """The environment of a subprocess whose store is ``folder/mlflow.db`` unless ``extra``
+    names another. With ``seed_store``, a missing local store is first copied from an empty
+    one MLflow created once per session (see :func:`seed_local_store`); a test of what
+    happens before or while evalkit creates a store passes ``seed_store=False``."""
     env = {k: v for k, v in os.environ.items() if not k.startswith("MLFLOW_")}
     env["MLFLOW_TRACKING_URI"] = f"sqlite:///{folder / 'mlflow.db'}"
     env["PYTHONPATH"] = os.pathsep.join([str(REPO), env.get("PYTHONPATH", "")])
     env.update(extra or {})
+    if seed_store and env["MLFLOW_TRACKING_URI"] == f"sqlite:///{folder / 'mlflow.db'}":
+        seed_local_store(folder / "mlflow.db")
     return env
+
+
+_TEMPLATE_DIR: list[Path] = []
+"""Where this session (each xdist worker its own) keeps its empty store; set at its start."""
+
+
+def seed_local_store(database: Path) -> None:
+    """Copy an empty MLflow store, its schema already migrated, to ``database`` unless one is
+    there: MLflow takes seconds to create the schema of a new store, and most tests run
+    ``eval.py`` in a folder of their own. The copy is the store MLflow would create."""
+    if database.exists() or not _TEMPLATE_DIR:
+        return
+    template = _TEMPLATE_DIR[0] / "mlflow.db"
+    if not template.exists():
+        import mlflow
+
+        _TEMPLATE_DIR[0].mkdir(parents=True, exist_ok=True)
+        with contextlib.chdir(_TEMPLATE_DIR[0]):
+            mlflow.MlflowClient(f"sqlite:///{template}").search_experiments()
+    database.parent.mkdir(parents=True, exist_ok=True)
+    shutil.copyfile(template, database)
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _store_template(tmp_path_factory: pytest.TempPathFactory) -> None:
+    """Name the folder of the session's empty store (created on first use only, so the fast
+    tests, and each mutant of ``make mutation``, never pay for it)."""
+    _TEMPLATE_DIR[:] = [tmp_path_factory.getbasetemp() / "store-template"]
 
 
 @pytest.fixture(autouse=True)

@@ -70,7 +70,7 @@ def test_usage_and_configuration_errors_exit_2_before_any_run(
         tmp_path: Path, args: list[str], constants: dict[str, object], message: str) -> None:
     write_dataset(tmp_path / "ds", {"a": entry("functional")})
     write_eval_script(tmp_path, constants, ECHO)
-    done = run_script(tmp_path, *args)
+    done = run_script(tmp_path, *args, seed_store=False)
     assert done.returncode == 2
     assert message in done.stderr
     assert not (tmp_path / "mlflow.db").exists()

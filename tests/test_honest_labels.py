@@ -13,6 +13,7 @@ from evalkit.records import STABILITY_ARTIFACT, RunRecord
 from evalkit.run._compare import Side, Verdict, compare, shared_item_floors
 from evalkit.stats import (
     WHOLE_REPLICATE_BOOTSTRAP_COVERAGE,
+    ContrastInterval,
     bootstrap_coverage,
     items_and_replicates_t_interval,
     replicate_mean_t_interval,
@@ -68,13 +69,25 @@ def test_items_and_replicates_interval_by_hand() -> None:
     assert two.high - two.estimate == pytest.approx(student_t.ppf(0.9875, 32 / 11) / 3)
 
 
+def test_items_and_replicates_interval_with_three_replicates_by_hand() -> None:
+    # Item means (2/3, 1/3): sample variance 1/18, / m = 1/36. Replicate means (1/2, 0, 1):
+    # sample variance 1/4, / n = 1/12. v = 1/9; df = (1/81) / ((1/36)^2 / 1 + (1/12)^2 / 2)
+    # = 2592 / 891 = 32/11.
+    interval = items_and_replicates_t_interval([[1, 0], [0, 0], [1, 1]], contrasts=2)
+    half = student_t.ppf(1 - 0.0125, 32 / 11) / 3
+    assert interval == ContrastInterval(0.5, pytest.approx(0.5 - half),
+                                        pytest.approx(0.5 + half), 3, 0.975,
+                                        "items-and-replicates t")
+
+
 def test_items_and_replicates_interval_needs_two_of_each() -> None:
     with pytest.raises(ValueError, match="two replicates and two items"):
         items_and_replicates_t_interval([[1.0, 0.0]])
     with pytest.raises(ValueError, match="two replicates and two items"):
         items_and_replicates_t_interval([[1.0], [0.0]])
-    constant = items_and_replicates_t_interval([[0.5, 0.5], [0.5, 0.5]])
-    assert constant.low == constant.high == 0.5
+    constant = items_and_replicates_t_interval([[0.5, 0.5], [0.5, 0.5], [0.5, 0.5]],
+                                               contrasts=5)
+    assert constant == ContrastInterval(0.5, 0.5, 0.5, 3, 0.99, "items-and-replicates t")
 
 
 def _population_coverage(runs: int, seed: int) -> tuple[float, float]:

@@ -149,7 +149,7 @@ def _run_eval(tmp_path: Path, dataset: Path, *args: str) -> subprocess.Completed
     script = tmp_path / "eval_hostile.py"
     script.write_text(EVAL_SCRIPT.format(dataset=str(dataset)), encoding="utf-8")
     return subprocess.run([sys.executable, str(script), *args], cwd=tmp_path, capture_output=True,
-                          text=True, timeout=120, env=script_env(tmp_path))
+                          text=True, timeout=120, env=script_env(tmp_path, seed_store=False))
 
 
 def _assert_refused(tmp_path: Path, done: subprocess.CompletedProcess[str],

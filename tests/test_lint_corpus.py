@@ -250,7 +250,7 @@ def _run_eval(tmp_path: Path, source: Path, *args: str) -> subprocess.CompletedP
     script.write_text(EVAL_SCRIPT.format(dataset=str(dataset)), encoding="utf-8")
     return subprocess.run(
         [sys.executable, str(script), *args], cwd=tmp_path, capture_output=True, text=True,
-        timeout=300, env=script_env(tmp_path))
+        timeout=300, env=script_env(tmp_path, seed_store=False))
 
 
 def _runs(tmp_path: Path) -> list[object]:

@@ -304,7 +304,8 @@ def test_wrong_key_fails_the_script_within_five_seconds(tmp_path: Path) -> None:
         """)
         started = time.monotonic()
         done = run_script(tmp_path, "--type=all", env={"OPENAI_BASE_URL": stub.base_url,
-                                                       "OPENAI_API_KEY": "sk-wrong"})
+                                                       "OPENAI_API_KEY": "sk-wrong"},
+                          seed_store=False)
         elapsed = time.monotonic() - started
     assert done.returncode == 2 and "AuthenticationError 401" in done.stderr
     assert not (tmp_path / "called").exists() and not (tmp_path / "mlflow.db").exists()

@@ -72,6 +72,7 @@ def test_effective_interval_is_wilson_at_the_effective_n() -> None:
                                     items=20)
     interval = effective_interval(0.6, components)
     assert interval is not None and interval.n_eff == pytest.approx(25)
+    assert (interval.p, interval.confidence) == (0.6, 0.95)  # logged with the interval
     reference = wilson_interval(15, 25)
     assert interval.low == pytest.approx(reference.low, abs=1e-12)
     assert interval.high == pytest.approx(reference.high, abs=1e-12)

@@ -291,7 +291,8 @@ def test_resume_refuses_a_changed_dataset(tmp_path: Path) -> None:
 def test_two_evaluations_write_at_the_same_time(tmp_path: Path, team: TeamServer,
                                                 destination: str) -> None:
     env = {} if destination == "local store" else {"MLFLOW_TRACKING_URI": team.tracking_uri}
-    shared = {**script_env(tmp_path, env)}  # both use tmp_path/mlflow.db when local
+    # Both use tmp_path/mlflow.db when local, and both start before it exists.
+    shared = {**script_env(tmp_path, env, seed_store=False)}
     folders = [project(tmp_path / f"writer{i}", f"team/concurrent-{destination}-{i % 2}",
                        entries=20, delay=0.01) for i in range(2)]
     processes = [subprocess.Popen([sys.executable, "eval.py", "--type=all"], cwd=f,
