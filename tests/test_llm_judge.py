@@ -292,7 +292,7 @@ def test_preflight_names_an_unreachable_endpoint(
     assert time.monotonic() - started < 5
 
 
-def test_wrong_key_fails_the_script_within_five_seconds(tmp_path: Path) -> None:
+def test_wrong_key_fails_the_script_at_its_first_request(tmp_path: Path) -> None:
     with OpenAIStub(lambda request: status(401)) as stub:
         write_dataset(tmp_path / "ds", {"e": entry("functional")})
         write_eval_script(tmp_path, {"EXPERIMENT_NAME": "judge/key", "DATASET_PATH": "ds",
@@ -302,14 +302,13 @@ def test_wrong_key_fails_the_script_within_five_seconds(tmp_path: Path) -> None:
                 open("called", "w").write("yes")
                 return "a"
         """)
-        started = time.monotonic()
         done = run_script(tmp_path, "--type=all", env={"OPENAI_BASE_URL": stub.base_url,
                                                        "OPENAI_API_KEY": "sk-wrong"},
                           seed_store=False)
-        elapsed = time.monotonic() - started
     assert done.returncode == 2 and "AuthenticationError 401" in done.stderr
     assert not (tmp_path / "called").exists() and not (tmp_path / "mlflow.db").exists()
-    assert elapsed < 5  # interpreter start and imports included (about 1.6 s here)
+    # Fast because nothing waits: one preflight request, a permanent error is not retried.
+    assert len(stub.chat_requests()) == 1
 
 
 def storm(seed: int) -> Any:

@@ -38,6 +38,7 @@ from evalkit.dataset import Entry
 from evalkit.run._call import Call, CallRecord, Component, invoke, timed_out
 from evalkit.run._raw import RawResultsLog
 from evalkit.run._selection import PlannedEntry, RunPlan
+from evalkit.run._signals import DeferredStops
 
 logger = logging.getLogger("evalkit")
 
@@ -165,29 +166,35 @@ def run_calls(plan: RunPlan, component: Component,
             deadlines.popleft()
         return deadlines[0][0] if deadlines else math.inf
 
-    try:
-        for _ in range(concurrency):
-            add_worker()
-            start_next()
-        while in_flight:
-            settle_next()
-            while len(in_flight) < concurrency and start_next():
-                pass
-    except KeyboardInterrupt:
-        if in_flight:
-            logger.warning("stopping: waiting for %d call(s) in flight to finish and be kept "
-                           "(Ctrl-C again to abandon them)", len(in_flight))
-            try:
-                while in_flight:
+    # Each step (a result kept, new calls handed out) runs whole: a stop signal waits for
+    # the end of the step, at most one poll interval.
+    with DeferredStops() as stops:
+        try:
+            with stops.section():
+                for _ in range(concurrency):
+                    add_worker()
+                    start_next()
+            while in_flight:
+                with stops.section():
                     settle_next()
-            except KeyboardInterrupt:
-                logger.warning("abandoned %d call(s) in flight; they will be made by --resume",
-                               len(in_flight))
-        raise
-    finally:
-        for _ in range(workers):  # idle workers end; a hung one stays abandoned
-            work.put(None)
-        raw_log.put_in_order({p.entry.id: i for i, p in enumerate(plan.items)})
+                    while len(in_flight) < concurrency and start_next():
+                        pass
+        except KeyboardInterrupt:
+            if in_flight:
+                logger.warning("stopping: waiting for %d call(s) in flight to finish and be "
+                               "kept (Ctrl-C again to abandon them)", len(in_flight))
+                try:
+                    while in_flight:
+                        with stops.section():
+                            settle_next()
+                except KeyboardInterrupt:
+                    logger.warning("abandoned %d call(s) in flight; they will be made by "
+                                   "--resume", len(in_flight))
+            raise
+        finally:
+            for _ in range(workers):  # idle workers end; a hung one stays abandoned
+                work.put(None)
+            raw_log.put_in_order({p.entry.id: i for i, p in enumerate(plan.items)})
     return entry_outputs(plan, records)
 
 

@@ -17,8 +17,10 @@ import logging
 import os
 import signal
 import sys
+import threading
 from collections.abc import Iterator
 from types import FrameType
+from typing import Any
 
 from evalkit._errors import ExitStatus
 
@@ -69,3 +71,46 @@ def stop_signals() -> Iterator[StopSignals]:
     finally:
         for number, action in previous.items():
             signal.signal(number, action)
+
+
+class DeferredStops:
+    """While the loop updates its books (a call handed to a worker and counted as in flight,
+    a result kept), a stop signal waits: a ``KeyboardInterrupt`` raised between the two halves
+    would leave a call counted that no worker has, and the stop would wait for it forever.
+    Wraps the Python handlers of SIGINT and SIGTERM in place for the duration (main thread
+    only); a signal that arrives inside :meth:`section` is handled as it ends."""
+
+    def __init__(self) -> None:
+        self._inner: dict[int, Any] = {}
+        self._inside = False
+        self._pending: list[tuple[int, FrameType | None]] = []
+
+    def __enter__(self) -> DeferredStops:
+        if threading.current_thread() is threading.main_thread():
+            for number in _STOP_SIGNALS:
+                handler = signal.getsignal(number)
+                if callable(handler):
+                    self._inner[number] = handler
+                    signal.signal(number, self._receive)
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        for number, handler in self._inner.items():
+            signal.signal(number, handler)
+
+    def _receive(self, signum: int, frame: FrameType | None) -> None:
+        if self._inside:
+            self._pending.append((signum, frame))
+        else:
+            self._inner[signum](signum, frame)
+
+    @contextlib.contextmanager
+    def section(self) -> Iterator[None]:
+        self._inside = True
+        try:
+            yield
+        finally:
+            self._inside = False
+            while self._pending:
+                signum, frame = self._pending.pop(0)
+                self._inner[signum](signum, frame)
