@@ -3,7 +3,6 @@ started once the entry's calls are in, inside the same MAX_CONCURRENCY bound as 
 
 from __future__ import annotations
 
-import logging
 import threading
 import time
 from pathlib import Path
@@ -11,11 +10,8 @@ from pathlib import Path
 import pytest
 
 from evalkit import Call, ChatEndpoint, Component, Entry, EvalConfig, Selection, evaluate
-from evalkit._secrets import Redactor
-from evalkit.run._loop import EntryOutputs, run_calls
-from evalkit.run._raw import RawResultsLog
 from evalkit.tracking import Tracker
-from tests.conftest import entry, plan_of, write_dataset
+from tests.conftest import entry, write_dataset
 from tests.openai_stub import OpenAIStub, RecordedRequest, Reply, ok
 
 CONCURRENCY = 3
@@ -106,34 +102,3 @@ def async_component() -> Component:
             model="component", temperature=1, messages=[{"role": "user", "content": item.id}])
         return reply.choices[0].message.content or ""
     return component
-
-
-def test_an_entry_gets_its_follow_ups_once_when_its_last_call_is_in(tmp_path: Path) -> None:
-    plan = plan_of(tmp_path, {"a": entry("repeatability"), "b": entry("functional")},
-                   repeats=3, selection="all")
-    seen: list[tuple[str, int]] = []
-    ran: list[str] = []
-
-    def follow_ups(outputs: EntryOutputs) -> list:
-        seen.append((outputs.entry.id, len(outputs.calls)))
-        return [lambda: ran.append(outputs.entry.id)]
-
-    with RawResultsLog(tmp_path / "raw.jsonl") as log:
-        run_calls(plan, lambda item, call: "x", {}, log, Redactor(), concurrency=2,
-                  follow_ups=follow_ups)
-    assert sorted(seen) == [("a", 3), ("b", 1)]
-    assert sorted(ran) == ["a", "b"]
-
-
-def test_a_failing_follow_up_neither_stops_the_run_nor_hangs_it(
-        tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
-    plan = plan_of(tmp_path, {f"e{i}": entry("functional") for i in range(4)})
-
-    def boom() -> None:
-        raise RuntimeError("judge exploded")
-
-    with RawResultsLog(tmp_path / "raw.jsonl") as log, caplog.at_level(logging.ERROR):
-        outputs = run_calls(plan, lambda item, call: "x", {}, log, Redactor(), concurrency=2,
-                            follow_ups=lambda outputs: [boom])
-    assert [o.first.output for o in outputs] == ["x"] * 4
-    assert caplog.text.count("a follow-up job failed") == 4

@@ -6,6 +6,7 @@ Fast (no MLflow, no model): these are among the tests ``make mutation`` runs.
 from __future__ import annotations
 
 import json
+import logging
 import threading
 import time
 from pathlib import Path
@@ -15,7 +16,7 @@ import pytest
 
 from evalkit import Call, Entry
 from evalkit._secrets import Redactor
-from evalkit.run._loop import CallRecord, RawResultsLog, run_calls
+from evalkit.run._loop import CallRecord, EntryOutputs, RawResultsLog, run_calls
 from tests.conftest import entry, plan_of
 
 
@@ -181,3 +182,34 @@ def test_a_stop_starts_no_new_call_and_keeps_those_in_flight(
         run_calls(plan, component, {}, log, Redactor(), concurrency=2, on_call=on_call)
     assert raw_order(raw) == [("e0", 0), ("e1", 0)]  # the call in flight finished, was kept
     assert "stopping: waiting for 1 call(s) in flight to finish and be kept" in caplog.text
+
+
+def test_an_entry_gets_its_follow_ups_once_when_its_last_call_is_in(tmp_path: Path) -> None:
+    plan = plan_of(tmp_path, {"a": entry("repeatability"), "b": entry("functional")},
+                   repeats=3, selection="all")
+    seen: list[tuple[str, int]] = []
+    ran: list[str] = []
+
+    def follow_ups(outputs: EntryOutputs) -> list:
+        seen.append((outputs.entry.id, len(outputs.calls)))
+        return [lambda: ran.append(outputs.entry.id)]
+
+    with RawResultsLog(tmp_path / "raw.jsonl") as log:
+        run_calls(plan, lambda item, call: "x", {}, log, Redactor(), concurrency=2,
+                  follow_ups=follow_ups)
+    assert sorted(seen) == [("a", 3), ("b", 1)]
+    assert sorted(ran) == ["a", "b"]
+
+
+def test_a_failing_follow_up_neither_stops_the_run_nor_hangs_it(
+        tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+    plan = plan_of(tmp_path, {f"e{i}": entry("functional") for i in range(4)})
+
+    def boom() -> None:
+        raise RuntimeError("judge exploded")
+
+    with RawResultsLog(tmp_path / "raw.jsonl") as log, caplog.at_level(logging.ERROR):
+        outputs = run_calls(plan, lambda item, call: "x", {}, log, Redactor(), concurrency=2,
+                            follow_ups=lambda outputs: [boom])
+    assert [o.first.output for o in outputs] == ["x"] * 4
+    assert caplog.text.count("a follow-up job failed") == 4
