@@ -213,3 +213,73 @@ def test_a_failing_follow_up_neither_stops_the_run_nor_hangs_it(
                             follow_ups=lambda outputs: [boom])
     assert [o.first.output for o in outputs] == ["x"] * 4
     assert caplog.text.count("a follow-up job failed") == 4
+
+
+def test_the_workers_end_with_the_loop(tmp_path: Path) -> None:
+    plan = plan_of(tmp_path, {f"e{i}": entry("functional") for i in range(6)})
+    before = threading.active_count()
+    with RawResultsLog(tmp_path / "raw.jsonl") as log:
+        run_calls(plan, lambda item, call: "a", {}, log, Redactor(), concurrency=3)
+    deadline = time.monotonic() + 5
+    while threading.active_count() > before and time.monotonic() < deadline:
+        time.sleep(0.01)
+    assert threading.active_count() == before  # every idle worker was told to stop
+
+
+def test_follow_ups_never_take_the_place_of_a_call_in_flight(tmp_path: Path) -> None:
+    # "a" ends at once and its follow-up starts while "b"'s three calls are still out: the two
+    # must be told apart (b's calls are all kept, the follow-up runs once).
+    plan = plan_of(tmp_path, {"a": entry("functional"), "b": entry("repeatability")},
+                   repeats=3)
+    ran: list[str] = []
+
+    def component(item: Entry, call: Call) -> str:
+        if item.id == "b":
+            time.sleep(0.3)
+        return f"{item.id}{call.repeat}"
+
+    def follow_ups(outputs: EntryOutputs) -> list:
+        return [lambda: ran.append(outputs.entry.id)] if outputs.entry.id == "a" else []
+
+    with RawResultsLog(tmp_path / "raw.jsonl") as log:
+        outputs = run_calls(plan, component, {}, log, Redactor(), concurrency=4,
+                            follow_ups=follow_ups)
+    assert [c.output for c in outputs[1].calls] == ["b0", "b1", "b2"]
+    assert ran == ["a"]
+
+
+def test_follow_ups_due_together_run_side_by_side(tmp_path: Path) -> None:
+    # One call completes an entry with two follow-ups: both start at once (each waits for the
+    # other), as many as there are free places.
+    plan = plan_of(tmp_path, {"a": entry("functional")})
+    both = threading.Barrier(2, timeout=5)
+    met: list[int] = []
+
+    def follow_ups(outputs: EntryOutputs) -> list:
+        return [lambda: met.append(both.wait()), lambda: met.append(both.wait())]
+
+    with RawResultsLog(tmp_path / "raw.jsonl") as log:
+        run_calls(plan, lambda item, call: "a", {}, log, Redactor(), concurrency=2,
+                  follow_ups=follow_ups)
+    assert sorted(met) == [0, 1]
+
+
+def test_a_call_past_its_timeout_is_recorded_and_the_loop_goes_on(tmp_path: Path) -> None:
+    plan = plan_of(tmp_path, {"slow": entry("functional"), "quick": entry("functional")})
+    release = threading.Event()
+
+    def component(item: Entry, call: Call) -> str:
+        if item.id == "slow":
+            release.wait(10)
+        return "a"
+
+    try:
+        with RawResultsLog(tmp_path / "raw.jsonl") as log:
+            outputs = run_calls(plan, component, {}, log, Redactor(), concurrency=2,
+                                call_timeout=0.2)
+    finally:
+        release.set()
+    by_id = {o.entry.id: o.first for o in outputs}
+    slow, quick = by_id["slow"], by_id["quick"]
+    assert slow.error is not None and slow.error.startswith("CallTimeout")
+    assert quick.output == "a" and quick.error is None
