@@ -283,3 +283,29 @@ def test_a_call_past_its_timeout_is_recorded_and_the_loop_goes_on(tmp_path: Path
     slow, quick = by_id["slow"], by_id["quick"]
     assert slow.error is not None and slow.error.startswith("CallTimeout")
     assert quick.output == "a" and quick.error is None
+
+
+def test_a_call_waits_for_a_free_place_before_its_timeout_starts(tmp_path: Path) -> None:
+    # One place: the second call starts when the first ends; its CALL_TIMEOUT counts from then.
+    plan = plan_of(tmp_path, {"a": entry("functional"), "b": entry("functional")})
+
+    def component(item: Entry, call: Call) -> str:
+        time.sleep(0.4)
+        return "done"
+
+    with RawResultsLog(tmp_path / "raw.jsonl") as log:  # counted from the start: 0.8 > 0.7
+        outputs = run_calls(plan, component, {}, log, Redactor(), concurrency=1,
+                            call_timeout=0.7)
+    assert [(o.first.output, o.first.error) for o in outputs] == [("done", None)] * 2
+
+
+def test_a_component_raising_keyboard_interrupt_stops_the_loop(tmp_path: Path) -> None:
+    plan = plan_of(tmp_path, {"a": entry("functional"), "b": entry("functional")})
+
+    def component(item: Entry, call: Call) -> str:
+        if item.id == "b":
+            raise KeyboardInterrupt
+        return "a"
+
+    with RawResultsLog(tmp_path / "raw.jsonl") as log, pytest.raises(KeyboardInterrupt):
+        run_calls(plan, component, {}, log, Redactor(), concurrency=1)
