@@ -217,13 +217,17 @@ def test_a_failing_follow_up_neither_stops_the_run_nor_hangs_it(
 
 def test_the_workers_end_with_the_loop(tmp_path: Path) -> None:
     plan = plan_of(tmp_path, {f"e{i}": entry("functional") for i in range(6)})
-    before = threading.active_count()
+    before = set(threading.enumerate())
+
+    def started_by_the_loop() -> list[threading.Thread]:
+        return [t for t in threading.enumerate() if t not in before]
+
     with RawResultsLog(tmp_path / "raw.jsonl") as log:
         run_calls(plan, lambda item, call: "a", {}, log, Redactor(), concurrency=3)
     deadline = time.monotonic() + 5
-    while threading.active_count() > before and time.monotonic() < deadline:
+    while started_by_the_loop() and time.monotonic() < deadline:
         time.sleep(0.01)
-    assert threading.active_count() == before  # every idle worker was told to stop
+    assert started_by_the_loop() == []  # every idle worker was told to stop
 
 
 def test_follow_ups_never_take_the_place_of_a_call_in_flight(tmp_path: Path) -> None:
