@@ -252,20 +252,26 @@ def test_follow_ups_never_take_the_place_of_a_call_in_flight(tmp_path: Path) -> 
     assert ran == ["a"]
 
 
-def test_follow_ups_due_together_run_side_by_side(tmp_path: Path) -> None:
-    # One call completes an entry with two follow-ups: both start at once (each waits for the
-    # other), as many as there are free places.
+def test_follow_ups_due_together_run_side_by_side_and_are_all_awaited(
+        tmp_path: Path) -> None:
+    # One call completes an entry with three follow-ups: all start at once (each waits for
+    # the others), and the loop returns only when the slowest of them has ended.
     plan = plan_of(tmp_path, {"a": entry("functional")})
-    both = threading.Barrier(2, timeout=5)
-    met: list[int] = []
+    together = threading.Barrier(3, timeout=5)
+    ended: list[int] = []
+
+    def job(number: int) -> None:
+        together.wait()
+        time.sleep(0.1 * number)
+        ended.append(number)
 
     def follow_ups(outputs: EntryOutputs) -> list:
-        return [lambda: met.append(both.wait()), lambda: met.append(both.wait())]
+        return [lambda n=n: job(n) for n in range(3)]
 
     with RawResultsLog(tmp_path / "raw.jsonl") as log:
-        run_calls(plan, lambda item, call: "a", {}, log, Redactor(), concurrency=2,
+        run_calls(plan, lambda item, call: "a", {}, log, Redactor(), concurrency=3,
                   follow_ups=follow_ups)
-    assert sorted(met) == [0, 1]
+    assert ended == [0, 1, 2]
 
 
 def test_a_call_past_its_timeout_is_recorded_and_the_loop_goes_on(tmp_path: Path) -> None:
