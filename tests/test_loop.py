@@ -291,7 +291,8 @@ def test_a_call_past_its_timeout_is_recorded_and_the_loop_goes_on(tmp_path: Path
         release.set()
     by_id = {o.entry.id: o.first for o in outputs}
     slow, quick = by_id["slow"], by_id["quick"]
-    assert slow.error is not None and slow.error.startswith("CallTimeout")
+    assert slow.entry_id == "slow" and slow.error is not None
+    assert slow.error.startswith("CallTimeout")
     assert quick.output == "a" and quick.error is None
 
 
@@ -300,12 +301,14 @@ def test_a_call_waits_for_a_free_place_before_its_timeout_starts(tmp_path: Path)
     plan = plan_of(tmp_path, {"a": entry("functional"), "b": entry("functional")})
 
     def component(item: Entry, call: Call) -> str:
-        time.sleep(0.4)
+        time.sleep(0.8)
         return "done"
 
-    with RawResultsLog(tmp_path / "raw.jsonl") as log:  # counted from the start: 0.8 > 0.7
+    # Counted from the loop's first look at the clock (0.2 s) b would end past its deadline:
+    # 1.6 s > 0.2 + 1.1 s.
+    with RawResultsLog(tmp_path / "raw.jsonl") as log:
         outputs = run_calls(plan, component, {}, log, Redactor(), concurrency=1,
-                            call_timeout=0.7)
+                            call_timeout=1.1)
     assert [(o.first.output, o.first.error) for o in outputs] == [("done", None)] * 2
 
 
