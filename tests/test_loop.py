@@ -7,6 +7,8 @@ from __future__ import annotations
 
 import json
 import logging
+import os
+import signal
 import threading
 import time
 from pathlib import Path
@@ -322,3 +324,43 @@ def test_a_component_raising_keyboard_interrupt_stops_the_loop(tmp_path: Path) -
 
     with RawResultsLog(tmp_path / "raw.jsonl") as log, pytest.raises(KeyboardInterrupt):
         run_calls(plan, component, {}, log, Redactor(), concurrency=1)
+
+
+def test_calls_run_on_daemon_threads_named_for_the_loop(tmp_path: Path) -> None:
+    # Daemon: a call that never returns cannot keep the process from exiting.
+    plan = plan_of(tmp_path, {f"e{i}": entry("functional") for i in range(3)})
+    seen: set[tuple[str, bool]] = set()
+
+    def component(item: Entry, call: Call) -> str:
+        seen.add((threading.current_thread().name, threading.current_thread().daemon))
+        return "a"
+
+    with RawResultsLog(tmp_path / "raw.jsonl") as log:
+        run_calls(plan, component, {}, log, Redactor(), concurrency=2)
+    assert seen == {("evalkit-call", True)}
+
+
+def test_a_second_stop_abandons_the_call_in_flight_and_says_so(
+        tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+    plan = plan_of(tmp_path, {"hangs": entry("functional"), "quick": entry("functional")})
+    release = threading.Event()
+
+    def component(item: Entry, call: Call) -> str:
+        if item.id == "hangs":
+            release.wait(10)
+        return "a"
+
+    def on_call(record: CallRecord) -> None:  # "quick" is in: stop, then stop again
+        os.kill(os.getpid(), signal.SIGINT)
+        threading.Timer(0.3, os.kill, (os.getpid(), signal.SIGINT)).start()
+
+    try:
+        with RawResultsLog(tmp_path / "raw.jsonl") as log, caplog.at_level(logging.WARNING), \
+                pytest.raises(KeyboardInterrupt):
+            run_calls(plan, component, {}, log, Redactor(), concurrency=2, on_call=on_call)
+    finally:
+        release.set()
+    assert caplog.messages == [
+        "stopping: waiting for 1 call(s) in flight to finish and be kept (Ctrl-C again to "
+        "abandon them)",
+        "abandoned 1 call(s) in flight; they will be made by --resume"]
