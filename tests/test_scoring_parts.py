@@ -143,3 +143,56 @@ def test_judge_prompts_by_test_type_then_by_use(tmp_path: Path,
     for test_type, prompt in prompts.items():
         scorer = scorers.by_type[test_type]
         assert isinstance(scorer, LLMJudgeScorer) and scorer.prompt is prompt
+
+
+def test_early_judging_gives_each_judged_entry_its_verdicts_once(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from evalkit.dataset import load_dataset
+    from evalkit.run._call import CallRecord
+    from evalkit.run._loop import EntryOutputs
+    from evalkit.run._scoring import EarlyJudging
+    from evalkit.run._selection import Selection, plan_run
+    from tests.conftest import write_dataset
+    from tests.openai_stub import OpenAIStub, RecordedRequest, ok
+
+    def reply(request: RecordedRequest) -> Any:  # "1" unless the judged text says "wrong"
+        return ok("0" if "wrong" in str((request.body or {}).get("messages")) else "1")
+
+    entries = {"f-ok": entry("functional"), "f-wrong": entry("functional"),
+               "f-error": entry("functional"), "r-ok": entry("repeatability"),
+               "r-error": entry("repeatability"), "b1": entry("bias", bias_group="g"),
+               "b2": entry("bias", bias_group="g"), "s": entry("smoke")}
+    with OpenAIStub(reply) as stub:
+        monkeypatch.setenv("OPENAI_BASE_URL", stub.base_url)
+        monkeypatch.setenv("OPENAI_API_KEY", "sk-test")
+        config = EvalConfig.from_constants({
+            "EXPERIMENT_NAME": "early/unit", "DATASET_PATH": str(write_dataset(
+                tmp_path / "ds", entries)), "EVAL_MIN_ACCURACY": 0.5, "REPEAT_COUNT": 2,
+            "EVAL_MIN_ACCURACY_REPEATABILITY": 0.5, "SCORER": "llm_judge",
+            "SCORER_SMOKE": "exact", "JUDGE_MODEL": "judge"}, "test_eval.py")
+        plan = plan_run(load_dataset(config.dataset_path), Selection("all"), config)
+        scorers = Scorers.for_run(config, plan.types)
+        judging = EarlyJudging(scorers)
+
+        def outputs(planned: Any) -> EntryOutputs:
+            broken = planned.entry.id.endswith("error")
+            return EntryOutputs(planned, tuple(
+                CallRecord(planned.entry.id, r, None if broken and r == planned.calls - 1
+                           else planned.entry.id, "Boom: x" if broken and r == planned.calls - 1
+                           else None, 1.0) for r in range(planned.calls)))
+
+        every = [outputs(p) for p in plan.items]
+        jobs = {o.entry.id: judging.follow_ups(o) for o in every}
+        assert {k: len(v) for k, v in jobs.items() if v} == {"f-ok": 1, "f-wrong": 1, "r-ok": 1}
+        for job in (j for v in jobs.values() for j in v):
+            job()
+        assert {k: v.passed for k, v in judging.verdicts.items()} == {
+            ("functional", "f-ok"): True, ("functional", "f-wrong"): False,
+            ("repeatability", "r-ok"): True}
+        asked = len(stub.chat_requests())
+        scored = score_run(every, plan.types, scorers, judging.verdicts)
+        # Scoring asks only what was not given early: the bias group, once.
+        assert len(stub.chat_requests()) == asked + 1
+    passed = {(t.test_type, i.id): i.passed for t in scored.types for i in t.items}
+    assert passed[("functional", "f-ok")] and not passed[("functional", "f-wrong")]
+    assert passed[("repeatability", "r-ok")] and not passed[("repeatability", "r-error")]
