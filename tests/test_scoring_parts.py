@@ -161,7 +161,8 @@ def test_early_judging_gives_each_judged_entry_its_verdicts_once(
     entries = {"f-ok": entry("functional"), "f-wrong": entry("functional"),
                "f-error": entry("functional"), "r-ok": entry("repeatability"),
                "r-error": entry("repeatability"), "b1": entry("bias", bias_group="g"),
-               "b2": entry("bias", bias_group="g"), "s": entry("smoke")}
+               "b2": entry("bias", bias_group="g"), "s": entry("smoke"),
+               "sf": entry("smoke", "functional")}
     with OpenAIStub(reply) as stub:
         monkeypatch.setenv("OPENAI_BASE_URL", stub.base_url)
         monkeypatch.setenv("OPENAI_API_KEY", "sk-test")
@@ -169,26 +170,33 @@ def test_early_judging_gives_each_judged_entry_its_verdicts_once(
             "EXPERIMENT_NAME": "early/unit", "DATASET_PATH": str(write_dataset(
                 tmp_path / "ds", entries)), "EVAL_MIN_ACCURACY": 0.5, "REPEAT_COUNT": 2,
             "EVAL_MIN_ACCURACY_REPEATABILITY": 0.5, "SCORER": "llm_judge",
-            "SCORER_SMOKE": "exact", "JUDGE_MODEL": "judge"}, "test_eval.py")
+            "SCORER_SMOKE": "exact", "JUDGE_MODEL": "judge",
+            "COMPARED_FIELDS": ["answer"]}, "test_eval.py")
         plan = plan_run(load_dataset(config.dataset_path), Selection("all"), config)
         scorers = Scorers.for_run(config, plan.types)
         judging = EarlyJudging(scorers)
 
         def outputs(planned: Any) -> EntryOutputs:
             broken = planned.entry.id.endswith("error")
+            fails = [broken and r == planned.calls - 1 for r in range(planned.calls)]
             return EntryOutputs(planned, tuple(
-                CallRecord(planned.entry.id, r, None if broken and r == planned.calls - 1
-                           else planned.entry.id, "Boom: x" if broken and r == planned.calls - 1
-                           else None, 1.0) for r in range(planned.calls)))
+                CallRecord(planned.entry.id, r, None if fails[r] else
+                           {"answer": planned.entry.id, "volatile_stamp": r},
+                           "Boom: x" if fails[r] else None, 1.0)
+                for r in range(planned.calls)))
 
         every = [outputs(p) for p in plan.items]
         jobs = {o.entry.id: judging.follow_ups(o) for o in every}
-        assert {k: len(v) for k, v in jobs.items() if v} == {"f-ok": 1, "f-wrong": 1, "r-ok": 1}
+        assert {k: len(v) for k, v in jobs.items() if v} == {
+            "f-ok": 1, "f-wrong": 1, "r-ok": 1, "sf": 1}  # "sf": smoke by exact, then judged
         for job in (j for v in jobs.values() for j in v):
             job()
         assert {k: v.passed for k, v in judging.verdicts.items()} == {
             ("functional", "f-ok"): True, ("functional", "f-wrong"): False,
-            ("repeatability", "r-ok"): True}
+            ("repeatability", "r-ok"): True, ("functional", "sf"): True}
+        # The repeats are judged on COMPARED_FIELDS only: the volatile field never reaches it.
+        assert not any("volatile_stamp" in str(r.body) and "r-ok" in str(r.body)
+                       for r in stub.chat_requests())
         asked = len(stub.chat_requests())
         scored = score_run(every, plan.types, scorers, judging.verdicts)
         # Scoring asks only what was not given early: the bias group, once.
