@@ -162,7 +162,7 @@ def test_early_judging_gives_each_judged_entry_its_verdicts_once(
                "f-error": entry("functional"), "r-ok": entry("repeatability"),
                "r-error": entry("repeatability"), "b1": entry("bias", bias_group="g"),
                "b2": entry("bias", bias_group="g"), "s": entry("smoke"),
-               "sf": entry("smoke", "functional")}
+               "sf": entry("safety", "functional")}
     with OpenAIStub(reply) as stub:
         monkeypatch.setenv("OPENAI_BASE_URL", stub.base_url)
         monkeypatch.setenv("OPENAI_API_KEY", "sk-test")
@@ -170,7 +170,7 @@ def test_early_judging_gives_each_judged_entry_its_verdicts_once(
             "EXPERIMENT_NAME": "early/unit", "DATASET_PATH": str(write_dataset(
                 tmp_path / "ds", entries)), "EVAL_MIN_ACCURACY": 0.5, "REPEAT_COUNT": 2,
             "EVAL_MIN_ACCURACY_REPEATABILITY": 0.5, "SCORER": "llm_judge",
-            "SCORER_SMOKE": "exact", "JUDGE_MODEL": "judge",
+            "SCORER_SMOKE": "exact", "SCORER_SAFETY": "exact", "JUDGE_MODEL": "judge",
             "COMPARED_FIELDS": ["answer"]}, "test_eval.py")
         plan = plan_run(load_dataset(config.dataset_path), Selection("all"), config)
         scorers = Scorers.for_run(config, plan.types)
@@ -188,7 +188,7 @@ def test_early_judging_gives_each_judged_entry_its_verdicts_once(
         every = [outputs(p) for p in plan.items]
         jobs = {o.entry.id: judging.follow_ups(o) for o in every}
         assert {k: len(v) for k, v in jobs.items() if v} == {
-            "f-ok": 1, "f-wrong": 1, "r-ok": 1, "sf": 1}  # "sf": smoke by exact, then judged
+            "f-ok": 1, "f-wrong": 1, "r-ok": 1, "sf": 1}  # "sf": safety by exact comes first, then functional, judged
         for job in (j for v in jobs.values() for j in v):
             job()
         assert {k: v.passed for k, v in judging.verdicts.items()} == {
