@@ -187,8 +187,9 @@ def test_early_judging_gives_each_judged_entry_its_verdicts_once(
 
         every = [outputs(p) for p in plan.items]
         jobs = {o.entry.id: judging.follow_ups(o) for o in every}
+        # "sf": safety (by exact) comes first in the canonical order, then functional, judged.
         assert {k: len(v) for k, v in jobs.items() if v} == {
-            "f-ok": 1, "f-wrong": 1, "r-ok": 1, "sf": 1}  # "sf": safety by exact comes first, then functional, judged
+            "f-ok": 1, "f-wrong": 1, "r-ok": 1, "sf": 1}
         for job in (j for v in jobs.values() for j in v):
             job()
         assert {k: v.passed for k, v in judging.verdicts.items()} == {
