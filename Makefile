@@ -69,7 +69,7 @@ test: install
 # mutation: mutmut mutates the modules listed in pyproject.toml [tool.mutmut] and runs their fast
 # tests against each mutant, two at a time; then the kill rate per module (goal: 90%). Results
 # are cached in mutants/: a rerun only retests what changed. Survivors that are equivalent
-# mutants are explained in tests/mutation-survivors.md. About 15 minutes on 2 cores.
+# mutants are explained in tests/mutation-survivors.md. About 20 minutes on 2 cores.
 mutation: install
 	$(BIN)/mutmut run --max-children 2 > /dev/null
 	$(BIN)/mutmut results --all true | $(BIN)/python tools/mutation_summary.py
