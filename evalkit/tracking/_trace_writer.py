@@ -4,8 +4,8 @@ The path (measured in README's MLflow section), in two phases so that the first 
 calls:
 
 1. *calls*, as entries complete (in the background while the calls run): finished spans (the
-   entry and its calls)
-   are built in memory and written with one ``log_spans`` per batch of 100 traces, which
+   entry and its calls) are built in memory and written with one ``log_spans`` per batch of
+   up to 100 traces, which
    creates the trace rows too (name and tags travel as root-span attributes); one
    ``link_traces_to_run`` per batch links them to the run;
 2. *verdicts*, once scored: the judge's spans, then every assessment. On a local SQL store
@@ -13,6 +13,8 @@ calls:
    assessment would cost seconds); on a tracking server, one request each, several at once.
 
 Nothing goes through MLflow's asynchronous export queue, which drops traces when it fills.
+Where this runs (a worker process for a large run on a local store, else a background
+thread) is :mod:`evalkit.tracking._span_process`'s choice.
 Raw results keep each call's latency, not its clock time: every trace starts at the run's
 start, and each call span lasts its measured latency.
 """
