@@ -166,13 +166,15 @@ def _complete(prepared: PreparedEvaluation, component: Component, tracker: Track
     prepared.scorers.reset_judge_stats()
     progress = Progress({entry_id: n for entry_id, n in missing.items() if n},
                         retries=prepared.scorers.judge_retries)
-    entries = {p.entry.id: p.entry for p in plan.items}
     judging = EarlyJudging(prepared.scorers)
+    # Each entry's input and expected output as traces show them, redacted once per entry.
+    shown = {p.entry.id: (prepared.redactor.value(p.entry.input),
+                          prepared.redactor.value(p.entry.expected_output))
+             for p in plan.items} if config.trace_calls else {}
 
     def traced(record: CallRecord) -> dict[str, Any]:
-        entry = entries[record.entry_id]
-        return {**record.to_json(), "input": prepared.redactor.value(entry.input),
-                "expected": prepared.redactor.value(entry.expected_output)}
+        given, expected = shown[record.entry_id]
+        return {**record.to_json(), "input": given, "expected": expected}
 
     def on_call(record: CallRecord) -> None:
         progress.call_done(record.entry_id, record.error is not None)
@@ -180,9 +182,7 @@ def _complete(prepared: PreparedEvaluation, component: Component, tracker: Track
             tracker.trace_call(run_id, traced(record), missing[record.entry_id])
 
     if config.trace_calls:
-        tracker.begin_traces(run_id, sum(missing.values()), {
-            p.entry.id: (prepared.redactor.value(p.entry.input),
-                         prepared.redactor.value(p.entry.expected_output)) for p in plan.items})
+        tracker.begin_traces(run_id, sum(missing.values()), shown)
     if prepared.scorers.judge is not None:
         logger.info("judging with %s, each entry as soon as its calls are in",
                     prepared.scorers.judge.model)

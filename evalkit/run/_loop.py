@@ -22,6 +22,7 @@ its entry's calls end, so the run is shortest when the calls end as early as pos
 
 from __future__ import annotations
 
+import itertools
 import logging
 import math
 import queue
@@ -94,6 +95,7 @@ def run_calls(plan: RunPlan, component: Component,
     tasks = iter(pending)
     entry_done = EntryCompletion(plan, pending, follow_ups)
     jobs: deque[Callable[[], None]] = deque()
+    job_numbers = itertools.count()
     finished: queue.SimpleQueue[_Finished] = queue.SimpleQueue()
     work: queue.SimpleQueue[_Work | None] = queue.SimpleQueue()
     in_flight: dict[_Task, Call | None] = {}
@@ -116,8 +118,7 @@ def run_calls(plan: RunPlan, component: Component,
         if task is None:
             if not jobs:
                 return False
-            job = (-1, entry_done.jobs_started)
-            entry_done.jobs_started += 1
+            job = (-1, next(job_numbers))
             in_flight[job] = None
             work.put((job, partial(run_follow_up, jobs.popleft())))
             return True
@@ -220,7 +221,6 @@ class EntryCompletion:
         self._outstanding: dict[int, int] = {}
         for index, _ in pending:
             self._outstanding[index] = self._outstanding.get(index, 0) + 1
-        self.jobs_started = 0
 
     def call_in(self, index: int, records: Mapping[_Task, CallRecord]
                 ) -> Sequence[Callable[[], None]]:

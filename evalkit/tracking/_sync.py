@@ -83,20 +83,11 @@ class BundleSync(TrackingStore):
         replicate), on the traces of the run synced into; those a trace holds by name (written
         before the outage, or by an earlier sync) are not written again."""
         run_id = writer.context.run_id
-        held: dict[str, set[str]] = {}
-        token = None
-        while True:
-            page = self._client.search_traces(
-                locations=[writer.context.experiment_id], run_id=run_id, max_results=500,
-                page_token=token, include_spans=False)
-            held.update({t.info.trace_id: {a.name for a in t.info.assessments} for t in page})
-            token = page.token
-            if not token:
-                break
+        held = writer.assessment_names()
         fresh = []
         for entry_id, items in assessments.items():
             trace_id = trace_id_for(run_id, entry_id)
             fresh += verdicts_on(trace_id, [Verdict(**v) for v in items
-                                            if v["name"] not in held.get(trace_id, set())],
+                                            if v["name"] not in held.get(trace_id, [])],
                                  run_id)
         writer.log_assessments(fresh)

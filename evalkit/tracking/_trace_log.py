@@ -72,9 +72,7 @@ class TraceLog(TrackingStore):
         ready += pending.pop(call["entry_id"])
         if len({c["entry_id"] for c in ready}) >= STREAM_BATCH:
             self._trace_ready[run_id] = []
-            context = self._run_context(run_id)
-            traces = build_traces(context, ScoredRun(()), ready)
-            self._trace_streamed.setdefault(run_id, set()).update(t.entry_id for t in traces)
+            context, traces = self._traces_of(run_id, ready)
             self._trace_waiting.setdefault(run_id, deque()).append(traces)
             self._trace_pool.submit(self._write, run_id,
                                     lambda: self._write_waiting(run_id, context))
@@ -105,11 +103,17 @@ class TraceLog(TrackingStore):
     def _submit_traces(self, run_id: str, calls: Sequence[Mapping[str, Any]],
                        check_held: bool) -> tuple[RunContext, Future[None]]:
         """Queue the traces of ``calls``; their context, and the job (the last one queued)."""
+        context, traces = self._traces_of(run_id, calls)
+        return context, self._trace_pool.submit(
+            self._write, run_id, lambda: self._spans.write_calls(context, traces, check_held))
+
+    def _traces_of(self, run_id: str, calls: Sequence[Mapping[str, Any]]
+                   ) -> tuple[RunContext, list[EntryTrace]]:
+        """The run's context and the traces of ``calls`` (their entries counted as streamed)."""
         context = self._run_context(run_id)
         traces = build_traces(context, ScoredRun(()), calls)
         self._trace_streamed.setdefault(run_id, set()).update(t.entry_id for t in traces)
-        return context, self._trace_pool.submit(
-            self._write, run_id, lambda: self._spans.write_calls(context, traces, check_held))
+        return context, traces
 
     def _run_context(self, run_id: str) -> RunContext:
         journal = self._journals[run_id]

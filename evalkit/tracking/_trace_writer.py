@@ -92,13 +92,18 @@ class TraceWriter:
 
     def stored(self) -> dict[str, int]:
         """trace id -> number of assessments, for every trace the store holds for the run."""
-        held: dict[str, int] = {}
+        return {trace_id: len(names) for trace_id, names in self.assessment_names().items()}
+
+    def assessment_names(self) -> dict[str, list[str]]:
+        """trace id -> the names of its assessments, for every trace the store holds for the
+        run."""
+        held: dict[str, list[str]] = {}
         token = None
         while True:
             page = self._client.search_traces(
                 locations=[self.context.experiment_id], run_id=self.context.run_id,
                 max_results=500, page_token=token, include_spans=False)
-            held.update({t.info.trace_id: len(t.info.assessments) for t in page})
+            held.update({t.info.trace_id: [a.name for a in t.info.assessments] for t in page})
             token = page.token
             if not token:
                 return held
