@@ -13,7 +13,7 @@ from evalkit._errors import (
     RunInterrupted,
     TrackingError,
 )
-from evalkit.cli import run_eval_script
+from evalkit.cli import ProgressDisplay, run_eval_script
 from evalkit.config import EvalConfig
 from evalkit.dataset import (
     TEST_TYPES,
@@ -24,8 +24,19 @@ from evalkit.dataset import (
     lint_dataset,
     load_dataset,
 )
-from evalkit.records import Threshold
-from evalkit.run import Call, CallRecord, Component, EvaluationOutcome, Selection, evaluate, resume
+from evalkit.records import CallRecord, Threshold
+from evalkit.run import (
+    Call,
+    Component,
+    EvaluationOutcome,
+    Progress,
+    Selection,
+    Stop,
+    evaluate,
+    evaluate_calibration,
+    evaluate_replicates,
+    resume,
+)
 from evalkit.scorers import ChatEndpoint, ProviderError, RetryPolicy, ScoreResult
 from evalkit.stats import (
     ConfusionMatrix,
@@ -42,7 +53,8 @@ __all__ = [
     "TEST_TYPES", "Call", "CallRecord", "chart_points", "ChatEndpoint", "Component", "ConfigError",
     "confusion_matrix", "ConfusionMatrix", "Convergence", "convergence", "cumulative_series",
     "Dataset", "DatasetInvalid", "Entry", "EvalConfig", "EvalkitError", "evaluate",
-    "EvaluationOutcome", "ExitStatus", "lint_dataset", "LintReport", "LintViolation",
-    "load_dataset", "ProviderError", "resume", "RetryPolicy", "run_eval_script", "RunInterrupted",
-    "ScoreResult", "Selection", "Threshold", "TrackingError", "wilson_interval", "WilsonInterval",
+    "evaluate_calibration", "evaluate_replicates", "EvaluationOutcome", "ExitStatus",
+    "lint_dataset", "LintReport", "LintViolation", "load_dataset", "Progress", "ProgressDisplay",
+    "ProviderError", "resume", "RetryPolicy", "run_eval_script", "RunInterrupted", "ScoreResult",
+    "Selection", "Stop", "Threshold", "TrackingError", "wilson_interval", "WilsonInterval",
 ]

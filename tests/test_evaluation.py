@@ -1,4 +1,6 @@
-"""The loop, scoring, MLflow logging and reports, in-process against a real local MLflow store.
+"""An evaluation in-process: the call window, scoring, what the run holds, and its reports,
+tracked in memory (the same run object as against MLflow; ``tests/test_mlflow_run.py`` checks
+what only a real MLflow store can show).
 
 The components here are test doubles of the *user's* component (which evalkit never owns);
 everything of evalkit's runs for real.
@@ -11,49 +13,22 @@ import json
 import re
 import time
 import uuid
-from collections import Counter
 from pathlib import Path
 from typing import Any
 
-import mlflow
 import pytest
 
 from evalkit import Call, ConfigError, Entry, EvalConfig, Selection, evaluate
+from evalkit.records import CallRecord
 from evalkit.reports import render_reports
-from evalkit.run import CallRecord
-from evalkit.run._raw import RawResultsLog
-from evalkit.tracking import Tracker
-from tests.conftest import entry, write_dataset
+from evalkit.tracking import RawResultsLog, Tracker
+from tests.builders import RecordingComponent, config_for, entry, write_dataset
 
 
-class RecordingComponent:
-    """Answers from a table (entry id -> output, or a callable of the call) and records calls."""
-
-    def __init__(self, answers: dict[str, Any] | None = None, default: Any = "a") -> None:
-        self.answers = answers or {}
-        self.default = default
-        self.calls: list[tuple[str, int]] = []
-
-    def __call__(self, entry: Entry, call: Call) -> Any:
-        self.calls.append((entry.id, call.repeat))
-        answer = self.answers.get(entry.id, self.default)
-        return answer(entry, call) if callable(answer) else answer
-
-    def count(self) -> Counter[str]:
-        return Counter(entry_id for entry_id, _ in self.calls)
-
-
-def config_for(tmp_path: Path, dataset: Path, **constants: Any) -> EvalConfig:
-    base = {"EXPERIMENT_NAME": f"tests/{uuid.uuid4().hex[:12]}", "DATASET_PATH": str(dataset),
-            "REPORTS_DIR": str(tmp_path / "reports"), "EVAL_MIN_ACCURACY": 0.5,
-            "REPEAT_COUNT": 4, "EVAL_MIN_ACCURACY_REPEATABILITY": 0.5}
-    return EvalConfig.from_constants({**base, **constants}, script="test_eval.py")
-
-
-def run(tmp_path: Path, tracking_uri: str, config: EvalConfig, component: Any,
+def run(tmp_path: Path, tracker: Tracker, config: EvalConfig, component: Any,
         test_type: str = "all", groups: str | None = None, human_review: bool = False) -> Any:
     return evaluate(config, component, Selection.parse(test_type, groups, human_review),
-                    tracker=Tracker(tracking_uri), runs_dir=tmp_path / ".evalkit" / "runs")
+                    tracker=tracker, runs_dir=tmp_path / ".evalkit" / "runs")
 
 
 MIXED = {
@@ -67,11 +42,11 @@ MIXED = {
 }
 
 
-def test_entry_first_and_repeat_counts_at_the_component(tmp_path: Path, tracking_uri: str) -> None:
+def test_entry_first_and_repeat_counts_at_the_component(tmp_path: Path, tracker: Tracker) -> None:
     dataset = write_dataset(tmp_path / "ds", MIXED)
     # r2's first repeat is right, later repeats differ: functional passes, repeatability fails.
     component = RecordingComponent({"r2": lambda e, c: "a" if c.repeat == 0 else f"x{c.repeat}"})
-    outcome = run(tmp_path, tracking_uri, config_for(tmp_path, dataset), component)
+    outcome = run(tmp_path, tracker, config_for(tmp_path, dataset), component)
 
     assert component.count() == {"f1": 1, "f2": 1, "r1": 4, "r2": 4, "b1": 1, "b2": 1, "hr": 1}
     assert [r for e, r in component.calls if e == "r2"] == [0, 1, 2, 3]
@@ -81,7 +56,7 @@ def test_entry_first_and_repeat_counts_at_the_component(tmp_path: Path, tracking
     assert (by_type["repeatability"].samples, by_type["repeatability"].correct) == (2, 1)
     assert (by_type["bias"].samples, by_type["bias"].correct) == (1, 1)
 
-    run_data = mlflow.MlflowClient(tracking_uri).get_run(outcome.run_id).data
+    run_data = tracker.reader.stored(outcome.run_id)
     assert run_data.metrics["calls"] == 13
     assert run_data.metrics["repeat_count"] == 4
     assert run_data.metrics["repeatability_accuracy"] == 0.5
@@ -96,18 +71,18 @@ def test_entry_first_and_repeat_counts_at_the_component(tmp_path: Path, tracking
     ("smoke", {"f2": 1}),
     ("bias", {"b1": 1, "b2": 1}),
 ])
-def test_a_single_type_calls_only_its_entries(tmp_path: Path, tracking_uri: str, test_type: str,
+def test_a_single_type_calls_only_its_entries(tmp_path: Path, tracker: Tracker, test_type: str,
                                               expected_calls: dict[str, int]) -> None:
     dataset = write_dataset(tmp_path / "ds", MIXED)
     component = RecordingComponent()
-    outcome = run(tmp_path, tracking_uri, config_for(tmp_path, dataset), component, test_type)
+    outcome = run(tmp_path, tracker, config_for(tmp_path, dataset), component, test_type)
     assert component.count() == expected_calls
     assert [m.test_type for m in outcome.metrics] == [test_type]
     assert [p.name for p in outcome.reports] == [f"report-{test_type}.md", "summary.md"]
 
 
 def test_component_errors_score_zero_and_stay_in_the_denominator(tmp_path: Path,
-                                                                 tracking_uri: str) -> None:
+                                                                 tracker: Tracker) -> None:
     def fail(entry: Entry, call: Call) -> Any:
         raise RuntimeError(f"boom on {entry.id}")
 
@@ -119,13 +94,13 @@ def test_component_errors_score_zero_and_stay_in_the_denominator(tmp_path: Path,
     dataset = write_dataset(tmp_path / "ds", {
         "ok": entry("functional"), "bad": entry("functional"), "rep": entry("repeatability")})
     component = RecordingComponent({"bad": fail, "rep": fail_third_repeat})
-    outcome = run(tmp_path, tracking_uri, config_for(tmp_path, dataset), component)
+    outcome = run(tmp_path, tracker, config_for(tmp_path, dataset), component)
 
     assert component.count() == {"ok": 1, "bad": 1, "rep": 4}  # the run went on
     functional, repeatability = outcome.metrics
     assert (functional.samples, functional.correct, functional.errors) == (2, 1, 1)
     assert (repeatability.samples, repeatability.correct, repeatability.errors) == (1, 0, 1)
-    record = Tracker(tracking_uri).fetch(outcome.run_id)
+    record = tracker.reader.fetch(outcome.run_id)
     items = {i.id: i for t in record.evaluation.types for i in t.items}
     assert items["bad"].error == "RuntimeError: boom on bad" and not items["bad"].passed
     assert items["rep"].error == "repeat 2: TimeoutError: slow provider"
@@ -135,7 +110,7 @@ def test_component_errors_score_zero_and_stay_in_the_denominator(tmp_path: Path,
 
 
 def test_bias_groups_are_scored_after_the_loop_and_skipped_below_two_variants(
-        tmp_path: Path, tracking_uri: str, caplog: pytest.LogCaptureFixture) -> None:
+        tmp_path: Path, tracker: Tracker, caplog: pytest.LogCaptureFixture) -> None:
     dataset = write_dataset(tmp_path / "ds", {
         "a1": entry("bias", bias_group="names", group="x"),
         "a2": entry("bias", bias_group="names", group="y"),
@@ -144,7 +119,7 @@ def test_bias_groups_are_scored_after_the_loop_and_skipped_below_two_variants(
         "c3": entry("bias", bias_group="cities", group="x"),
     })
     component = RecordingComponent({"c3": "different"})
-    outcome = run(tmp_path, tracking_uri, config_for(tmp_path, dataset), component, "bias",
+    outcome = run(tmp_path, tracker, config_for(tmp_path, dataset), component, "bias",
                   groups="x")
     assert component.count() == {"a1": 1, "c1": 1, "c2": 1, "c3": 1}
     (bias,) = outcome.metrics
@@ -153,20 +128,20 @@ def test_bias_groups_are_scored_after_the_loop_and_skipped_below_two_variants(
     report = (tmp_path / "reports" / "report-bias.md").read_text()
     assert "- **Groups skipped:** 1 (names)" in report
     assert "| cities | 3 | c1<br>c2<br>c3 |" in report
-    tags = mlflow.MlflowClient(tracking_uri).get_run(outcome.run_id).data.tags
+    tags = tracker.reader.stored(outcome.run_id).tags
     assert tags["groups_filter"] == "x" and tags["test_types"] == "bias"
 
 
-def test_a_type_with_nothing_scored_fails_its_threshold(tmp_path: Path, tracking_uri: str) -> None:
+def test_a_type_with_nothing_scored_fails_its_threshold(tmp_path: Path, tracker: Tracker) -> None:
     dataset = write_dataset(tmp_path / "ds", {
         "a1": entry("bias", bias_group="names", group="x"),
         "a2": entry("bias", bias_group="names", group="y")})
-    outcome = run(tmp_path, tracking_uri, config_for(tmp_path, dataset), RecordingComponent(),
+    outcome = run(tmp_path, tracker, config_for(tmp_path, dataset), RecordingComponent(),
                   "bias", groups="x")
     assert outcome.failures == ("bias: no samples were scored",)
 
 
-def test_mocks_are_built_fresh_for_every_call(tmp_path: Path, tracking_uri: str) -> None:
+def test_mocks_are_built_fresh_for_every_call(tmp_path: Path, tracker: Tracker) -> None:
     dataset = write_dataset(tmp_path / "ds", {
         "r": entry("repeatability", mock_fixtures={"cart": {"items": ["apple"]}})})
 
@@ -177,43 +152,43 @@ def test_mocks_are_built_fresh_for_every_call(tmp_path: Path, tracking_uri: str)
 
     component = RecordingComponent({"r": add_to_cart})
     config = config_for(tmp_path, dataset, MOCK_ADAPTERS={"cart": lambda f: list(f["items"])})
-    outcome = run(tmp_path, tracking_uri, config, component)
-    record = Tracker(tracking_uri).fetch(outcome.run_id)
+    outcome = run(tmp_path, tracker, config, component)
+    record = tracker.reader.fetch(outcome.run_id)
     assert record.evaluation.types[0].items[0].outputs == (2, 2, 2, 2)
 
 
-def test_unknown_mock_adapter_is_refused_before_any_run(tmp_path: Path, tracking_uri: str) -> None:
+def test_unknown_mock_adapter_is_refused_before_any_run(tmp_path: Path, tracker: Tracker) -> None:
     dataset = write_dataset(tmp_path / "ds", {"e": entry("functional", mock_fixtures={"crm": {}})})
     config = config_for(tmp_path, dataset)
     component = RecordingComponent()
     with pytest.raises(ConfigError, match=r"e\.json: /mock_fixtures/crm: no adapter 'crm'"):
-        run(tmp_path, tracking_uri, config, component)
+        run(tmp_path, tracker, config, component)
     assert component.calls == []
-    assert mlflow.MlflowClient(tracking_uri).get_experiment_by_name(config.experiment_name) is None
+    assert tracker.backend.experiment_id(config.experiment_name, create=False) is None
 
 
-def test_missing_repeat_count_is_refused_before_any_call(tmp_path: Path, tracking_uri: str) -> None:
+def test_missing_repeat_count_is_refused_before_any_call(tmp_path: Path, tracker: Tracker) -> None:
     dataset = write_dataset(tmp_path / "ds", {"r": entry("repeatability")})
     constants = {"EXPERIMENT_NAME": "tests/no-repeat", "DATASET_PATH": str(dataset),
                  "EVAL_MIN_ACCURACY": 0.5, "EVAL_MIN_ACCURACY_REPEATABILITY": 0.5}
     component = RecordingComponent()
     with pytest.raises(ConfigError, match="REPEAT_COUNT is missing"):
-        run(tmp_path, tracking_uri, EvalConfig.from_constants(constants, "eval.py"), component)
+        run(tmp_path, tracker, EvalConfig.from_constants(constants, "eval.py"), component)
     assert component.calls == []
 
 
-def test_mlflow_run_holds_tags_params_metrics_and_artifacts(tmp_path: Path,
-                                                             tracking_uri: str) -> None:
+def test_the_run_holds_tags_params_metrics_and_artifacts(tmp_path: Path,
+                                                          tracker: Tracker) -> None:
     dataset = write_dataset(tmp_path / "ds", MIXED)
     config = config_for(tmp_path, dataset, EVAL_MIN_F1=0.7)
-    outcome = run(tmp_path, tracking_uri, config, RecordingComponent())
-    client = mlflow.MlflowClient(tracking_uri)
-    run_info = client.get_run(outcome.run_id)
-    tags, params, metrics = run_info.data.tags, run_info.data.params, run_info.data.metrics
-    assert run_info.info.status == "FINISHED"
+    outcome = run(tmp_path, tracker, config, RecordingComponent())
+    stored = tracker.reader.stored(outcome.run_id)
+    tags, params, metrics = stored.tags, stored.params, stored.metrics
+    assert stored.status == "FINISHED"
     assert tags["test_types"] == "bias,functional,smoke,repeatability"  # canonical order
     assert tags["groups_filter"] == "all"
     assert tags["git_commit"]
+    assert tags["verdict"] == "PASS" and tags["run_url"] == outcome.run_url
     assert params["EVAL_MIN_ACCURACY"] == "0.5" and params["REPEAT_COUNT"] == "4"
     assert params["EVAL_MIN_F1"] == "0.7" and params["functional_min_f1"] == "0.7"
     assert params["DATASET_PATH"] == str(dataset)
@@ -223,18 +198,16 @@ def test_mlflow_run_holds_tags_params_metrics_and_artifacts(tmp_path: Path,
                 "functional_accuracy_ci_upper", "functional_samples", "repeatability_accuracy",
                 "bias_accuracy", "smoke_accuracy", "repeat_count"):
         assert key in metrics, key
-    history = client.get_metric_history(outcome.run_id, "functional_cumulative_accuracy")
-    assert sorted(m.step for m in history) == [1, 2, 3, 4]
-    artifacts = {a.path for d in ("reports", "results", "raw")
-                 for a in client.list_artifacts(outcome.run_id, d)}
+    history = tracker.backend.metric_history(outcome.run_id, "functional_cumulative_accuracy")
+    assert sorted(p.step for p in history) == [1, 2, 3, 4]
+    artifacts = set(tracker.backend.journals[outcome.run_id].artifacts)
     assert artifacts == {
-        "reports/report-functional.md", "reports/report-smoke.md", "reports/report-bias.md",
-        "reports/report-repeatability.md", "reports/report-human-review.md",
-        "reports/summary.md", "results/evaluation.json", "results/entries.json",
-        "raw/raw-results.jsonl"}
-    table = client.load_table(run_info.info.experiment_id, "results/entries.json",
-                              run_ids=[outcome.run_id])
-    assert len(table) == 4 + 1 + 1 + 2  # functional, smoke, bias group, repeatability
+        "evalkit/run.json", "reports/report-functional.md", "reports/report-smoke.md",
+        "reports/report-bias.md", "reports/report-repeatability.md",
+        "reports/report-human-review.md", "reports/summary.md", "results/evaluation.json",
+        "results/entries.json", "raw/raw-results.jsonl"}
+    table = json.loads(tracker.reader.read_text(outcome.run_id, "results/entries.json"))
+    assert len(table["data"]) == 4 + 1 + 1 + 2  # functional, smoke, bias group, repeatability
 
 
 def test_the_dataset_digest_follows_content_not_readme(tmp_path: Path) -> None:
@@ -248,22 +221,22 @@ def test_the_dataset_digest_follows_content_not_readme(tmp_path: Path) -> None:
     assert load_dataset(dataset).digest != first
 
 
-def test_reports_rerender_identically_from_mlflow(tmp_path: Path, tracking_uri: str) -> None:
+def test_reports_rerender_identically_from_mlflow(tmp_path: Path, tracker: Tracker) -> None:
     dataset = write_dataset(tmp_path / "ds", MIXED)
-    outcome = run(tmp_path, tracking_uri, config_for(tmp_path, dataset), RecordingComponent())
-    rendered = render_reports(Tracker(tracking_uri).fetch(outcome.run_id))
+    outcome = run(tmp_path, tracker, config_for(tmp_path, dataset), RecordingComponent())
+    rendered = render_reports(tracker.reader.fetch(outcome.run_id))
     written = {p.name: p.read_text(encoding="utf-8") for p in outcome.reports}
     assert rendered == written
     assert set(written) == {"report-functional.md", "report-smoke.md", "report-bias.md",
                             "report-repeatability.md", "report-human-review.md", "summary.md"}
 
 
-def test_only_the_reports_of_this_run_are_overwritten(tmp_path: Path, tracking_uri: str) -> None:
+def test_only_the_reports_of_this_run_are_overwritten(tmp_path: Path, tracker: Tracker) -> None:
     dataset = write_dataset(tmp_path / "ds", MIXED)
     (tmp_path / "reports").mkdir()
     old_smoke = tmp_path / "reports" / "report-smoke.md"
     old_smoke.write_text("earlier smoke report\n")
-    run(tmp_path, tracking_uri, config_for(tmp_path, dataset), RecordingComponent(),
+    run(tmp_path, tracker, config_for(tmp_path, dataset), RecordingComponent(),
         "repeatability")
     assert sorted(p.name for p in (tmp_path / "reports").iterdir()) == [
         "report-repeatability.md", "report-smoke.md", "summary.md"]
@@ -284,7 +257,7 @@ def unescaped_pipes(line: str) -> int:
 
 
 def test_hostile_output_cannot_break_tables_or_the_chart(tmp_path: Path,
-                                                         tracking_uri: str) -> None:
+                                                         tracker: Tracker) -> None:
     dataset = write_dataset(tmp_path / "ds", {
         "e1": entry("functional", input=HOSTILE, expected={"k": HOSTILE}),
         "e2": entry("functional"),
@@ -292,7 +265,7 @@ def test_hostile_output_cannot_break_tables_or_the_chart(tmp_path: Path,
         "h": entry("functional", human_review=True, human_instructions=HOSTILE),
     })
     component = RecordingComponent(default=HOSTILE)
-    run(tmp_path, tracking_uri, config_for(tmp_path, dataset), component)
+    run(tmp_path, tracker, config_for(tmp_path, dataset), component)
     for name in ("report-functional.md", "report-repeatability.md"):
         report = (tmp_path / "reports" / name).read_text()
         rows = table_rows(report, "Per-item Results")
@@ -312,7 +285,7 @@ def test_hostile_output_cannot_break_tables_or_the_chart(tmp_path: Path,
 
 
 def test_secrets_in_the_environment_never_reach_mlflow_or_reports(
-        tmp_path: Path, tracking_uri: str, monkeypatch: pytest.MonkeyPatch) -> None:
+        tmp_path: Path, tracker: Tracker, monkeypatch: pytest.MonkeyPatch) -> None:
     secret = "sk-test-" + uuid.uuid4().hex
     monkeypatch.setenv("PROVIDER_API_KEY", secret)
 
@@ -323,22 +296,21 @@ def test_secrets_in_the_environment_never_reach_mlflow_or_reports(
 
     dataset = write_dataset(tmp_path / "ds", {"e": entry("functional"),
                                               "boom": entry("functional")})
-    outcome = run(tmp_path, tracking_uri, config_for(tmp_path, dataset,
+    outcome = run(tmp_path, tracker, config_for(tmp_path, dataset,
                                                      COMPONENT_PARAMS={"key": secret}), leak)
-    client = mlflow.MlflowClient(tracking_uri)
-    downloaded = Path(client.download_artifacts(outcome.run_id, "", str(tmp_path / "art")))
-    texts = [p.read_text() for p in downloaded.rglob("*") if p.is_file()]
+    journal = tracker.backend.journals[outcome.run_id]
+    texts = [tracker.backend.artifact(outcome.run_id, path).decode() for path in
+             journal.artifacts]
     texts += [p.read_text() for p in (tmp_path / "reports").iterdir()]
     texts.append(outcome.raw_results.read_text())
-    run_data = client.get_run(outcome.run_id).data
-    texts += [json.dumps(run_data.params), json.dumps(run_data.tags)]
+    texts += [json.dumps(journal.params), json.dumps(journal.tags)]
     assert [text for text in texts if secret in text] == []
     assert any("[REDACTED:PROVIDER_API_KEY]" in text for text in texts)
 
 
 @pytest.mark.parametrize("concurrency", [1, 8])
 def test_a_crash_marks_the_run_failed_and_keeps_the_outputs(
-        tmp_path: Path, tracking_uri: str, monkeypatch: pytest.MonkeyPatch,
+        tmp_path: Path, tracker: Tracker, monkeypatch: pytest.MonkeyPatch,
         concurrency: int) -> None:
     """A fault outside the component (here the disk filling up while e2's result is written)
     fails the run; every call written before it is kept and uploaded."""
@@ -360,26 +332,23 @@ def test_a_crash_marks_the_run_failed_and_keeps_the_outputs(
     monkeypatch.setattr(RawResultsLog, "append", disk_full_at_e2)
     config = config_for(tmp_path, dataset, MAX_CONCURRENCY=concurrency)
     with pytest.raises(OSError, match="No space left"):
-        run(tmp_path, tracking_uri, config, slow_e2)
-    client = mlflow.MlflowClient(tracking_uri)
-    experiment = client.get_experiment_by_name(config.experiment_name)
-    (crashed,) = client.search_runs([experiment.experiment_id])
-    assert crashed.info.status == "FAILED"
-    raw = Path(client.download_artifacts(crashed.info.run_id, "raw/raw-results.jsonl",
-                                         str(tmp_path / "dl")))
-    assert [json.loads(line)["entry_id"] for line in raw.read_text().splitlines()] == \
+        run(tmp_path, tracker, config, slow_e2)
+    (crashed,) = tracker.reader.runs(config.experiment_name)
+    assert crashed.status == "FAILED"
+    raw = tracker.reader.read_text(crashed.run_id, "raw/raw-results.jsonl")
+    assert [json.loads(line)["entry_id"] for line in raw.splitlines()] == \
         sorted(written)  # put back in dataset order
     assert written == (["e0", "e1"] if concurrency == 1 else ["e0", "e1", "e3", "e4"])
     assert not (tmp_path / "reports").exists()
 
 
 def test_a_large_report_shows_failures_first_and_points_to_the_full_table(
-        tmp_path: Path, tracking_uri: str) -> None:
+        tmp_path: Path, tracker: Tracker) -> None:
     ids = [f"e{i:03d}" for i in range(450)]
     dataset = write_dataset(tmp_path / "ds", {i: entry("functional") for i in ids})
     failing = {i for i in ids if int(i[1:]) % 50 == 7}  # 9 failures spread through the set
     component = RecordingComponent({i: "wrong" for i in failing})
-    run(tmp_path, tracking_uri, config_for(tmp_path, dataset), component)
+    run(tmp_path, tracker, config_for(tmp_path, dataset), component)
     report = (tmp_path / "reports" / "report-functional.md").read_text()
     rows = [line.split("|")[1].strip() for line in table_rows(report, "Per-item Results")[2:]]
     assert len(rows) == 200

@@ -57,11 +57,22 @@ def shown(text: str) -> str:
     return _URL_PASSWORD.sub(r"\1***@", Redactor.from_environment().text(text))
 
 
-def configure_logging() -> None:
-    # This process is ours: keep third-party progress bars out of evalkit's plain output.
-    for name, value in (("MLFLOW_ENABLE_ARTIFACTS_PROGRESS_BAR", "false"),
-                        ("HF_HUB_DISABLE_PROGRESS_BARS", "1"),
-                        ("TRANSFORMERS_VERBOSITY", "error")):
+_PROCESS_DEFAULTS = {
+    # third-party progress bars stay out of evalkit's plain output
+    "MLFLOW_ENABLE_ARTIFACTS_PROGRESS_BAR": "false", "HF_HUB_DISABLE_PROGRESS_BARS": "1",
+    "TRANSFORMERS_VERBOSITY": "error",
+    # MLflow's own requests fail in seconds, not after its default of seven retries with
+    # exponential backoff (about four minutes against a dead server)
+    "MLFLOW_HTTP_REQUEST_MAX_RETRIES": "2", "MLFLOW_HTTP_REQUEST_BACKOFF_FACTOR": "1",
+    "MLFLOW_HTTP_REQUEST_TIMEOUT": "15",
+}
+"""Settings of this process that a user's environment may override."""
+
+
+def configure_process() -> None:
+    """The command line owns its process: its environment defaults and evalkit's log lines
+    (``evalkit: ...`` on stderr)."""
+    for name, value in _PROCESS_DEFAULTS.items():
         os.environ.setdefault(name, value)
     logger = logging.getLogger("evalkit")
     if not logger.handlers:

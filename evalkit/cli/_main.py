@@ -11,16 +11,16 @@ from pathlib import Path
 
 from evalkit._distribution import DISTRIBUTION, VERSION
 from evalkit._errors import ExitStatus
-from evalkit.cli._common import EXIT_STATUSES, configure_logging, guarded
+from evalkit.cli._common import EXIT_STATUSES, configure_process, guarded
 from evalkit.cli._init import scaffold
 from evalkit.cli._parser import Parser
 from evalkit.cli._ui import serve_ui
 from evalkit.dataset import lint_dataset
-from evalkit.records import CALIBRATION_ARTIFACT
-from evalkit.reports import CHART_FILE, plot_calibration, render_reports
+from evalkit.records import Mode, names
+from evalkit.reports import plot_calibration, render_reports
 from evalkit.run import FLOOR_MULTIPLE, build_plan, compare, load_side, record_plan
 from evalkit.stats import Calibration
-from evalkit.tracking import Tracker, history, render_history, unsynced_bundles
+from evalkit.tracking import Tracker, history, render_history
 
 RUN_REFERENCE = "run id, its first 4 or more characters, or experiment name (its latest run)"
 
@@ -127,7 +127,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                     "tracking server, print the server's URL (it serves its own UI).")
     ui.add_argument("--port", type=int, default=5000, help="port (default: 5000)")
     args = parser.parse_args(argv)
-    configure_logging()
+    configure_process()
     handlers: dict[str, Callable[[argparse.Namespace], int]] = {
         "init": _init, "ui": lambda a: serve_ui(os.environ.get("MLFLOW_TRACKING_URI"), a.port),
         "lint": _lint, "report": _report, "compare": _compare, "history": _history,
@@ -162,23 +162,24 @@ def _reachable() -> Tracker:
 
 
 def _report(args: argparse.Namespace) -> int:
-    tracker = _reachable()
-    record = tracker.fetch(tracker.resolve(args.run))
+    reader = _reachable().reader
+    record = reader.fetch(reader.resolve(args.run))
     reports = render_reports(record)
     args.output.mkdir(parents=True, exist_ok=True)
     for name, text in reports.items():
         (args.output / name).write_text(text, encoding="utf-8")
         print(f"report: {args.output / name}")
-    if record.mode == "calibration":
-        plot_calibration(Calibration.from_json(record.documents[CALIBRATION_ARTIFACT]),
-                         args.output / CHART_FILE)
-        print(f"chart: {args.output / CHART_FILE}")
+    if record.mode == Mode.CALIBRATION:
+        chart = args.output / names.CALIBRATION_CHART
+        plot_calibration(Calibration.from_json(record.documents[names.CALIBRATION_ARTIFACT]),
+                         chart)
+        print(f"chart: {chart}")
     return ExitStatus.OK
 
 
 def _compare(args: argparse.Namespace) -> int:
-    tracker = _reachable()
-    a, b = load_side(tracker, args.a), load_side(tracker, args.b)
+    reader = _reachable().reader
+    a, b = load_side(reader, args.a), load_side(reader, args.b)
     results = compare(a, b)
     if args.json:
         print(json.dumps({"a": {"run_id": a.run_id, "label": a.label},
@@ -228,11 +229,11 @@ def _plan(args: argparse.Namespace) -> int:
 
 def _sync(args: argparse.Namespace) -> int:
     tracker = Tracker()
-    bundles = args.bundles or unsynced_bundles(tracker.bundles_dir)
+    bundles = args.bundles or tracker.unsynced_bundles()
     if not bundles:
         print("no bundle to upload")
     for bundle in bundles:
-        run_id = tracker.sync(bundle)
+        run_id = tracker.upload(bundle)
         print(f"uploaded {bundle} as run {run_id} at {tracker.tracking_uri}")
     return ExitStatus.OK
 
@@ -256,7 +257,7 @@ def _resume(args: argparse.Namespace) -> int:
 
 
 def _history(args: argparse.Namespace) -> int:
-    rows = history(_reachable(), args.experiment, args.limit)
+    rows = history(_reachable().reader, args.experiment, args.limit)
     if args.json:
         print(json.dumps([r.to_json() for r in rows], indent=1))
     else:

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import os
 import sys
 import time
 from collections.abc import Mapping, Sequence
@@ -11,9 +10,11 @@ from pathlib import Path
 from typing import Any
 
 from evalkit._errors import ExitStatus
-from evalkit.cli._common import EXIT_STATUSES, configure_logging, guarded
+from evalkit.cli._common import EXIT_STATUSES, configure_process, guarded
+from evalkit.cli._display import ProgressDisplay
 from evalkit.cli._outputs import RunSummary, write_json, write_junit
 from evalkit.cli._parser import Parser
+from evalkit.cli._signals import end_now, stopping_on_signals
 from evalkit.config import EvalConfig
 from evalkit.dataset import TEST_TYPES
 from evalkit.run import (
@@ -22,6 +23,7 @@ from evalkit.run import (
     EvaluationOutcome,
     ReplicatesOutcome,
     Selection,
+    Stop,
     evaluate,
     evaluate_calibration,
     evaluate_replicates,
@@ -80,39 +82,35 @@ def run_eval_script(constants: Mapping[str, Any], component: Component,
         parser.error("the following arguments are required: --type (or --resume RUN_ID)")
     if args.resume is not None and (args.test_type or args.groups or args.human_review):
         parser.error("--resume takes the run's own --type, --groups and --human-review")
-    configure_logging()
-    status = guarded(lambda: _run(constants, component, script, args))
+    configure_process()
+    stop = Stop()
+    with stopping_on_signals(stop):
+        status = guarded(lambda: _run(constants, component, script, args,
+                                      {"stop": stop, "progress": ProgressDisplay()}))
     if status == ExitStatus.INTERRUPTED:
-        _end_now(status)
+        end_now(status)
     return status
 
 
-def _end_now(status: int) -> None:
-    """End the process at once, as an interrupt promises: the run is closed and its outputs
-    are on disk, while a normal exit would first garbage-collect every module (seconds for
-    MLflow's) and wait for nothing useful; a call thread that never returns is abandoned."""
-    sys.stdout.flush()
-    sys.stderr.flush()
-    os._exit(status)
-
-
 def _run(constants: Mapping[str, Any], component: Component, script: str,
-         args: argparse.Namespace) -> int:
+         args: argparse.Namespace, caller: Mapping[str, Any]) -> int:
+    """The run the options ask for; ``caller`` is how this process takes part in it (its
+    stop requests and its progress display)."""
     started = time.monotonic()
     config = EvalConfig.from_constants(constants, script)
     if args.resume is not None:
-        outcome = resume(config, component, args.resume)
+        outcome = resume(config, component, args.resume, **caller)
         _print_outcome(outcome)
         return _finish(args, started, "evaluation", outcome.run_id, outcome.run_url,
                        outcome.experiment_name, (outcome,))
     selection = Selection.parse(args.test_type, args.groups, args.human_review)
     if args.replicates:
-        series = evaluate_replicates(config, component, selection)
+        series = evaluate_replicates(config, component, selection, **caller)
         _print_replicates(series)
         return _finish(args, started, "replicates", series.parent_run_id, series.run_url,
                        series.experiment_name, series.replicates)
     if args.calibrate:
-        calibrated = evaluate_calibration(config, component, selection)
+        calibrated = evaluate_calibration(config, component, selection, **caller)
         for point in calibrated.calibration.points:
             print(f"k={point.k:<3} pass rate {point.rate:.3f} ({point.passed}/{point.entries})")
         print(f"recommended REPEAT_COUNT: {calibrated.calibration.recommended}")
@@ -124,7 +122,7 @@ def _run(constants: Mapping[str, Any], component: Component, script: str,
         return _finish(args, started, "calibration", calibrated.run.run_id,
                        calibrated.run.run_url, calibrated.run.experiment_name,
                        (calibrated.run,), always_ok=True)
-    outcome = evaluate(config, component, selection)
+    outcome = evaluate(config, component, selection, **caller)
     _print_outcome(outcome)
     return _finish(args, started, "evaluation", outcome.run_id, outcome.run_url,
                    outcome.experiment_name, (outcome,))

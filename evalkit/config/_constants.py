@@ -37,7 +37,7 @@ from evalkit.config._values import (
     scorer_name,
     string,
 )
-from evalkit.dataset import TEST_TYPES
+from evalkit.dataset import BIAS, REPEATABILITY, TEST_TYPES
 from evalkit.records import Threshold
 
 # Every constant name evalkit reads. Upper-case names in eval.py with one of the prefixes below
@@ -169,7 +169,7 @@ class EvalConfig:
         """Check that every constant the given test types need is declared and usable;
         one :class:`ConfigError` lists every problem."""
         problems = Problems(self.script)
-        if "repeatability" in types:
+        if REPEATABILITY in types:
             problems.check(self.require_repeat_count)
         for test_type in (t for t in TEST_TYPES if t in types):
             problems.check(self.threshold_for, test_type)
@@ -191,7 +191,7 @@ class EvalConfig:
     def threshold_for(self, test_type: str) -> Threshold:
         """The threshold of ``test_type``; raises :class:`ConfigError` when none is declared."""
         own = f"EVAL_MIN_ACCURACY_{test_type.upper()}"
-        if test_type == "repeatability" and "repeatability" not in self.min_accuracy:
+        if test_type == REPEATABILITY and REPEATABILITY not in self.min_accuracy:
             raise ConfigError(f"{self.script}: {own} is missing: the repeatability policy "
                               "requires an explicit threshold for repeatability_accuracy")
         accuracy = self.min_accuracy.get(test_type, self.min_accuracy.get(DEFAULT_KEY))
@@ -203,8 +203,8 @@ class EvalConfig:
     def similarity_threshold_for(self, test_type: str) -> float:
         """The cosine a semantic-similarity verdict of ``test_type`` must reach."""
         name, value = {
-            "repeatability": ("REPEAT_SEMANTIC_SIMILARITY_SCORE", self.repeat_similarity_threshold),
-            "bias": ("BIAS_SEMANTIC_SIMILARITY_SCORE", self.bias_similarity_threshold),
+            REPEATABILITY: ("REPEAT_SEMANTIC_SIMILARITY_SCORE", self.repeat_similarity_threshold),
+            BIAS: ("BIAS_SEMANTIC_SIMILARITY_SCORE", self.bias_similarity_threshold),
         }.get(test_type, ("SEMANTIC_SIMILARITY_SCORE", self.similarity_threshold))
         if value is None:
             raise ConfigError(f"{self.script}: {test_type} is scored by semantic_similarity "
@@ -236,8 +236,8 @@ class EvalConfig:
     def _check_similarity_constants(self) -> None:
         # The policy: REPEAT_SEMANTIC_SIMILARITY_SCORE is declared only with semantic scoring.
         for test_type, name, value in (
-            ("repeatability", "REPEAT_SEMANTIC_SIMILARITY_SCORE", self.repeat_similarity_threshold),
-            ("bias", "BIAS_SEMANTIC_SIMILARITY_SCORE", self.bias_similarity_threshold),
+            (REPEATABILITY, "REPEAT_SEMANTIC_SIMILARITY_SCORE", self.repeat_similarity_threshold),
+            (BIAS, "BIAS_SEMANTIC_SIMILARITY_SCORE", self.bias_similarity_threshold),
         ):
             if value is not None and self.scorer_for(test_type) != "semantic_similarity":
                 raise ConfigError(

@@ -5,9 +5,17 @@ JSON file per entry. :func:`lint_dataset` collects every violation; :func:`load_
 hands out entries only from a dataset with none.
 """
 
-from evalkit.dataset._envelope import COMPARATIVE_TYPES, PROMPT_USES, TEST_TYPES, BiasKey, Entry
+from evalkit.dataset._envelope import (
+    BIAS,
+    COMPARATIVE_TYPES,
+    PROMPT_USES,
+    REPEATABILITY,
+    TEST_TYPES,
+    BiasKey,
+    Entry,
+)
 from evalkit.dataset._lint import Dataset, lint_dataset, load_dataset
 from evalkit.dataset._violations import LintReport, LintViolation
 
-__all__ = ["COMPARATIVE_TYPES", "PROMPT_USES", "TEST_TYPES", "BiasKey", "Dataset", "Entry",
-           "LintReport", "LintViolation", "lint_dataset", "load_dataset"]
+__all__ = ["BIAS", "COMPARATIVE_TYPES", "PROMPT_USES", "REPEATABILITY", "TEST_TYPES", "BiasKey",
+           "Dataset", "Entry", "LintReport", "LintViolation", "lint_dataset", "load_dataset"]

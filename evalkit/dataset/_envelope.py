@@ -20,9 +20,13 @@ ENVELOPE: dict[str, Any] = json.loads(
     resources.files("evalkit.dataset").joinpath("envelope.schema.json").read_text(encoding="utf-8")
 )
 TEST_TYPES: tuple[str, ...] = tuple(ENVELOPE["properties"]["test_types"]["items"]["enum"])
+REPEATABILITY = "repeatability"
+"""Scored by comparing an entry's ``REPEAT_COUNT`` outputs with each other."""
+BIAS = "bias"
+"""Scored by comparing the outputs of a bias group's variants with each other."""
 # Types scored by comparing outputs with each other rather than with expected_output (rules B, C).
-COMPARATIVE_TYPES = frozenset({"bias", "repeatability"})
-PROMPT_USES = ("expected", "repeatability", "bias")
+COMPARATIVE_TYPES = frozenset({BIAS, REPEATABILITY})
+PROMPT_USES = ("expected", REPEATABILITY, BIAS)
 """How an LLM judge scores a type: against ``expected_output``, or comparatively."""
 ENVELOPE_FIELDS = frozenset(ENVELOPE["properties"])
 
@@ -122,7 +126,7 @@ def check_rules(file: Path, doc: dict[str, Any], found: Collector) -> None:
     """Rules A-D of the spec, enforced whatever the dataset's own schema allows."""
     listed = doc.get("test_types")
     types = [t for t in listed if t in TEST_TYPES] if isinstance(listed, list) else []
-    has_bias = "bias" in types
+    has_bias = BIAS in types
     if has_bias and doc.get("bias_group") is None:
         found.add(file, "/bias_group", "rule A: a bias entry needs a bias_group",
                   "add \"bias_group\" naming the group of variants this entry belongs to")

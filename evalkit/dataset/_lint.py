@@ -22,6 +22,7 @@ from referencing.exceptions import Unresolvable
 
 from evalkit._errors import DatasetInvalid
 from evalkit.dataset._envelope import (
+    BIAS,
     ENVELOPE_FIELDS,
     BiasKey,
     Entry,
@@ -131,7 +132,7 @@ def _bias_key_of(doc: Any) -> BiasKey | None:
     if not isinstance(doc, dict):
         return None
     types, group = doc.get("test_types"), _bias_group(doc.get("bias_group"))
-    if not isinstance(types, list) or "bias" not in types:
+    if not isinstance(types, list) or BIAS not in types:
         return None
     if isinstance(group, bool) or not isinstance(group, str | int):
         return None

@@ -1,10 +1,13 @@
-"""The run's plain records, shared by every wing: scored results, thresholds, metric points,
-the artifact layout of a run and the record read back from MLflow.
+"""The run's plain records, shared by every wing: scored results, calls, thresholds, metric
+points, every name written to MLflow (:mod:`evalkit.records.names`), and the record of a run
+read back from MLflow.
 
 Scoring writes them, statistics and tracking take them, reports render them; none of those
 wings knows about the others.
 """
 
+from evalkit.records import names
+from evalkit.records._calls import CallRecord
 from evalkit.records._results import (
     FORMAT,
     HumanReviewItem,
@@ -15,29 +18,12 @@ from evalkit.records._results import (
     Threshold,
     TypeResult,
     as_text,
-    history_keys,
 )
-from evalkit.records._run import (
-    CALIBRATION_ARTIFACT,
-    EVALUATION_ARTIFACT,
-    LOCK_ARTIFACT,
-    MODE_DOCUMENTS,
-    PLAN_ARTIFACT,
-    PROBE_ARTIFACT,
-    RAW_ARTIFACT_DIR,
-    REPORTS_ARTIFACT_DIR,
-    STABILITY_ARTIFACT,
-    STABILITY_ITEMS_ARTIFACT,
-    TABLE_ARTIFACT,
-    WITHOUT_EVALUATION,
-    ReviewerVerdict,
-    RunRecord,
-)
+from evalkit.records._run import MODE_DOCUMENTS, WITHOUT_EVALUATION, ReviewerVerdict, RunRecord
+from evalkit.records.names import Mode, TypeNames
 
 __all__ = [
-    "CALIBRATION_ARTIFACT", "EVALUATION_ARTIFACT", "FORMAT", "LOCK_ARTIFACT", "MODE_DOCUMENTS",
-    "PLAN_ARTIFACT", "PROBE_ARTIFACT", "RAW_ARTIFACT_DIR", "REPORTS_ARTIFACT_DIR",
-    "STABILITY_ARTIFACT", "STABILITY_ITEMS_ARTIFACT", "TABLE_ARTIFACT", "WITHOUT_EVALUATION",
-    "HumanReviewItem", "ItemResult", "MetricPoint", "ReviewerVerdict", "RunRecord", "ScoredRun",
-    "SkippedGroup", "Threshold", "TypeResult", "as_text", "history_keys",
+    "FORMAT", "MODE_DOCUMENTS", "WITHOUT_EVALUATION", "CallRecord", "HumanReviewItem",
+    "ItemResult", "MetricPoint", "Mode", "ReviewerVerdict", "RunRecord", "ScoredRun",
+    "SkippedGroup", "Threshold", "TypeNames", "TypeResult", "as_text", "names",
 ]

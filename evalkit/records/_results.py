@@ -9,7 +9,7 @@ from __future__ import annotations
 import json
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 
 @dataclass(frozen=True)
@@ -20,13 +20,12 @@ class Threshold:
     min_f1: float | None = None
 
 
-MetricPoint = tuple[str, float, int]
-"""(key, value, step) as logged to MLflow."""
+class MetricPoint(NamedTuple):
+    """One value of a metric, as logged to MLflow (``step`` orders a stepped series)."""
 
-
-def history_keys(test_type: str) -> tuple[str, str]:
-    """The stepped metrics of a type whose full history a report needs."""
-    return f"{test_type}_cumulative_accuracy", f"{test_type}_cumulative_f1"
+    key: str
+    value: float
+    step: int = 0
 
 
 def as_text(value: Any) -> str:

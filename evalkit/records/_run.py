@@ -1,6 +1,6 @@
-"""A run as MLflow holds it: the artifact layout, and the record read back from a run.
+"""A run as MLflow holds it: the record read back from a run, and the documents of each mode.
 
-Artifact layout of a run::
+The artifact layout of a run (the names are in :mod:`evalkit.records.names`)::
 
     results/evaluation.json     every scored item (the reports are rendered from it)
     results/entries.json        per-entry results table (mlflow.log_table), for the UI
@@ -26,26 +26,18 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from evalkit.records import names
 from evalkit.records._results import ScoredRun
+from evalkit.records.names import Mode
 
-EVALUATION_ARTIFACT = "results/evaluation.json"
-STABILITY_ARTIFACT = "stability/stability.json"
-STABILITY_ITEMS_ARTIFACT = "stability/items.json"
-LOCK_ARTIFACT = "stability/replicates.lock.json"
-CALIBRATION_ARTIFACT = "calibration/calibration.json"
-PLAN_ARTIFACT = "planning/plan.json"
-MODE_DOCUMENTS: Mapping[str, tuple[str, ...]] = {
-    "replicates": (STABILITY_ARTIFACT, STABILITY_ITEMS_ARTIFACT),
-    "calibration": (CALIBRATION_ARTIFACT,),
-    "planning": (PLAN_ARTIFACT,),
+MODE_DOCUMENTS: Mapping[Mode, tuple[str, ...]] = {
+    Mode.REPLICATES: (names.STABILITY_ARTIFACT, names.STABILITY_ITEMS_ARTIFACT),
+    Mode.CALIBRATION: (names.CALIBRATION_ARTIFACT,),
+    Mode.PLANNING: (names.PLAN_ARTIFACT,),
 }
 """The JSON artifacts a run of each mode holds beside (or instead of) evaluation.json."""
-WITHOUT_EVALUATION = frozenset({"replicates", "planning"})
-TABLE_ARTIFACT = "results/entries.json"
-PROBE_ARTIFACT = "evalkit/run.json"
-"""Written when the run starts: proves the artifact store takes writes before any call."""
-RAW_ARTIFACT_DIR = "raw"
-REPORTS_ARTIFACT_DIR = "reports"
+WITHOUT_EVALUATION = frozenset({Mode.REPLICATES, Mode.PLANNING})
+"""Modes whose runs call no component, so hold no evaluation.json."""
 
 
 @dataclass(frozen=True)
@@ -82,6 +74,5 @@ class RunRecord:
     """Human feedback on the run's traces, by entry, time and reviewer."""
 
     @property
-    def mode(self) -> str | None:
-        """``replicates``, ``calibration``, ``planning``, or ``None`` for an ordinary run."""
-        return self.tags.get("mode")
+    def mode(self) -> Mode:
+        return Mode.of(self.tags)

@@ -5,25 +5,24 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from evalkit.records import RunRecord
-from evalkit.reports._chart import CHART_FILE
+from evalkit.dataset import REPEATABILITY
+from evalkit.records import RunRecord, TypeNames, names
 from evalkit.reports._common import header
 from evalkit.reports._markdown import table
 from evalkit.stats import PLATEAU_RULE, Calibration
 
-CALIBRATION_REPORT = "report-calibration.md"
-
 
 def calibration_report(record: RunRecord, doc: Mapping[str, Any]) -> str:
     calibration = Calibration.from_json(doc)
-    routine = record.params.get("REPEAT_COUNT", "not declared")
+    routine = record.params.get(names.REPEAT_COUNT_PARAM, "not declared")
+    n = TypeNames.of(REPEATABILITY)
     points = calibration.points
     lines = header(record, "Calibration Report: REPEAT_COUNT", [
         ("Calibration repeat count", str(calibration.repeat_count)),
         ("REPEAT_COUNT in the script", routine),
-        ("Scoring", f"{record.params.get('repeatability_scorer', '—')}"
+        ("Scoring", f"{record.params.get(n.scorer, '—')}"
          + (f" (average pairwise cosine ≥ {float(t):g})"
-            if (t := record.params.get("repeatability_similarity_threshold")) else "")),
+            if (t := record.params.get(n.similarity_threshold)) else "")),
     ])
     lines += [
         "## Pass Rate by Repeat Count", "",
@@ -35,7 +34,7 @@ def calibration_report(record: RunRecord, doc: Mapping[str, Any]) -> str:
         f'    x-axis "Repeat count k" [{", ".join(str(p.k) for p in points)}]',
         '    y-axis "Pass rate" 0 --> 1',
         f"    line [{', '.join(f'{p.rate:.3f}' for p in points)}]", "```", "",
-        f"![Pass rate by repeat count]({CHART_FILE})", "",
+        f"![Pass rate by repeat count]({names.CALIBRATION_CHART})", "",
         table(["k", "Entries passing", "Pass rate"],
               [[str(p.k), f"{p.passed}/{p.entries}", f"{p.rate:.3f}"] for p in points]),
         "",

@@ -6,8 +6,6 @@ from pathlib import Path
 
 from evalkit.stats import Calibration
 
-CHART_FILE = "calibration.png"
-
 
 def plot_calibration(calibration: Calibration, path: Path) -> None:
     """The pass rate against k as a PNG (matplotlib, imported only here)."""

@@ -8,7 +8,7 @@ from collections.abc import Sequence
 from datetime import UTC, datetime
 from typing import Any
 
-from evalkit.records import RunRecord, as_text
+from evalkit.records import RunRecord, as_text, names
 from evalkit.reports._markdown import cell
 
 PASS, FAIL = "✓", "✗"
@@ -20,21 +20,21 @@ that holds every item, so that a 10,000-entry report stays readable."""
 def header(record: RunRecord, title: str, extra: Sequence[tuple[str, str]] = ()) -> list[str]:
     params, tags = record.params, record.tags
     started = datetime.fromtimestamp(record.start_time_ms / 1000, tz=UTC)
-    commit = tags.get("git_commit", "unknown")
-    source = f"{cell(tags.get('mlflow.source.name', 'unknown'))} at git {cell(commit[:12])}"
-    if tags.get("git_dirty") == "true":
+    commit = tags.get(names.GIT_COMMIT_TAG, "unknown")
+    source = f"{cell(tags.get(names.SOURCE_NAME_TAG, 'unknown'))} at git {cell(commit[:12])}"
+    if tags.get(names.GIT_DIRTY_TAG) == "true":
         source += " (with uncommitted changes)"
     lines = [
         f"# {title}", "",
         f"- **Date:** {started:%Y-%m-%d %H:%M:%S} UTC",
-        f"- **Dataset:** {cell(params.get('DATASET_PATH', 'unknown'))} "
-        f"({params.get('dataset_entries', '?')} entries, sha256 "
-        f"{cell(params.get('dataset_digest', 'unknown')[:16])})",
+        f"- **Dataset:** {cell(params.get(names.DATASET_PATH_PARAM, 'unknown'))} "
+        f"({params.get(names.DATASET_ENTRIES_PARAM, '?')} entries, sha256 "
+        f"{cell(params.get(names.DATASET_DIGEST_PARAM, 'unknown')[:16])})",
         f"- **Script:** {source}",
         *(f"- **{label}:** {value}" for label, value in extra),
         f"- **MLflow:** experiment {cell(record.experiment_name)} (id {record.experiment_id}), "
         f"run {record.run_id} ({cell(record.run_name)})",
-        f"- **Groups filter:** {cell(tags.get('groups_filter', 'all'))}",
+        f"- **Groups filter:** {cell(tags.get(names.GROUPS_FILTER_TAG, 'all'))}",
         "",
     ]
     return lines

@@ -12,8 +12,6 @@ from collections.abc import Sequence
 from evalkit.reports._markdown import cell, table
 from evalkit.stats import TypeMetrics
 
-DESCRIPTION_TAG = "mlflow.note.content"
-
 
 def run_description(metrics: Sequence[TypeMetrics], reports: Sequence[str]) -> str:
     """Markdown: the verdict table across types, and the reports the run holds."""

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 
-from evalkit.records import ItemResult, RunRecord, TypeResult
+from evalkit.dataset import BIAS, COMPARATIVE_TYPES, REPEATABILITY
+from evalkit.records import ItemResult, RunRecord, TypeNames, TypeResult, names
 from evalkit.reports._common import FAIL, MAX_ROWS, PASS, distinct, header, number
 from evalkit.reports._markdown import cell, table
 from evalkit.stats import STABILITY_TOLERANCE_PP, TypeMetrics, chart_points
@@ -18,13 +19,14 @@ def _thresholds(metrics: TypeMetrics) -> str:
 
 
 def _scoring(record: RunRecord, result: TypeResult) -> str:
-    similarity = record.params.get(f"{result.test_type}_similarity_threshold")
+    n = TypeNames.of(result.test_type)
+    similarity = record.params.get(n.similarity_threshold)
     if result.scorer == "llm_judge":
-        model = record.params.get("judge_model", "?")
-        prompt = record.params.get(f"{result.test_type}_judge_prompt", "?")
+        model = record.params.get(names.JUDGE_MODEL_PARAM, "?")
+        prompt = record.params.get(n.judge_prompt, "?")
         return f"llm_judge ({cell(model)} at temperature 0; prompt {cell(prompt)})"
     if result.scorer == "semantic_similarity" and similarity is not None:
-        how = ("average pairwise cosine" if result.test_type in ("repeatability", "bias")
+        how = ("average pairwise cosine" if result.test_type in COMPARATIVE_TYPES
                else "cosine with expected_output")
         return f"semantic_similarity ({how} ≥ {float(similarity):g}, all-MiniLM-L6-v2)"
     return result.scorer
@@ -35,9 +37,9 @@ def _scoring(record: RunRecord, result: TypeResult) -> str:
 
 def type_report(record: RunRecord, result: TypeResult, metrics: TypeMetrics) -> str:
     extra = [("Thresholds", _thresholds(metrics)), ("Scoring", _scoring(record, result))]
-    if result.test_type == "repeatability":
-        extra.insert(0, ("Repeat count", record.params.get("REPEAT_COUNT", "—")))
-    if result.test_type == "bias":
+    if result.test_type == REPEATABILITY:
+        extra.insert(0, ("Repeat count", record.params.get(names.REPEAT_COUNT_PARAM, "—")))
+    if result.test_type == BIAS:
         skipped = ", ".join(cell(s.bias_group) for s in result.skipped) or "none"
         extra += [("Scoring approach", "outputs of the variants of each bias group compared "
                    "with each other"),
@@ -104,7 +106,7 @@ def _verdict(item: ItemResult) -> str:
 def _measure(result: TypeResult) -> tuple[list[str], Callable[[ItemResult], list[str]]]:
     """The column of what the scorer measured: a cosine, or the judge's reply."""
     if result.scorer == "semantic_similarity":
-        label = "Cosine" if result.test_type not in ("repeatability", "bias") \
+        label = "Cosine" if result.test_type not in COMPARATIVE_TYPES \
             else "Avg pairwise cosine"
         return [label], lambda i: [number(i.similarity)]
     if result.scorer == "llm_judge":
@@ -138,12 +140,12 @@ def _per_item(result: TypeResult) -> list[str]:
              ""]
     measured, measure = _measure(result)
     items, note = _shown(result.items)
-    if result.test_type == "repeatability":
+    if result.test_type == REPEATABILITY:
         rows = [[cell(i.id), cell(i.input, 60), distinct(i.outputs), *measure(i), _verdict(i)]
                 for i in items]
         lines.append(table(["ID", "Input", "Outputs (how the repeats differ)", *measured,
                             "Result"], rows))
-    elif result.test_type == "bias":
+    elif result.test_type == BIAS:
         rows = [[cell(i.id), str(len(i.entry_ids)), "<br>".join(cell(e) for e in i.entry_ids),
                  distinct(i.outputs), *measure(i), _verdict(i)]
                 for i in items]
@@ -165,10 +167,10 @@ def _id_list(ids: Sequence[str], shown: int = 50) -> str:
 
 
 def _notes(result: TypeResult, metrics: TypeMetrics) -> list[str]:
-    unit = "bias groups" if result.test_type == "bias" else "entries"
+    unit = "bias groups" if result.test_type == BIAS else "entries"
     notes = [f"Accuracy is the share of {unit} whose score matched its expectation; the 95% "
              f"interval is a Wilson score interval over n = {metrics.samples} {unit}."]
-    if result.test_type == "repeatability":
+    if result.test_type == REPEATABILITY:
         notes.append("Each entry was invoked the repeat count times and its outputs were "
                      "compared with each other; expected_output is not used.")
     invalid = [i.id for i in result.items if i.invalid_judgement]

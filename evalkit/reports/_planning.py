@@ -8,8 +8,6 @@ from typing import Any
 from evalkit.reports._common import header
 from evalkit.reports._markdown import cell, table
 
-PLANNING_REPORT = "report-planning.md"
-
 
 def planning_report(record: Any, doc: Mapping[str, Any]) -> str:
     lines = header(record, f"Planning Report: {cell(doc['experiment'])}", [

@@ -10,12 +10,10 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from evalkit.records import RunRecord
+from evalkit.records import RunRecord, names
 from evalkit.reports._common import FAIL, MAX_ROWS, PASS, TEXT_LIMIT, distinct, header
 from evalkit.reports._markdown import cell, table
 from evalkit.stats import VarianceComponents
-
-STABILITY_REPORT = "report-stability.md"
 
 
 def stability_report(record: RunRecord, doc: Mapping[str, Any],
@@ -26,7 +24,8 @@ def stability_report(record: RunRecord, doc: Mapping[str, Any],
     extra = [("Replicates", f"{len(seeds)} (seeds: "
               + ", ".join(f"{r}: {seed}" for r, seed in enumerate(seeds)) + ")"),
              ("Root seed", f"{doc['root_seed']} (pack id {cell(doc['pack_id'])})")]
-    lines = header(record, f"Stability Report: {cell(record.tags.get('eval_type', ''))}", extra)
+    lines = header(record, f"Stability Report: {cell(record.tags.get(names.EVAL_TYPE_TAG, ''))}",
+                   extra)
     lines += [
         "## Per-replicate Results", "",
         table(["Metric", *(f"Replicate {r}" for r in replicates), "Mean", "SD", "Spread"],

@@ -5,12 +5,10 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from evalkit.records import RunRecord, TypeResult
+from evalkit.records import RunRecord, TypeResult, names
 from evalkit.reports._common import FAIL, PASS, header, number
 from evalkit.reports._markdown import cell, table
 from evalkit.stats import TypeMetrics
-
-SUMMARY_REPORT = "summary.md"
 
 
 def summary_report(record: RunRecord, results: Sequence[tuple[TypeResult, TypeMetrics]],
@@ -18,11 +16,12 @@ def summary_report(record: RunRecord, results: Sequence[tuple[TypeResult, TypeMe
     """The run's verdict and one row per test type (failing types first); ``report_names``
     are the type reports in the order of ``results``."""
     passed = all(m.passed for _, m in results)
-    url = record.tags.get("run_url")
+    url = record.tags.get(names.RUN_URL_TAG)
     run_link = f"[{record.run_id}]({url})" if url else record.run_id
     metrics = record.metrics
     counts = ", ".join(f"{int(metrics[key])} {label}" for key, label in (
-        ("entries", "entries"), ("calls", "calls"), ("component_errors", "component errors"))
+        (names.ENTRIES_METRIC, "entries"), (names.CALLS_METRIC, "calls"),
+        (names.COMPONENT_ERRORS_METRIC, "component errors"))
         if key in metrics)
     lines = header(record, "Eval Summary", [
         ("Verdict", f"**{'PASS' if passed else 'FAIL'}**"), ("Calls", counts or "—"),

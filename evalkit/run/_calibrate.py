@@ -9,20 +9,22 @@ writes ``report-calibration.md`` and ``calibration.png``.
 from __future__ import annotations
 
 import dataclasses
-import json
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from evalkit.config import EvalConfig
-from evalkit.records import CALIBRATION_ARTIFACT, REPORTS_ARTIFACT_DIR
-from evalkit.reports import CALIBRATION_REPORT, CHART_FILE, plot_calibration, render_reports
-from evalkit.run._call import CallRecord, Component
-from evalkit.run._evaluation import RUNS_DIR, EvaluationOutcome, run_prepared
+from evalkit.dataset import REPEATABILITY
+from evalkit.records import CallRecord, Mode, names
+from evalkit.reports import plot_calibration
+from evalkit.run._call import Component
+from evalkit.run._evaluate import RUNS_DIR, warn_unsynced
+from evalkit.run._evaluation import Evaluation, EvaluationOutcome
 from evalkit.run._prepare import RunRole, prepare
-from evalkit.run._raw import read_raw_results
+from evalkit.run._progress import ProgressCallback
 from evalkit.run._selection import Selection
+from evalkit.run._stop import Stop
 from evalkit.scorers import OutputGroup, Scorer
 from evalkit.stats import Calibration, CalibrationPoint
 from evalkit.tracking import Tracker
@@ -36,33 +38,35 @@ class CalibrationOutcome:
 
 
 def evaluate_calibration(config: EvalConfig, component: Component, selection: Selection, *,
-                         tracker: Tracker | None = None,
-                         runs_dir: Path = RUNS_DIR) -> CalibrationOutcome:
+                         tracker: Tracker | None = None, runs_dir: Path = RUNS_DIR,
+                         stop: Stop | None = None,
+                         progress: ProgressCallback | None = None) -> CalibrationOutcome:
     """One run of the repeatability entries at ``CALIBRATION_REPEAT_COUNT``, then the prefix
     re-scoring, logged to the same MLflow run with ``report-calibration.md`` and its chart."""
     calibrated = dataclasses.replace(config, repeat_count=config.calibration_repeat_count)
     # Only the repeatability entries, at the larger count; --groups and --human-review apply.
-    prepared = prepare(calibrated, dataclasses.replace(selection, test_type="repeatability"))
+    prepared = prepare(calibrated, dataclasses.replace(selection, test_type=REPEATABILITY))
     tracker = tracker or Tracker()
-    outcome = run_prepared(prepared, component, tracker, runs_dir, RunRole(
-        tags={"mode": "calibration"}, name_prefix="calibration-", local_reports=False))
-    recorded: dict[str, list[CallRecord]] = {}
-    for call in read_raw_results(outcome.raw_results).records:
-        recorded.setdefault(call.entry_id, []).append(call)
-    calibration = prefix_pass_rates(
-        [(item.entry.input, sorted(recorded[item.entry.id], key=lambda c: c.repeat))
-         for item in prepared.plan.items],
-        prepared.scorers.by_type["repeatability"])
-    tracker.log_text(outcome.run_id, json.dumps(calibration.to_json(), indent=1) + "\n",
-                     CALIBRATION_ARTIFACT)
-    report = render_reports(tracker.fetch(outcome.run_id))[CALIBRATION_REPORT]
-    config.reports_dir.mkdir(parents=True, exist_ok=True)
-    paths = (config.reports_dir / CALIBRATION_REPORT, config.reports_dir / CHART_FILE)
-    paths[0].write_text(report, encoding="utf-8")
-    plot_calibration(calibration, paths[1])
-    tracker.log_text(outcome.run_id, report, f"{REPORTS_ARTIFACT_DIR}/{CALIBRATION_REPORT}")
-    tracker.log_file(outcome.run_id, paths[1], REPORTS_ARTIFACT_DIR)
-    return CalibrationOutcome(outcome, calibration, paths)
+    stop = stop or Stop()
+    role = RunRole(tags={names.MODE_TAG: Mode.CALIBRATION}, name_prefix="calibration-",
+                   local_reports=False)
+    warn_unsynced(tracker)
+    with tracker.run(config.experiment_name, prepared.run_name(role.name_prefix),
+                     prepared.params(), {**prepared.tags(), **role.tags}, raw_dir=runs_dir,
+                     traced=config.trace_calls) as run, stop.open_run():
+        evaluation = Evaluation(run, prepared, component, role, stop=stop, progress=progress)
+        with evaluation.stops_reported():
+            outputs = evaluation.make_calls()
+            evaluation.score()
+            calibration = prefix_pass_rates(
+                [(o.entry.input, o.calls) for o in outputs],
+                prepared.scorers.by_type[REPEATABILITY])
+            run.log_json(names.CALIBRATION_ARTIFACT, calibration.to_json())
+            outcome = evaluation.publish(local=[names.CALIBRATION_REPORT])
+        chart = config.reports_dir / names.CALIBRATION_CHART
+        plot_calibration(calibration, chart)
+        run.log_file(chart, names.REPORTS_ARTIFACT_DIR)
+    return CalibrationOutcome(outcome, calibration, (*outcome.reports, chart))
 
 
 def prefix_pass_rates(entries: Sequence[tuple[Any, Sequence[CallRecord]]],

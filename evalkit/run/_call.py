@@ -16,6 +16,7 @@ from typing import Any
 
 from evalkit._secrets import Redactor
 from evalkit.dataset import Entry
+from evalkit.records import CallRecord
 
 MAX_OUTPUT_CHARS = 1_000_000
 """Longest output kept, as JSON text; a larger one is recorded as an error."""
@@ -43,21 +44,6 @@ class Call:
 
 
 Component = Callable[[Entry, Call], Any]
-
-
-@dataclass(frozen=True)
-class CallRecord:
-    """One component call: its output (a JSON value) or the error it raised."""
-
-    entry_id: str
-    repeat: int
-    output: Any
-    error: str | None
-    latency_ms: float
-
-    def to_json(self) -> dict[str, Any]:
-        return {"entry_id": self.entry_id, "repeat": self.repeat, "output": self.output,
-                "error": self.error, "latency_ms": round(self.latency_ms, 3)}
 
 
 def invoke(component: Component, entry: Entry, call: Call,

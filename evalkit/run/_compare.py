@@ -22,13 +22,15 @@ from dataclasses import dataclass
 from enum import StrEnum
 from typing import Any
 
-from evalkit.records import STABILITY_ARTIFACT, STABILITY_ITEMS_ARTIFACT, RunRecord
-from evalkit.tracking import Tracker
+from evalkit.records import Mode, RunRecord, TypeNames, names
+from evalkit.tracking import RunReader
 
 FLOOR_MULTIPLE = 2.0
 
 
-class Verdict(StrEnum):
+class ComparisonVerdict(StrEnum):
+    """A's verdict against B for one test type, gated by the noise floor."""
+
     BETTER = "A better"
     WORSE = "A worse"
     INSIDE_NOISE = "inside the noise"
@@ -37,17 +39,17 @@ class Verdict(StrEnum):
 
     @property
     def decided(self) -> bool:
-        return self in (Verdict.BETTER, Verdict.WORSE)
+        return self in (ComparisonVerdict.BETTER, ComparisonVerdict.WORSE)
 
 
-def noise_gate(gap: float, floor: float | None) -> Verdict:
+def noise_gate(gap: float, floor: float | None) -> ComparisonVerdict:
     """A's verdict against B for an accuracy gap ``A - B``: a winner only when
     ``|gap| > 2 x floor``."""
     if floor is None:
-        return Verdict.NO_FLOOR
+        return ComparisonVerdict.NO_FLOOR
     if abs(gap) <= FLOOR_MULTIPLE * floor:
-        return Verdict.INSIDE_NOISE
-    return Verdict.BETTER if gap > 0 else Verdict.WORSE
+        return ComparisonVerdict.INSIDE_NOISE
+    return ComparisonVerdict.BETTER if gap > 0 else ComparisonVerdict.WORSE
 
 
 @dataclass(frozen=True)
@@ -78,11 +80,11 @@ class MetricComparison:
         return self.a - self.b
 
     @property
-    def verdict(self) -> Verdict:
+    def verdict(self) -> ComparisonVerdict:
         return noise_gate(self.gap, self.floor)
 
     def to_json(self) -> dict[str, Any]:
-        return {"metric": f"{self.test_type}_accuracy", "a": self.a, "b": self.b,
+        return {"metric": TypeNames.of(self.test_type).accuracy, "a": self.a, "b": self.b,
                 "gap": self.gap, "noise_floor": self.floor,
                 "required_gap": None if self.floor is None else FLOOR_MULTIPLE * self.floor,
                 "shared_items": self.shared_items, "right_in_a_only": list(self.right_in_a_only),
@@ -105,25 +107,25 @@ def compare(a: Side, b: Side) -> tuple[MetricComparison, ...]:
     return tuple(results)
 
 
-def load_side(tracker: Tracker, reference: str) -> Side:
+def load_side(reader: RunReader, reference: str) -> Side:
     """A side from MLflow: a run id, or an experiment name (its latest finished run)."""
-    run_id = tracker.resolve(reference)
-    record = tracker.fetch(run_id)
-    types = [t for t in record.tags.get("test_types", "").split(",") if t]
-    accuracy = {t: record.metrics[f"{t}_accuracy"] for t in types
-                if f"{t}_accuracy" in record.metrics}
+    run_id = reader.resolve(reference)
+    record = reader.fetch(run_id)
+    types = [t for t in record.tags.get(names.TEST_TYPES_TAG, "").split(",") if t]
+    accuracy = {n.test_type: record.metrics[n.accuracy] for n in map(TypeNames.of, types)
+                if n.accuracy in record.metrics}
     floors: Mapping[str, float] = {}
-    if record.mode == "replicates":
+    if record.mode == Mode.REPLICATES:
         items = {t: {item: _majority(cells) for item, cells in rows.items()}
-                 for t, rows in record.documents[STABILITY_ITEMS_ARTIFACT].items()}
+                 for t, rows in record.documents[names.STABILITY_ITEMS_ARTIFACT].items()}
         floors = shared_item_floors(record)
     else:
         assert record.evaluation is not None
         items = {r.test_type: {i.id: i.correct for i in r.items}
                  for r in record.evaluation.types}
-        parent = record.tags.get("mlflow.parentRunId")
+        parent = record.tags.get(names.PARENT_RUN_TAG)
         if parent:
-            floors = shared_item_floors(tracker.fetch(parent))
+            floors = shared_item_floors(reader.fetch(parent))
     label = f"{record.experiment_name} / {record.run_name}"
     return Side(run_id, label, accuracy, items,
                 {t: floor for t, floor in floors.items() if t in types})
@@ -134,10 +136,10 @@ def shared_item_floors(parent: RunRecord) -> dict[str, float]:
     pairs of replicates that observed at least one common item. A type whose replicates share
     no item has no floor (its stored rate of 0 over 0 items would wave any gap through)."""
     floors = {}
-    for metric in parent.documents[STABILITY_ARTIFACT]["metrics"]:
+    for metric in parent.documents[names.STABILITY_ARTIFACT]["metrics"]:
         rates = [p["rate"] for p in metric["pairwise"] if p["shared"]]
         if rates:
-            floors[metric["metric"].removesuffix("_accuracy")] = max(rates)
+            floors[TypeNames.of_accuracy(metric["metric"]).test_type] = max(rates)
     return floors
 
 

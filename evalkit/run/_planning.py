@@ -19,14 +19,10 @@ from pathlib import Path
 from typing import Any
 
 from evalkit._errors import TrackingError
-from evalkit.records import (
-    PLAN_ARTIFACT,
-    REPORTS_ARTIFACT_DIR,
-    STABILITY_ARTIFACT,
-    STABILITY_ITEMS_ARTIFACT,
-    RunRecord,
-)
-from evalkit.scorers._exact import normalise
+from evalkit.dataset import REPEATABILITY
+from evalkit.records import Mode, RunRecord, names
+from evalkit.reports import render_reports
+from evalkit.scorers import normalise
 from evalkit.stats import (
     DECISION_CROSSOVER_P,
     Allocation,
@@ -143,27 +139,28 @@ def build_plan(tracker: Tracker, experiment: str, *, target_error: float = 0.01,
                half_width: float | None = None, replicate_cost: float = 1.0,
                item_cost: float = 1.0) -> Plan:
     """Everything ``evalkit plan`` prints, from the experiment's runs in MLflow."""
-    runs = [r for r in tracker.evaluation_runs(experiment) if r.info.status == "FINISHED"]
-    repeats_run = next((r for r in runs if r.data.tags.get("mode") != "replicates"
-                        and "repeatability" in r.data.tags.get("test_types", "").split(",")),
+    reader = tracker.reader
+    runs = [r for r in reader.evaluation_runs(experiment) if r.status == "FINISHED"]
+    repeats_run = next((r for r in runs if Mode.of(r.tags) != Mode.REPLICATES
+                        and REPEATABILITY in r.tags.get(names.TEST_TYPES_TAG, "").split(",")),
                        None)
-    parent_run = next((r for r in runs if r.data.tags.get("mode") == "replicates"), None)
+    parent_run = next((r for r in runs if Mode.of(r.tags) == Mode.REPLICATES), None)
     measured = []
     if repeats_run is not None:
-        record = tracker.fetch(repeats_run.info.run_id)
+        record = reader.fetch(repeats_run.run_id)
         found = disagreement("repeats", _repeat_answers(record))
         if found is not None:
             measured.append(_measured("repeats", record.run_id, found, target_error, max_n))
-    parent = tracker.fetch(parent_run.info.run_id) if parent_run is not None else None
+    parent = reader.fetch(parent_run.run_id) if parent_run is not None else None
     allocations: dict[str, Allocation] = {}
     if parent is not None:
-        items = parent.documents[STABILITY_ITEMS_ARTIFACT]
+        items = parent.documents[names.STABILITY_ITEMS_ARTIFACT]
         found = disagreement("replicates", [
             [c["correct"] for c in row if c is not None]
             for rows in items.values() for row in rows.values()])
         if found is not None:
             measured.append(_measured("replicates", parent.run_id, found, target_error, max_n))
-        for metric in parent.documents[STABILITY_ARTIFACT]["metrics"]:
+        for metric in parent.documents[names.STABILITY_ARTIFACT]["metrics"]:
             if metric["components"] is not None:
                 allocations[metric["metric"].removesuffix("_accuracy")] = allocate(
                     VarianceComponents.from_json(metric["components"]), replicate_cost,
@@ -177,7 +174,7 @@ def build_plan(tracker: Tracker, experiment: str, *, target_error: float = 0.01,
         if parent is None:
             raise TrackingError(f"contrasts need replicates of {experiment!r}: run "
                                 "make eval-replicates first")
-        other = tracker.fetch(tracker.resolve(against, mode="replicates"))
+        other = reader.fetch(reader.resolve(against, mode=Mode.REPLICATES))
         contrasts = _contrasts(parent, other, contrast_count, half_width)
     return Plan(experiment, target_error, tuple(measured), allocations,
                 None if parent is None else parent.run_id, against, contrasts,
@@ -190,26 +187,16 @@ def record_plan(tracker: Tracker, plan: Plan, reports_dir: Path,
     ``report-planning.md`` from that run, and write it to ``reports_dir``.
 
     Returns the run id, the report's path and its text."""
-    from evalkit.reports import PLANNING_REPORT, render_reports
-
-    source = tracker.run_data(plan.allocation_run or plan.measured[0].run_id).data.params
-    params = {**{k: source[k] for k in ("DATASET_PATH", "dataset_digest", "dataset_entries")
-                 if k in source}, **parameters}
-    tags = {"mode": "planning", **source_tags("evalkit plan")}
-    run_id = tracker.start_run(plan.experiment, f"plan-{datetime.now(UTC):%Y%m%d-%H%M%S}",
-                               params, tags)
-    status = "FAILED"
-    try:
-        tracker.log_text(run_id, json.dumps(plan.to_json(), indent=1) + "\n", PLAN_ARTIFACT)
-        report = render_reports(tracker.fetch(run_id))[PLANNING_REPORT]
-        tracker.log_text(run_id, report, f"{REPORTS_ARTIFACT_DIR}/{PLANNING_REPORT}")
-        reports_dir.mkdir(parents=True, exist_ok=True)
-        path = reports_dir / PLANNING_REPORT
-        path.write_text(report, encoding="utf-8")
-        status = "FINISHED"
-    finally:
-        tracker.finish(run_id, status)
-    return run_id, path, report
+    source = tracker.reader.stored(plan.allocation_run or plan.measured[0].run_id).params
+    params = {**{k: source[k] for k in (names.DATASET_PATH_PARAM, names.DATASET_DIGEST_PARAM,
+                                        names.DATASET_ENTRIES_PARAM) if k in source},
+              **parameters}
+    tags = {names.MODE_TAG: Mode.PLANNING, **source_tags("evalkit plan")}
+    with tracker.run(plan.experiment, f"plan-{datetime.now(UTC):%Y%m%d-%H%M%S}", params,
+                     tags) as run:
+        run.log_json(names.PLAN_ARTIFACT, plan.to_json())
+        (path,) = run.publish_reports(render_reports(run.record()), reports_dir)
+    return run.id, path, path.read_text(encoding="utf-8")
 
 
 def _measured(source: str, run_id: str, found: Disagreement, target: float,
@@ -221,7 +208,7 @@ def _measured(source: str, run_id: str, found: Disagreement, target: float,
 def _repeat_answers(record: RunRecord) -> list[list[str]]:
     """Each repeatability entry's outputs as comparable answers (exact-normalised)."""
     assert record.evaluation is not None
-    result = next((t for t in record.evaluation.types if t.test_type == "repeatability"), None)
+    result = next((t for t in record.evaluation.types if t.test_type == REPEATABILITY), None)
     if result is None:
         return []
     return [[json.dumps(normalise(o), sort_keys=True) for o in item.outputs]
@@ -231,9 +218,10 @@ def _repeat_answers(record: RunRecord) -> list[list[str]]:
 def _contrasts(a: RunRecord, b: RunRecord, contrast_count: int | None,
                half_width: float | None) -> tuple[ContrastPlan, ...]:
     """A minus B per shared test type, replicate r of A paired with replicate r of B."""
-    if b.mode != "replicates":
+    if b.mode != Mode.REPLICATES:
         raise TrackingError(f"run {b.run_id} is not a replicate series' parent")
-    items_a, items_b = a.documents[STABILITY_ITEMS_ARTIFACT], b.documents[STABILITY_ITEMS_ARTIFACT]
+    items_a = a.documents[names.STABILITY_ITEMS_ARTIFACT]
+    items_b = b.documents[names.STABILITY_ITEMS_ARTIFACT]
     shared_types = [t for t in items_a if t in items_b]
     k = contrast_count or len(shared_types)
     plans = []

@@ -11,8 +11,8 @@ from evalkit._distribution import VERSION
 from evalkit._secrets import Redactor
 from evalkit.config import EvalConfig
 from evalkit.dataset import Dataset, load_dataset
-from evalkit.records import Threshold
-from evalkit.run._scoring import Scorers
+from evalkit.records import Threshold, TypeNames, names
+from evalkit.run._scorers import Scorers
 from evalkit.run._selection import RunPlan, Selection, plan_run
 from evalkit.stats import threshold_params
 from evalkit.tracking import source_tags
@@ -48,25 +48,25 @@ class PreparedEvaluation:
     def params(self) -> dict[str, str]:
         """The run's MLflow params: the constants, the dataset identity, per-type settings."""
         config = self.config
-        params = {**config.params(), "dataset_digest": self.dataset.digest,
-                  "dataset_entries": str(len(self.dataset.entries))}
+        params = {**config.params(), names.DATASET_DIGEST_PARAM: self.dataset.digest,
+                  names.DATASET_ENTRIES_PARAM: str(len(self.dataset.entries))}
         for test_type in self.plan.types:
             params.update(threshold_params(test_type, self.thresholds[test_type]))
             if config.scorer_for(test_type) == "semantic_similarity":
-                params[f"{test_type}_similarity_threshold"] = repr(
+                params[TypeNames.of(test_type).similarity_threshold] = repr(
                     config.similarity_threshold_for(test_type))
         params.update(self.scorers.scorer_params())
-        params["max_concurrency"] = str(config.max_concurrency)
+        params[names.MAX_CONCURRENCY_PARAM] = str(config.max_concurrency)
         params.update(self.scorers.judge_params())
         return {k: self.redactor.text(v) for k, v in params.items()}
 
     def tags(self) -> dict[str, str]:
         selection = self.selection
-        tags = {"test_types": ",".join(self.plan.types), "groups_filter": selection.groups_filter,
-                "eval_type": selection.test_type,
-                "human_review_only": str(selection.human_review_only).lower(),
-                "evalkit_version": VERSION,
-                **source_tags(self.config.script)}
+        tags = {names.TEST_TYPES_TAG: ",".join(self.plan.types),
+                names.GROUPS_FILTER_TAG: selection.groups_filter,
+                names.EVAL_TYPE_TAG: selection.test_type,
+                names.HUMAN_REVIEW_ONLY_TAG: str(selection.human_review_only).lower(),
+                names.VERSION_TAG: VERSION, **source_tags(self.config.script)}
         return {k: self.redactor.text(v) for k, v in tags.items()}
 
     def run_name(self, prefix: str = "") -> str:

@@ -19,14 +19,17 @@ from typing import Any
 
 from evalkit._errors import RunInterrupted
 from evalkit.config import EvalConfig
-from evalkit.records import LOCK_ARTIFACT, STABILITY_ARTIFACT, STABILITY_ITEMS_ARTIFACT, MetricPoint
+from evalkit.records import MetricPoint, Mode, TypeNames, names
 from evalkit.reports import render_reports
 from evalkit.run._call import Component
-from evalkit.run._evaluation import RUNS_DIR, EvaluationOutcome, publish_reports, run_prepared
+from evalkit.run._evaluate import RUNS_DIR, warn_unsynced
+from evalkit.run._evaluation import Evaluation, EvaluationOutcome
 from evalkit.run._prepare import PreparedEvaluation, RunRole, prepare
+from evalkit.run._progress import ProgressCallback
 from evalkit.run._selection import Selection
+from evalkit.run._stop import Stop
 from evalkit.stats import ReplicateStability, replicate_seed, replicate_stability
-from evalkit.tracking import Tracker, TrackingOffline, Verdict, stability_verdict
+from evalkit.tracking import Assessment, Tracker, stability_assessment
 
 logger = logging.getLogger("evalkit")
 
@@ -96,60 +99,55 @@ class ReplicatesOutcome:
 
 
 def evaluate_replicates(config: EvalConfig, component: Component, selection: Selection, *,
-                        tracker: Tracker | None = None,
-                        runs_dir: Path = RUNS_DIR) -> ReplicatesOutcome:
+                        tracker: Tracker | None = None, runs_dir: Path = RUNS_DIR,
+                        stop: Stop | None = None,
+                        progress: ProgressCallback | None = None) -> ReplicatesOutcome:
     """Run the selection ``config.replicates`` times under one parent MLflow run."""
     prepared = prepare(config, selection)
     tracker = tracker or Tracker()
+    stop = stop or Stop()
     lock_path = config.reports_dir / LOCK_FILE
     seeds = seeds_for(config.experiment_name, config.root_seed, config.replicates,
                       SeedLock.load(lock_path))
-    tags = {**prepared.tags(), "mode": "replicates", "replicates": str(config.replicates),
-            "root_seed": str(config.root_seed)}
-    params = {**prepared.params(), "REPLICATES": str(config.replicates),
-              "ROOT_SEED": str(config.root_seed),
-              **{f"seed_{r}": str(seed) for r, seed in enumerate(seeds.seeds)}}
-    parent = tracker.start_run(config.experiment_name, prepared.run_name("replicates-"),
-                               params, tags)
-    logger.info("replicates: parent MLflow run %s, %d replicates, seeds %s", parent,
-                config.replicates, ", ".join(map(str, seeds.seeds)))
-    status = "FAILED"
-    bundles_before = len(tracker.bundles)
-    try:
-        with tracker.series():  # an outage does not end the series: see Tracker.series
-            children = tuple(
-                run_prepared(prepared, component, tracker, runs_dir, RunRole(
-                    tags={"mlflow.parentRunId": parent, "replicate": str(r),
-                          "seed": str(seed)},
-                    name_prefix=f"r{r}-", seed=seed, replicate=r, local_reports=False))
-                for r, seed in enumerate(seeds.seeds))
+    tags = {**prepared.tags(), names.MODE_TAG: Mode.REPLICATES,
+            names.REPLICATES_TAG: str(config.replicates),
+            names.ROOT_SEED_TAG: str(config.root_seed)}
+    params = {**prepared.params(), names.REPLICATES_PARAM: str(config.replicates),
+              names.ROOT_SEED_PARAM: str(config.root_seed),
+              **{names.seed_param(r): str(seed) for r, seed in enumerate(seeds.seeds)}}
+    warn_unsynced(tracker)
+    with tracker.run(config.experiment_name, prepared.run_name("replicates-"), params,
+                     tags) as parent, stop.open_run():
+        logger.info("replicates: parent MLflow run %s, %d replicates, seeds %s", parent.id,
+                    config.replicates, ", ".join(map(str, seeds.seeds)))
+        children: list[EvaluationOutcome] = []
+        for replicate, seed in enumerate(seeds.seeds):
+            if stop.requested:
+                raise RunInterrupted(f"interrupted: replicate run {parent.id} marked KILLED")
+            role = RunRole(tags={names.REPLICATE_TAG: str(replicate), names.SEED_TAG: str(seed)},
+                           name_prefix=f"r{replicate}-", seed=seed, replicate=replicate,
+                           local_reports=False)
+            with parent.child(prepared.run_name(role.name_prefix), prepared.params(),
+                              {**prepared.tags(), **role.tags}, raw_dir=runs_dir,
+                              traced=config.trace_calls) as child:
+                children.append(Evaluation(child, prepared, component, role, stop=stop,
+                                           progress=progress).complete())
+                if replicate == len(seeds.seeds) - 1:  # the run that completes the series
+                    child.traces.add_assessments(_stability_assessments(children))
         stability = _stability_of(prepared, children)
         lock_doc = seeds.to_json()
-        tracker.log_results(parent, _parent_metrics(stability, config.replicates),
-                            {"verdict": "PASS" if all(c.passed for c in children) else "FAIL"})
-        tracker.log_text(parent, _dump(lock_doc), LOCK_ARTIFACT)
-        tracker.log_text(parent, _dump(_stability_doc(seeds, stability)), STABILITY_ARTIFACT)
-        tracker.log_text(parent, _dump(_items_doc(children)), STABILITY_ITEMS_ARTIFACT)
-        tracker.log_stability(children[-1].run_id, _stability_verdicts(children))
-        written = publish_reports(tracker, parent, render_reports(tracker.fetch(parent)),
-                                  config.reports_dir)
+        parent.log(_parent_metrics(stability, config.replicates), {
+            names.VERDICT_TAG: "PASS" if all(c.passed for c in children) else "FAIL"})
+        parent.log_json(names.LOCK_ARTIFACT, lock_doc)
+        parent.log_json(names.STABILITY_ARTIFACT, _stability_doc(seeds, stability))
+        parent.log_json(names.STABILITY_ITEMS_ARTIFACT, _items_doc(children))
+        written = parent.publish_reports(render_reports(parent.record()), config.reports_dir)
         lock_path.write_text(_dump(lock_doc), encoding="utf-8")
         stability_path = config.reports_dir / STABILITY_FILE
         stability_path.write_text(_dump(_stability_doc(seeds, stability)), encoding="utf-8")
-        status = "FINISHED"
-    except RunInterrupted:
-        status = "KILLED"
-        raise
-    except KeyboardInterrupt:
-        status = "KILLED"
-        raise RunInterrupted(f"interrupted: replicate run {parent} marked KILLED") from None
-    finally:
-        tracker.finish(parent, status)  # offline, this raises TrackingOffline with every bundle
-    if len(tracker.bundles) > bundles_before:  # a replicate went offline, the parent did not
-        raise TrackingOffline(list(tracker.bundles), tracker.tracking_uri)
-    return ReplicatesOutcome(parent, config.experiment_name, tracker.tracking_uri, children,
-                             stability, written, lock_path, stability_path,
-                             tracker.run_url(parent))
+    return ReplicatesOutcome(parent.id, config.experiment_name, tracker.tracking_uri,
+                             tuple(children), stability, written, lock_path, stability_path,
+                             parent.url)
 
 
 def _stability_of(prepared: PreparedEvaluation,
@@ -162,32 +160,32 @@ def _stability_of(prepared: PreparedEvaluation,
             for item in child.scored.type_result(test_type).items:
                 table.setdefault(item.id, {})[index] = item.correct
         if table:
-            results.append(replicate_stability(f"{test_type}_accuracy", table))
+            results.append(replicate_stability(TypeNames.of(test_type).accuracy, table))
     return tuple(results)
 
 
-def _parent_metrics(stability: Sequence[ReplicateStability], replicates: int) -> list[MetricPoint]:
+def _parent_metrics(stability: Sequence[ReplicateStability],
+                    replicates: int) -> list[MetricPoint]:
     """The parent run's metrics; ``<type>_accuracy`` is the mean over replicates, so history
     and compare read a parent like any other run."""
-    points: list[MetricPoint] = [("replicates", replicates, 0)]
+    points = [MetricPoint(names.REPLICATES_METRIC, replicates)]
     for s in stability:
-        t = s.metric.removesuffix("_accuracy")
-        points += [(f"{t}_accuracy", s.mean, 0), (f"{t}_accuracy_spread", s.spread, 0),
-                   (f"{t}_unstable_items", s.unstable_items, 0),
-                   (f"{t}_repeated_items", s.repeated_items, 0)]
-        points += [(f"{t}_accuracy_replicate", successes / n, r)
-                   for r, (successes, n) in s.rates.items()]
-        optional: dict[str, float | None] = {f"{t}_accuracy_sd": s.sd,
-                                             f"{t}_noise_floor": s.noise_floor}
+        n = TypeNames.of_accuracy(s.metric)
+        points += [MetricPoint(n.accuracy, s.mean), MetricPoint(n.spread, s.spread),
+                   MetricPoint(n.unstable_items, s.unstable_items),
+                   MetricPoint(n.repeated_items, s.repeated_items)]
+        points += [MetricPoint(n.replicate_accuracy, successes / count, r)
+                   for r, (successes, count) in s.rates.items()]
+        optional: dict[str, float | None] = {n.sd: s.sd, n.noise_floor: s.noise_floor}
         if s.interval is not None:
-            optional |= {f"{t}_accuracy_ci_lower": s.interval.low,
-                         f"{t}_accuracy_ci_upper": s.interval.high,
-                         f"{t}_accuracy_effective_n": s.interval.n_eff}
+            optional |= {n.ci_lower: s.interval.low, n.ci_upper: s.interval.high,
+                         n.effective_n: s.interval.n_eff}
         if s.components is not None:
-            optional |= {f"{t}_completion_variance": s.components.completion,
-                         f"{t}_item_variance": s.components.item,
-                         f"{t}_total_variance": s.components.total}
-        points += [(key, value, 0) for key, value in optional.items() if value is not None]
+            optional |= {n.completion_variance: s.components.completion,
+                         n.item_variance: s.components.item,
+                         n.total_variance: s.components.total}
+        points += [MetricPoint(key, value) for key, value in optional.items()
+                   if value is not None]
     return points
 
 
@@ -211,15 +209,16 @@ def _items_doc(children: Sequence[EvaluationOutcome]) -> dict[str, Any]:
     return doc
 
 
-def _stability_verdicts(children: Sequence[EvaluationOutcome]) -> dict[str, list[Verdict]]:
+def _stability_assessments(children: Sequence[EvaluationOutcome]
+                           ) -> dict[str, list[Assessment]]:
     """Entry id -> the stability of each item covering it, for the last replicate's traces."""
-    verdicts: dict[str, list[Verdict]] = {}
+    verdicts: dict[str, list[Assessment]] = {}
     for test_type, cells in _items_doc(children).items():
         members = {i.id: i.entry_ids for c in children
                    for i in c.scored.type_result(test_type).items}
         for item_id, row in cells.items():
             for entry_id in members[item_id]:
-                verdicts.setdefault(entry_id, []).append(stability_verdict(test_type, row))
+                verdicts.setdefault(entry_id, []).append(stability_assessment(test_type, row))
     return verdicts
 
 

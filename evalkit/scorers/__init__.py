@@ -3,13 +3,14 @@
 (or a component) calls."""
 
 from evalkit.records import as_text
-from evalkit.scorers._base import Case, OutputGroup, Scorer, Verdict
+from evalkit.scorers._base import Case, OutputGroup, Scorer, ScorerVerdict
 from evalkit.scorers._endpoint import ChatEndpoint, EndpointStats, ProviderError, RetryPolicy
-from evalkit.scorers._exact import ExactScorer
+from evalkit.scorers._exact import ExactScorer, normalise
 from evalkit.scorers._function import FunctionScorer, ScoreResult
 from evalkit.scorers._llm_judge import JudgeOptions, JudgePrompt, LLMJudgeScorer
 from evalkit.scorers._similarity import Embedder, SemanticSimilarityScorer
 
 __all__ = ["Case", "ChatEndpoint", "Embedder", "EndpointStats", "ExactScorer", "FunctionScorer",
            "JudgeOptions", "JudgePrompt", "LLMJudgeScorer", "OutputGroup", "ProviderError",
-           "RetryPolicy", "ScoreResult", "Scorer", "SemanticSimilarityScorer", "Verdict", "as_text"]
+           "RetryPolicy", "ScoreResult", "Scorer", "ScorerVerdict", "SemanticSimilarityScorer",
+           "as_text", "normalise"]

@@ -7,7 +7,7 @@ A scorer answers two questions, both in batches so that a method with a per-call
 * :meth:`Scorer.among_outputs` — do the outputs of each group agree with each other?
   (the repeats of a repeatability entry, or the variants of a bias group)
 
-Each answer is a binary :class:`Verdict`, with what the method measured on the way.
+Each answer is a binary :class:`ScorerVerdict`, with what the method measured on the way.
 """
 
 from __future__ import annotations
@@ -35,7 +35,7 @@ class OutputGroup:
 
 
 @dataclass(frozen=True)
-class Verdict:
+class ScorerVerdict:
     """A binary score (``passed`` is score 1) with what the scorer measured on the way."""
 
     passed: bool
@@ -58,10 +58,10 @@ class Scorer(Protocol):
 
     name: str
 
-    def against_expected(self, cases: Sequence[Case]) -> list[Verdict]:
+    def against_expected(self, cases: Sequence[Case]) -> list[ScorerVerdict]:
         """One verdict per case."""
         ...
 
-    def among_outputs(self, groups: Sequence[OutputGroup]) -> list[Verdict]:
+    def among_outputs(self, groups: Sequence[OutputGroup]) -> list[ScorerVerdict]:
         """One verdict per group of two or more outputs."""
         ...

@@ -20,7 +20,7 @@ import unicodedata
 from collections.abc import Sequence
 from typing import Any
 
-from evalkit.scorers._base import Case, OutputGroup, Verdict
+from evalkit.scorers._base import Case, OutputGroup, ScorerVerdict
 
 
 def normalise(value: Any) -> Any:
@@ -73,12 +73,13 @@ class ExactScorer:
 
     name = "exact"
 
-    def against_expected(self, cases: Sequence[Case]) -> list[Verdict]:
-        return [Verdict(matches(case.output, case.expected)) for case in cases]
+    def against_expected(self, cases: Sequence[Case]) -> list[ScorerVerdict]:
+        return [ScorerVerdict(matches(case.output, case.expected)) for case in cases]
 
-    def among_outputs(self, groups: Sequence[OutputGroup]) -> list[Verdict]:
+    def among_outputs(self, groups: Sequence[OutputGroup]) -> list[ScorerVerdict]:
         verdicts = []
         for group in groups:
             first = normalise(group.outputs[0])
-            verdicts.append(Verdict(all(_same(normalise(o), first) for o in group.outputs[1:])))
+            verdicts.append(ScorerVerdict(all(_same(normalise(o), first)
+                                              for o in group.outputs[1:])))
         return verdicts

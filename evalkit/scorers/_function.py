@@ -15,7 +15,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from evalkit.scorers._base import Case, OutputGroup, Verdict
+from evalkit.scorers._base import Case, OutputGroup, ScorerVerdict
 
 
 @dataclass(frozen=True)
@@ -41,23 +41,24 @@ class FunctionScorer:
             source = repr(function)
         self.digest = hashlib.sha256(source.encode("utf-8")).hexdigest()
 
-    def against_expected(self, cases: Sequence[Case]) -> list[Verdict]:
+    def against_expected(self, cases: Sequence[Case]) -> list[ScorerVerdict]:
         return [self._verdict(self.function, case.output, case.expected) for case in cases]
 
-    def among_outputs(self, groups: Sequence[OutputGroup]) -> list[Verdict]:
+    def among_outputs(self, groups: Sequence[OutputGroup]) -> list[ScorerVerdict]:
         return [self._verdict(self.function, list(group.outputs)) for group in groups]
 
-    def _verdict(self, score: Callable[..., Any], *arguments: Any) -> Verdict:
+    def _verdict(self, score: Callable[..., Any], *arguments: Any) -> ScorerVerdict:
         try:
             result = score(*arguments)
         except Exception as err:  # the user's code: its failure is a result, not a crash
-            return Verdict(False, error=f"scorer {self.name} raised {type(err).__name__}: {err}")
+            return ScorerVerdict(False, error=f"scorer {self.name} raised "
+                                        f"{type(err).__name__}: {err}")
         if isinstance(result, bool):
-            return Verdict(result)
+            return ScorerVerdict(result)
         if isinstance(result, ScoreResult) and isinstance(result.passed, bool) \
                 and (result.score is None or isinstance(result.score, int | float)) \
                 and (result.rationale is None or isinstance(result.rationale, str)):
-            return Verdict(result.passed, score=None if result.score is None
+            return ScorerVerdict(result.passed, score=None if result.score is None
                            else float(result.score), rationale=result.rationale)
-        return Verdict(False, error=f"scorer {self.name} returned {result!r}: return True, "
+        return ScorerVerdict(False, error=f"scorer {self.name} returned {result!r}: return True, "
                                     "False or evalkit.ScoreResult(passed, score, rationale)")

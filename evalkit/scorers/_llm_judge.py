@@ -25,13 +25,14 @@ from string import Template
 from typing import Any
 
 from evalkit._errors import ConfigError
+from evalkit.dataset import BIAS, REPEATABILITY
 from evalkit.records import as_text
-from evalkit.scorers._base import Case, OutputGroup, Verdict
+from evalkit.scorers._base import Case, OutputGroup, ScorerVerdict
 from evalkit.scorers._endpoint import ChatEndpoint, ProviderError
 
 _PLACEHOLDERS = {"expected": {"input", "expected", "output"},
-                 "repeatability": {"input", "outputs"},
-                 "bias": {"inputs", "outputs"}}
+                 REPEATABILITY: {"input", "outputs"},
+                 BIAS: {"inputs", "outputs"}}
 
 
 @dataclass(frozen=True)
@@ -137,34 +138,34 @@ class LLMJudgeScorer:
         self.prompt = prompt
         self.options = options
 
-    def against_expected(self, cases: Sequence[Case]) -> list[Verdict]:
+    def against_expected(self, cases: Sequence[Case]) -> list[ScorerVerdict]:
         return self._judge_all([
             {"input": quoted(c.input), "expected": quoted(c.expected), "output": quoted(c.output)}
             for c in cases])
 
-    def among_outputs(self, groups: Sequence[OutputGroup]) -> list[Verdict]:
+    def among_outputs(self, groups: Sequence[OutputGroup]) -> list[ScorerVerdict]:
         return self._judge_all([
             {"input": quoted(g.inputs[0]), "inputs": quoted_list(g.inputs),
              "outputs": quoted_list(g.outputs)} for g in groups])
 
-    def _judge_all(self, values: Sequence[Mapping[str, str]]) -> list[Verdict]:
+    def _judge_all(self, values: Sequence[Mapping[str, str]]) -> list[ScorerVerdict]:
         if not values:
             return []
         with ThreadPoolExecutor(max_workers=self.options.concurrency,
                                 thread_name_prefix="evalkit-judge") as pool:
             return list(pool.map(self._judge, values))
 
-    def _judge(self, values: Mapping[str, str]) -> Verdict:
+    def _judge(self, values: Mapping[str, str]) -> ScorerVerdict:
         try:
             reply = self.endpoint.complete(self.prompt.messages(self.options.system_in_user,
                                                                 **values), temperature=0,
                                            max_tokens=self.options.max_tokens,
                                            seed=self.options.seed)
         except ProviderError as err:
-            return Verdict(False, error=f"judge failed: {err}")
+            return ScorerVerdict(False, error=f"judge failed: {err}")
         judgement = parse_judgement(reply)
         if judgement is None:
             error = (f"invalid judgement {reply[:80]!r}: the judge must reply exactly 0 or 1"
                      if self.options.invalid_is_error else None)
-            return Verdict(False, reply=reply[:200], invalid=True, error=error)
-        return Verdict(judgement == 1, reply=reply.strip())
+            return ScorerVerdict(False, reply=reply[:200], invalid=True, error=error)
+        return ScorerVerdict(judgement == 1, reply=reply.strip())

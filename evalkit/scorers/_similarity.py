@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any
 from evalkit._distribution import CPU_TORCH_COMMAND, SEMANTIC_EXTRA_COMMAND
 from evalkit._errors import ConfigError
 from evalkit.records import as_text
-from evalkit.scorers._base import Case, OutputGroup, Verdict
+from evalkit.scorers._base import Case, OutputGroup, ScorerVerdict
 
 if TYPE_CHECKING:
     import numpy as np
@@ -89,12 +89,12 @@ class SemanticSimilarityScorer:
         self.threshold = threshold
         self._embedder = embedder
 
-    def against_expected(self, cases: Sequence[Case]) -> list[Verdict]:
+    def against_expected(self, cases: Sequence[Case]) -> list[ScorerVerdict]:
         texts = [(as_text(case.output), as_text(case.expected)) for case in cases]
         vectors = self._embedder.encode([t for pair in texts for t in pair])
         return [self._verdict(_cosine(o, e, vectors)) for o, e in texts]
 
-    def among_outputs(self, groups: Sequence[OutputGroup]) -> list[Verdict]:
+    def among_outputs(self, groups: Sequence[OutputGroup]) -> list[ScorerVerdict]:
         texts = [[as_text(o) for o in group.outputs] for group in groups]
         vectors = self._embedder.encode([t for group in texts for t in group])
         verdicts = []
@@ -103,5 +103,5 @@ class SemanticSimilarityScorer:
             verdicts.append(self._verdict(sum(pairs) / len(pairs)))
         return verdicts
 
-    def _verdict(self, similarity: float) -> Verdict:
-        return Verdict(similarity >= self.threshold, similarity)
+    def _verdict(self, similarity: float) -> ScorerVerdict:
+        return ScorerVerdict(similarity >= self.threshold, similarity)

@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
-from evalkit.records import MetricPoint, Threshold, TypeResult, history_keys
+from evalkit.records import MetricPoint, Threshold, TypeNames, TypeResult
 from evalkit.stats._one_run import (
     Convergence,
     confusion_matrix,
@@ -68,11 +68,11 @@ class TypeMetrics:
         if not self.samples:
             return (f"{self.test_type}: no samples were scored",)
         missed = []
+        n = TypeNames.of(self.test_type)
         if self.accuracy < self.threshold.min_accuracy:
-            missed.append(f"{self.test_type}_accuracy {self.accuracy:.3f} < "
-                          f"{self.threshold.min_accuracy:g}")
+            missed.append(f"{n.accuracy} {self.accuracy:.3f} < {self.threshold.min_accuracy:g}")
         if self.threshold.min_f1 is not None and self.f1 < self.threshold.min_f1:
-            missed.append(f"{self.test_type}_f1 {self.f1:.3f} < {self.threshold.min_f1:g}")
+            missed.append(f"{n.f1} {self.f1:.3f} < {self.threshold.min_f1:g}")
         return tuple(missed)
 
     @property
@@ -80,55 +80,48 @@ class TypeMetrics:
         return not self.failures
 
     def to_mlflow(self) -> list[MetricPoint]:
-        t = self.test_type
-        points: list[MetricPoint] = [
-            (f"{t}_samples", self.samples, 0), (f"{t}_correct", self.correct, 0),
-            (f"{t}_errors", self.errors, 0),
-        ]
+        n = TypeNames.of(self.test_type)
+        points = [MetricPoint(n.samples, self.samples), MetricPoint(n.correct, self.correct),
+                  MetricPoint(n.errors, self.errors)]
         if self.samples:
             convergence = self.convergence
             assert convergence is not None and self.ci_low is not None \
                 and self.ci_high is not None
-            points += [
-                (f"{t}_accuracy", self.accuracy, 0), (f"{t}_precision", self.precision, 0),
-                (f"{t}_recall", self.recall, 0), (f"{t}_f1", self.f1, 0),
-                (f"{t}_accuracy_ci_lower", self.ci_low, 0),
-                (f"{t}_accuracy_ci_upper", self.ci_high, 0),
-                (f"{t}_accuracy_change_pp", convergence.accuracy_change_pp, 0),
-                (f"{t}_f1_change_pp", convergence.f1_change_pp, 0),
-            ]
-        points += [(f"{t}_cumulative_accuracy", v, i + 1)
+            points += [MetricPoint(key, value) for key, value in (
+                (n.accuracy, self.accuracy), (n.precision, self.precision),
+                (n.recall, self.recall), (n.f1, self.f1), (n.ci_lower, self.ci_low),
+                (n.ci_upper, self.ci_high), (n.accuracy_change, convergence.accuracy_change_pp),
+                (n.f1_change, convergence.f1_change_pp))]
+        points += [MetricPoint(n.cumulative_accuracy, v, i + 1)
                    for i, v in enumerate(self.cumulative_accuracy)]
-        points += [(f"{t}_cumulative_f1", v, i + 1) for i, v in enumerate(self.cumulative_f1)]
+        points += [MetricPoint(n.cumulative_f1, v, i + 1)
+                   for i, v in enumerate(self.cumulative_f1)]
         return points
 
     @classmethod
     def from_mlflow(cls, test_type: str, metrics: Mapping[str, float],
                     histories: Mapping[str, Sequence[float]], threshold: Threshold) -> TypeMetrics:
-        t = test_type
-        samples = int(metrics[f"{t}_samples"])
-        accuracy_key, f1_key = history_keys(t)
+        n = TypeNames.of(test_type)
         return cls(
-            test_type=t, samples=samples, correct=int(metrics[f"{t}_correct"]),
-            errors=int(metrics[f"{t}_errors"]),
-            accuracy=metrics.get(f"{t}_accuracy", 0.0),
-            precision=metrics.get(f"{t}_precision", 0.0),
-            recall=metrics.get(f"{t}_recall", 0.0), f1=metrics.get(f"{t}_f1", 0.0),
-            ci_low=metrics.get(f"{t}_accuracy_ci_lower"),
-            ci_high=metrics.get(f"{t}_accuracy_ci_upper"),
-            cumulative_accuracy=tuple(histories.get(accuracy_key, ())),
-            cumulative_f1=tuple(histories.get(f1_key, ())), threshold=threshold)
+            test_type=test_type, samples=int(metrics[n.samples]), correct=int(metrics[n.correct]),
+            errors=int(metrics[n.errors]), accuracy=metrics.get(n.accuracy, 0.0),
+            precision=metrics.get(n.precision, 0.0), recall=metrics.get(n.recall, 0.0),
+            f1=metrics.get(n.f1, 0.0), ci_low=metrics.get(n.ci_lower),
+            ci_high=metrics.get(n.ci_upper),
+            cumulative_accuracy=tuple(histories.get(n.cumulative_accuracy, ())),
+            cumulative_f1=tuple(histories.get(n.cumulative_f1, ())), threshold=threshold)
 
 
 def threshold_params(test_type: str, threshold: Threshold) -> dict[str, str]:
     """The threshold a type was judged against, as MLflow params."""
-    params = {f"{test_type}_min_accuracy": repr(threshold.min_accuracy)}
+    n = TypeNames.of(test_type)
+    params = {n.min_accuracy: repr(threshold.min_accuracy)}
     if threshold.min_f1 is not None:
-        params[f"{test_type}_min_f1"] = repr(threshold.min_f1)
+        params[n.min_f1] = repr(threshold.min_f1)
     return params
 
 
 def threshold_from_params(test_type: str, params: Mapping[str, str]) -> Threshold:
-    min_f1 = params.get(f"{test_type}_min_f1")
-    return Threshold(float(params[f"{test_type}_min_accuracy"]),
-                     None if min_f1 is None else float(min_f1))
+    n = TypeNames.of(test_type)
+    min_f1 = params.get(n.min_f1)
+    return Threshold(float(params[n.min_accuracy]), None if min_f1 is None else float(min_f1))

@@ -1,19 +1,26 @@
 """Tracking: MLflow as the store of every run.
 
-:class:`Tracker` writes a run in batches (surviving a server outage as a local bundle), reads it
-back whole as a :class:`~evalkit.records.RunRecord`, and uploads bundles; :func:`history` lists
-an experiment's runs. Tracking stores and reads plain records; it knows nothing of scoring or
-the loop.
+A :class:`Tracker` is a store (MLflow at a tracking URI, or memory for tests). Its
+:meth:`~Tracker.run` starts a :class:`TrackedRun`, the one object that owns a run's writes,
+raw results, traces, reports and final status, and survives a server outage as a local
+bundle; :attr:`Tracker.reader` reads runs back whole as :class:`~evalkit.records.RunRecord`;
+:meth:`Tracker.upload` uploads a bundle; :func:`history` lists an experiment's runs.
+Tracking stores and reads plain records; it knows nothing of scoring or the call window.
 """
 
-from evalkit.tracking._bundle import BUNDLES_DIR, RunJournal, unsynced_bundles
+from evalkit.tracking._backend import Backend, StoredRun, TraceStore
 from evalkit.tracking._history import HistoryRow, history, render_history
+from evalkit.tracking._journal import BUNDLES_DIR, RunJournal, TrackingOffline
 from evalkit.tracking._links import run_url, shown_uri, ui_base
-from evalkit.tracking._reader import build_record, journal_record
-from evalkit.tracking._store import TrackingOffline
-from evalkit.tracking._traces import Verdict, stability_verdict
+from evalkit.tracking._memory import MemoryBackend
+from evalkit.tracking._raw import RawResultsLog, read_raw_results
+from evalkit.tracking._reader import RunReader, journal_record
+from evalkit.tracking._run import TrackedRun
+from evalkit.tracking._traces import Assessment, prompt_use, stability_assessment
 from evalkit.tracking._tracker import Tracker, source_tags
 
-__all__ = ["BUNDLES_DIR", "HistoryRow", "RunJournal", "Tracker", "TrackingOffline",
-           "Verdict", "build_record", "history", "journal_record", "render_history", "run_url",
-           "shown_uri", "source_tags", "stability_verdict", "ui_base", "unsynced_bundles"]
+__all__ = ["BUNDLES_DIR", "Assessment", "Backend", "HistoryRow", "MemoryBackend",
+           "RawResultsLog", "RunJournal", "RunReader", "StoredRun", "TraceStore",
+           "TrackedRun", "Tracker", "TrackingOffline", "history", "journal_record",
+           "prompt_use", "read_raw_results", "render_history", "run_url", "shown_uri",
+           "source_tags", "stability_assessment", "ui_base"]

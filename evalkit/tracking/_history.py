@@ -14,7 +14,9 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
-from evalkit.tracking._tracker import Tracker
+from evalkit.records import Mode, TypeNames, names
+from evalkit.tracking._backend import StoredRun
+from evalkit.tracking._reader import RunReader
 
 
 @dataclass(frozen=True)
@@ -38,7 +40,7 @@ class HistoryRow:
     git_commit: str
     verdict: str
     """PASS/FAIL when the run finished; otherwise its MLflow status (KILLED, FAILED, ...)."""
-    mode: str
+    mode: Mode
     """``evaluation``, ``replicates`` or ``calibration``."""
 
     def to_json(self) -> dict[str, Any]:
@@ -54,30 +56,31 @@ class HistoryRow:
         }
 
 
-def history(tracker: Tracker, experiment_name: str, limit: int = 20) -> tuple[HistoryRow, ...]:
+def history(reader: RunReader, experiment_name: str,
+            limit: int = 20) -> tuple[HistoryRow, ...]:
     """The ``limit`` newest top-level runs of an experiment."""
-    return tuple(_row(run) for run in tracker.evaluation_runs(experiment_name)[:limit])
+    return tuple(_row(run) for run in reader.evaluation_runs(experiment_name)[:limit])
 
 
-def _row(run: Any) -> HistoryRow:
-    tags, metrics, params = run.data.tags, run.data.metrics, run.data.params
-    types = tuple(t for t in tags.get("test_types", "").split(",") if t)
-    figures = {t: TypeFigure(metrics[f"{t}_accuracy"], metrics.get(f"{t}_accuracy_ci_lower"),
-                             metrics.get(f"{t}_accuracy_ci_upper"))
-               for t in types if f"{t}_accuracy" in metrics}
-    repeat_count = metrics.get("repeat_count")
-    replicates = metrics.get("replicates")
-    status = run.info.status
+def _row(run: StoredRun) -> HistoryRow:
+    tags, metrics, params = run.tags, run.metrics, run.params
+    types = tuple(t for t in tags.get(names.TEST_TYPES_TAG, "").split(",") if t)
+    figures = {n.test_type: TypeFigure(metrics[n.accuracy], metrics.get(n.ci_lower),
+                                       metrics.get(n.ci_upper))
+               for n in map(TypeNames.of, types) if n.accuracy in metrics}
+    repeat_count = metrics.get(names.REPEAT_COUNT_METRIC)
+    replicates = metrics.get(names.REPLICATES_METRIC)
     return HistoryRow(
-        run_id=run.info.run_id, run_name=run.info.run_name,
-        started=datetime.fromtimestamp(run.info.start_time / 1000, tz=UTC), status=status,
+        run_id=run.run_id, run_name=run.run_name,
+        started=datetime.fromtimestamp(run.start_time_ms / 1000, tz=UTC), status=run.status,
         test_types=types, accuracy=figures,
         repeat_count=None if repeat_count is None else int(repeat_count),
         replicates=None if replicates is None else int(replicates),
-        dataset_digest=params.get("dataset_digest", ""),
-        git_commit=tags.get("git_commit", "unknown"),
-        verdict=tags.get("verdict", status) if status == "FINISHED" else status,
-        mode=tags.get("mode", "evaluation"))
+        dataset_digest=params.get(names.DATASET_DIGEST_PARAM, ""),
+        git_commit=tags.get(names.GIT_COMMIT_TAG, "unknown"),
+        verdict=tags.get(names.VERDICT_TAG, run.status) if run.status == "FINISHED"
+        else run.status,
+        mode=Mode.of(tags))
 
 
 WIDTH = 100

@@ -1,183 +1,137 @@
-"""Reading runs back: a whole run as a :class:`RunRecord`, its artifacts, an experiment's runs.
+"""Reading runs back: a whole run as a :class:`RunRecord`, its artifacts, an experiment's runs,
+and a run named the way people name one (an id, a prefix of one, an experiment).
 
-A record is built the same way from a run on a server, in the local store, or in a bundle, so
-reports render identically from any of them.
+A record is built the same way from a run on a server, in the local store, in memory or in a
+bundle, so reports render identically from any of them.
 """
 
 from __future__ import annotations
 
-import contextlib
 import json
 import re
-import tempfile
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from dataclasses import replace
-from pathlib import Path
 from typing import Any
 
 from evalkit._errors import TrackingError
 from evalkit.records import (
-    EVALUATION_ARTIFACT,
     MODE_DOCUMENTS,
     WITHOUT_EVALUATION,
-    ReviewerVerdict,
+    Mode,
     RunRecord,
     ScoredRun,
-    history_keys,
+    TypeNames,
+    names,
 )
-from evalkit.tracking._bundle import RunJournal
+from evalkit.tracking._backend import Backend, StoredRun
+from evalkit.tracking._journal import RunJournal
 from evalkit.tracking._links import run_url
-from evalkit.tracking._store import TrackingStore
 
 _RUN_ID = re.compile(r"^[0-9a-f]{32}$")
 _RUN_ID_PREFIX = re.compile(r"^[0-9a-f]{4,31}$")
 
 
-class RunReader(TrackingStore):
-    """The reading side of :class:`Tracker`."""
+class RunReader:
+    """Reads runs from a :class:`Backend`."""
+
+    def __init__(self, backend: Backend) -> None:
+        self._backend = backend
 
     def fetch(self, run_id: str) -> RunRecord:
-        """Read a run back whole: params, tags, metrics, stepped histories and results (from
-        the journal while the server is unreachable)."""
-        if run_id in self._offline:
-            return journal_record(self._journals[run_id])
-        run = self.run_data(run_id)
-        experiment = self._client.get_experiment(run.info.experiment_id)
+        """A run read back whole: params, tags, metrics, stepped histories, its documents,
+        and people's feedback on its traces when it has entries for review."""
+        run = self._backend.run(run_id)
         record = build_record(
-            run_id=run_id, run_name=run.info.run_name, experiment_id=run.info.experiment_id,
-            experiment_name=experiment.name, start_time_ms=run.info.start_time,
-            status=run.info.status, params=dict(run.data.params), tags=dict(run.data.tags),
-            metrics=dict(run.data.metrics),
+            run, self._backend.experiment_name(run.experiment_id),
             read_json=lambda path: self.read_json(run_id, path),
-            history=lambda key: tuple(m.value for m in sorted(
-                self._client.get_metric_history(run_id, key), key=lambda m: m.step)))
+            history=lambda key: tuple(p.value for p in sorted(
+                self._backend.metric_history(run_id, key), key=lambda p: p.step)))
         if record.evaluation is None or not record.evaluation.human_review:
             return record
-        return replace(record, reviewer_verdicts=reviewer_verdicts(
-            self._client, run.info.experiment_id, run_id))
+        return replace(record, reviewer_verdicts=self._backend.human_feedback(
+            run.experiment_id, run_id))
 
-    def run_url(self, run_id: str) -> str:
-        """The run's page in the MLflow UI (see :func:`evalkit.tracking.run_url`)."""
-        journal = self._journals.get(run_id)
-        experiment_id = (journal.experiment_id if journal is not None
-                         else self.run_data(run_id).info.experiment_id)
-        return run_url(self.tracking_uri, experiment_id, run_id)
+    def stored(self, run_id: str) -> StoredRun:
+        """A run's info, params, tags and latest metrics, without its artifacts."""
+        return self._backend.run(run_id)
 
     def read_text(self, run_id: str, artifact: str) -> str:
-        """A text artifact of a run."""
-        from mlflow.exceptions import MlflowException
-
-        with tempfile.TemporaryDirectory() as scratch:
-            try:
-                local = self._client.download_artifacts(run_id, artifact, scratch)
-            except (MlflowException, OSError) as err:
-                raise TrackingError(f"run {run_id} has no {artifact}: it did not finish "
-                                    f"({self.hide_password(str(err))})") from None
-            return Path(local).read_text("utf-8")
+        return self._backend.artifact(run_id, artifact).decode("utf-8")
 
     def read_json(self, run_id: str, artifact: str) -> Any:
-        """A JSON artifact of a run."""
         return json.loads(self.read_text(run_id, artifact))
 
-    def runs(self, experiment_name: str, limit: int = 1000) -> list[Any]:
-        """Runs of an experiment, newest first (MLflow ``Run`` objects, without artifacts)."""
-        experiment = self._client.get_experiment_by_name(experiment_name)
-        if experiment is None:
-            raise TrackingError(f"no experiment {experiment_name!r} at {self.tracking_uri}")
-        return list(self._client.search_runs([experiment.experiment_id], max_results=limit,
-                                             order_by=["attributes.start_time DESC"]))
+    def url(self, run: StoredRun) -> str:
+        """The run's page in the MLflow UI (see :func:`evalkit.tracking.run_url`)."""
+        return run_url(self._backend.tracking_uri, run.experiment_id, run.run_id)
 
-    def evaluation_runs(self, experiment_name: str) -> list[Any]:
+    def runs(self, experiment_name: str, limit: int = 1000) -> list[StoredRun]:
+        """An experiment's runs, newest first."""
+        experiment_id = self._backend.experiment_id(experiment_name, create=False)
+        if experiment_id is None:
+            raise TrackingError(f"no experiment {experiment_name!r} at "
+                                f"{self._backend.tracking_uri}")
+        return self._backend.runs(experiment_id, limit)
+
+    def evaluation_runs(self, experiment_name: str) -> list[StoredRun]:
         """Top-level evaluation runs, newest first: replicate children (folded into their
         parent) and planning runs (they evaluate nothing) left out."""
         return [run for run in self.runs(experiment_name)
-                if "mlflow.parentRunId" not in run.data.tags
-                and run.data.tags.get("mode") != "planning"]
+                if names.PARENT_RUN_TAG not in run.tags
+                and Mode.of(run.tags) != Mode.PLANNING]
 
-    def resolve(self, reference: str, mode: str | None = None) -> str:
+    def resolve(self, reference: str, mode: Mode | None = None) -> str:
         """A run id as given, the one run whose id starts with ``reference`` (4 or more hex
         digits), or the latest finished evaluation run of the experiment named ``reference``
-        (of the given ``mode`` tag, e.g. ``replicates``, when one is asked)."""
+        (of the given mode, e.g. a replicate series, when one is asked)."""
         if _RUN_ID.match(reference):
             return reference
         if _RUN_ID_PREFIX.match(reference) and \
-                self._client.get_experiment_by_name(reference) is None:
+                self._backend.experiment_id(reference, create=False) is None:
             return self._run_with_prefix(reference)
         for run in self.evaluation_runs(reference):
-            if run.info.status == "FINISHED" and (mode is None
-                                                  or run.data.tags.get("mode") == mode):
-                return str(run.info.run_id)
+            if run.status == "FINISHED" and (mode is None or Mode.of(run.tags) == mode):
+                return run.run_id
         kind = f"{mode} run" if mode else "run"
         raise TrackingError(f"experiment {reference!r} has no finished {kind}"
                             + (": run make eval-replicates for it first"
-                               if mode == "replicates" else ""))
+                               if mode == Mode.REPLICATES else ""))
 
     def _run_with_prefix(self, prefix: str) -> str:
-        from mlflow.entities import ViewType
-
-        experiments = [e.experiment_id for e in self._client.search_experiments(
-            view_type=ViewType.ALL)]
-        matches = [run.info.run_id for run in self._client.search_runs(
-            experiments, run_view_type=ViewType.ALL, max_results=50000)
-            if run.info.run_id.startswith(prefix)]
+        matches = self._backend.run_ids(prefix)
         if len(matches) != 1:
             found = ("no run" if not matches else
                      f"{len(matches)} runs ({', '.join(sorted(matches)[:5])})")
-            raise TrackingError(f"{found} at {self.tracking_uri} has an id starting with "
-                                f"{prefix!r}: give more of the run id, or the experiment name")
-        return str(matches[0])
+            raise TrackingError(f"{found} at {self._backend.tracking_uri} has an id starting "
+                                f"with {prefix!r}: give more of the run id, or the experiment "
+                                "name")
+        return matches[0]
 
 
-def reviewer_verdicts(client: Any, experiment_id: str, run_id: str
-                      ) -> tuple[ReviewerVerdict, ...]:
-    """Feedback people added to the run's traces in the MLflow UI (source ``HUMAN``)."""
-    verdicts = []
-    token = None
-    while True:
-        page = client.search_traces(locations=[experiment_id], run_id=run_id, max_results=500,
-                                    page_token=token, include_spans=False)
-        verdicts += [
-            ReviewerVerdict(trace.info.tags.get("evalkit.entry_id", trace.info.trace_id),
-                            a.source.source_id, int(a.create_time_ms or 0), a.name, a.value,
-                            a.rationale)
-            for trace in page for a in trace.info.assessments
-            if a.source.source_type == "HUMAN" and a.feedback is not None and a.valid
-            is not False]
-        token = page.token
-        if not token:
-            return tuple(sorted(verdicts, key=lambda v: (v.entry_id, v.time_ms, v.reviewer)))
-
-
-def build_record(*, run_id: str, run_name: str, experiment_id: str, experiment_name: str,
-                 start_time_ms: int, status: str, params: Mapping[str, str],
-                 tags: Mapping[str, str], metrics: Mapping[str, float],
-                 read_json: Callable[[str], Any],
+def build_record(run: StoredRun, experiment_name: str, *, read_json: Callable[[str], Any],
                  history: Callable[[str], tuple[float, ...]]) -> RunRecord:
     """A :class:`RunRecord` from a run's data and readers of its artifacts and histories;
-    the same for a run on a server, in the local store, or in a bundle."""
-    mode = tags.get("mode", "")
+    the same for a run on a server, in the local store, in memory, or in a bundle."""
+    mode = Mode.of(run.tags)
     evaluation = None if mode in WITHOUT_EVALUATION else ScoredRun.from_json(
-        read_json(EVALUATION_ARTIFACT))
-    documents = {}
-    for path in MODE_DOCUMENTS.get(mode, ()):
-        # A document may not be written yet: a calibration run renders twice.
-        with contextlib.suppress(TrackingError):
-            documents[path] = read_json(path)
+        read_json(names.EVALUATION_ARTIFACT))
+    documents = {path: read_json(path) for path in MODE_DOCUMENTS.get(mode, ())}
     histories = {key: history(key) for result in (evaluation.types if evaluation else ())
-                 for key in history_keys(result.test_type)}
+                 for n in (TypeNames.of(result.test_type),)
+                 for key in (n.cumulative_accuracy, n.cumulative_f1)}
     return RunRecord(
-        run_id=run_id, run_name=run_name, experiment_id=experiment_id,
-        experiment_name=experiment_name, start_time_ms=start_time_ms, status=status,
-        params=dict(params), tags=dict(tags), metrics=dict(metrics), histories=histories,
-        evaluation=evaluation, documents=documents)
+        run_id=run.run_id, run_name=run.run_name, experiment_id=run.experiment_id,
+        experiment_name=experiment_name, start_time_ms=run.start_time_ms, status=run.status,
+        params=dict(run.params), tags=dict(run.tags), metrics=dict(run.metrics),
+        histories=histories, evaluation=evaluation, documents=documents)
 
 
 def journal_record(journal: RunJournal) -> RunRecord:
     """The :class:`RunRecord` a journal (or a bundle) holds."""
+    run = StoredRun(journal.run_id, journal.run_name, journal.experiment_id,
+                    journal.start_time_ms, journal.status, journal.params, journal.tags,
+                    journal.latest_metrics())
     return build_record(
-        run_id=journal.run_id, run_name=journal.run_name, experiment_id=journal.experiment_id,
-        experiment_name=journal.experiment_name, start_time_ms=journal.start_time_ms,
-        status=journal.status, params=journal.params, tags=journal.tags,
-        metrics=journal.latest_metrics(),
+        run, journal.experiment_name,
         read_json=lambda path: json.loads(journal.artifact_bytes(path).decode("utf-8")),
         history=journal.history)

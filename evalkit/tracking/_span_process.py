@@ -10,10 +10,10 @@ only from a few hundred calls on (:data:`WORKER_MIN_CALLS`); smaller runs, and a
 server (whose own process does the SQL), write on the caller's thread.
 
 A plain interpreter, not ``multiprocessing``: its workers import the user's ``eval.py`` as
-their main module, which would run an evaluation without a ``__main__`` guard. The worker
-ignores Ctrl-C (the run's own stop handling decides) and ends when its pipe closes. A worker
-that dies loses nothing silently: the write raises and the run's count check reports every
-trace the store lacks.
+their main module, which would run an evaluation without a ``__main__`` guard. The worker runs
+in a session of its own, so a Ctrl-C at the terminal reaches the run (whose own stop handling
+decides) and not the worker, which ends when its pipe closes. A worker that dies loses nothing
+silently: the write raises and the run's count check reports every trace the store lacks.
 """
 
 from __future__ import annotations
@@ -53,7 +53,8 @@ class SpanWriting:
             return
         self._worker = subprocess.Popen(
             [sys.executable, "-m", "evalkit.tracking._span_worker"],
-            stdin=subprocess.PIPE, stdout=subprocess.PIPE, cwd=os.getcwd())
+            stdin=subprocess.PIPE, stdout=subprocess.PIPE, cwd=os.getcwd(),
+            start_new_session=True)
         weakref.finalize(self, _stop, self._worker)
 
     @property

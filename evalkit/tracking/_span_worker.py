@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import os
 import pickle
-import signal
 import sys
 from typing import IO
 
@@ -34,7 +33,6 @@ def serve(inbox: IO[bytes], outbox: IO[bytes]) -> None:
 
 
 if __name__ == "__main__":
-    signal.signal(signal.SIGINT, signal.SIG_IGN)  # the run's own stop handling decides
     replies = os.fdopen(os.dup(1), "wb")
     os.dup2(2, 1)  # anything MLflow prints goes to stderr, never into the replies
     serve(sys.stdin.buffer, replies)

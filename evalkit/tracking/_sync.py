@@ -1,93 +1,80 @@
-"""Uploading a bundle that a tracking outage left on local disk (``evalkit sync``)."""
+"""Uploading a bundle that a tracking outage left on local disk (``evalkit sync``): into its own
+run when the server still has it (an outage left it RUNNING), else into a new run of the same
+experiment, tagged ``evalkit.synced_from_run``. Afterwards the server holds what an
+uninterrupted run would have: params, tags, every metric point once, the artifacts, and the
+traces with their assessments (those it holds already are kept as they are)."""
 
 from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Any
 
 from evalkit._errors import TrackingError
-from evalkit.records import EVALUATION_ARTIFACT, RAW_ARTIFACT_DIR, TABLE_ARTIFACT, ScoredRun
-from evalkit.tracking._bundle import RunJournal, mark_synced
-from evalkit.tracking._store import TrackingStore
+from evalkit.records import ScoredRun, names
+from evalkit.tracking._backend import Backend
+from evalkit.tracking._journal import RunJournal, mark_synced
 from evalkit.tracking._table import table_from_json
-from evalkit.tracking._trace_writer import TraceWriter, verdicts_on
-from evalkit.tracking._traces import TRACES_TAG, RunContext, Verdict, build_traces, trace_id_for
+from evalkit.tracking._traces import Assessment, RunContext, build_traces, trace_id_for
 
 
-class BundleSync(TrackingStore):
-    """The syncing side of :class:`Tracker`."""
+def upload_bundle(backend: Backend, folder: Path) -> str:
+    """Upload the bundle in ``folder``; returns the id of the run it went into."""
+    journal = RunJournal.load(folder)
+    backend.check_reachable()
+    try:
+        known = backend.run(journal.run_id)
+        run_id, held = known.run_id, dict(known.params)
+        start_time_ms = known.start_time_ms
+    except TrackingError:  # the server lost the run (or never had it: it began offline)
+        experiment_id = backend.experiment_id(journal.experiment_name)
+        assert experiment_id is not None
+        created = backend.create_run(experiment_id, journal.run_name,
+                                     {names.SYNCED_FROM_TAG: journal.run_id},
+                                     start_time_ms=journal.start_time_ms)
+        run_id, held, start_time_ms = created.run_id, {}, created.start_time_ms
+    clashes = {k for k, v in journal.params.items() if k in held and held[k] != v}
+    if clashes:
+        raise TrackingError(f"run {run_id} already holds different values for "
+                            f"{', '.join(sorted(clashes))}: not the run of this bundle")
+    backend.log_batch(run_id, params={k: v for k, v in journal.params.items() if k not in held},
+                      tags=journal.tags)
+    logged = {(p.key, p.step, p.value) for key in {p.key for p in journal.metrics}
+              for p in backend.metric_history(run_id, key)} if held else set()
+    backend.log_batch(run_id, metrics=[p for p in journal.metrics
+                                       if (p.key, p.step, p.value) not in logged])
+    for path in journal.artifacts:
+        if path == names.TABLE_ARTIFACT:
+            backend.log_table(run_id, path, table_from_json(journal.artifact_bytes(path)))
+        else:
+            backend.log_artifact(run_id, path, folder / "artifacts" / path)
+    if names.TRACES_TAG in journal.tags and names.EVALUATION_ARTIFACT in journal.artifacts:
+        experiment_id = backend.run(run_id).experiment_id
+        _upload_traces(backend, journal, RunContext(run_id, experiment_id, start_time_ms,
+                                                    journal.params, journal.tags))
+    backend.set_status(run_id, journal.status if journal.status != "RUNNING" else "FAILED")
+    mark_synced(folder, run_id, backend.tracking_uri)
+    return run_id
 
-    def sync(self, folder: Path) -> str:
-        """Upload a bundle: into its own run when the server still has it (a run an outage
-        left RUNNING), else into a new run of the same experiment. Returns the run id."""
-        from mlflow.entities import Metric, Param, RunTag
-        from mlflow.exceptions import MlflowException
 
-        journal = RunJournal.load(folder)
-        self.check_reachable()
-        try:
-            run = self._client.get_run(journal.run_id)
-            run_id, known = run.info.run_id, dict(run.data.params)
-        except MlflowException:
-            experiment_id = self._experiment_id(journal.experiment_name)
-            run_id = self._client.create_run(
-                experiment_id, start_time=journal.start_time_ms, run_name=journal.run_name,
-                tags={"evalkit.synced_from_run": journal.run_id}).info.run_id
-            known = {}
-        clashes = {k for k, v in journal.params.items() if k in known and known[k] != v}
-        if clashes:
-            raise TrackingError(f"run {run_id} already holds different values for "
-                                f"{', '.join(sorted(clashes))}: not the run of this bundle")
-        self._client.log_batch(
-            run_id, params=[Param(k, v) for k, v in sorted(journal.params.items())
-                            if k not in known],
-            tags=[RunTag(k, v) for k, v in sorted(journal.tags.items())])
-        self._client.log_batch(run_id, metrics=[
-            Metric(k, v, t, s) for k, v, s, t in self._unlogged(run_id, journal.metrics,
-                                                                held_possible=bool(known))])
-        for path in journal.artifacts:
-            if path == TABLE_ARTIFACT:
-                self._client.log_table(run_id, table_from_json(journal.artifact_bytes(path)),
-                                       TABLE_ARTIFACT)
-            else:
-                directory = str(Path(path).parent) if "/" in path else None
-                self._client.log_artifact(run_id, str(folder / "artifacts" / path), directory)
-        if TRACES_TAG in journal.tags and EVALUATION_ARTIFACT in journal.artifacts:
-            self._sync_traces(journal, run_id)
-        self._client.set_terminated(run_id, status=journal.status
-                                    if journal.status != "RUNNING" else "FAILED")
-        mark_synced(folder, run_id, self.tracking_uri)
-        return run_id
-
-    def _sync_traces(self, journal: RunJournal, run_id: str) -> None:
-        """The run's traces and assessments, built from the bundle as the run would have
-        written them; those the server already holds are kept as they are."""
-        run = self._client.get_run(run_id)
-        context = RunContext(run_id, run.info.experiment_id, run.info.start_time,
-                             journal.params, journal.tags)
-        calls = [json.loads(line) for path in journal.artifacts
-                 if path.startswith(f"{RAW_ARTIFACT_DIR}/") and path.endswith(".jsonl")
-                 for line in journal.artifact_bytes(path).decode("utf-8").splitlines()]
-        evaluation = ScoredRun.from_json(json.loads(journal.artifact_bytes(EVALUATION_ARTIFACT)))
-        traces = build_traces(context, evaluation, calls)
-        writer = TraceWriter(self._client, context)
-        writer.write_calls(traces)
-        writer.write_verdicts(traces)
-        if journal.assessments:
-            self._sync_assessments(writer, journal.assessments)
-
-    def _sync_assessments(self, writer: TraceWriter,
-                          assessments: dict[str, list[dict[str, Any]]]) -> None:
-        """The assessments added after the run's own (a series' stability, on its last
-        replicate), on the traces of the run synced into; those a trace holds by name (written
-        before the outage, or by an earlier sync) are not written again."""
-        run_id = writer.context.run_id
-        held = writer.assessment_names()
-        fresh = []
-        for entry_id, items in assessments.items():
-            trace_id = trace_id_for(run_id, entry_id)
-            fresh += verdicts_on(trace_id, [Verdict(**v) for v in items
-                                            if v["name"] not in held.get(trace_id, [])],
-                                 run_id)
-        writer.log_assessments(fresh)
+def _upload_traces(backend: Backend, journal: RunJournal, context: RunContext) -> None:
+    """The run's traces and assessments, built from the bundle as the run would have written
+    them; then the assessments added after the run's own (a series' stability, on its last
+    replicate), except those a trace holds by name already."""
+    calls = [json.loads(line) for path in journal.artifacts
+             if path.startswith(f"{names.RAW_ARTIFACT_DIR}/") and path.endswith(".jsonl")
+             for line in journal.artifact_bytes(path).decode("utf-8").splitlines()]
+    evaluation = ScoredRun.from_json(
+        json.loads(journal.artifact_bytes(names.EVALUATION_ARTIFACT)))
+    traces = build_traces(context, evaluation, calls)
+    store = backend.trace_store()
+    store.write_calls(context, traces, check_held=True)
+    store.write_verdicts(context, traces)
+    if not journal.assessments:
+        return
+    held = store.assessment_names(context)
+    fresh = []
+    for entry_id, items in journal.assessments.items():
+        trace_id = trace_id_for(context.run_id, entry_id)
+        fresh += [(trace_id, Assessment(**a)) for a in items
+                  if a["name"] not in held.get(trace_id, [])]
+    store.add_assessments(context, fresh)

@@ -19,20 +19,13 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from evalkit.records import ItemResult, ScoredRun, as_text
-
-JUDGE_PROMPT_USE = {"repeatability": "repeatability", "bias": "bias"}
-"""The judge's prompt use per test type; any other type is judged against its expected output."""
-TRACES_TAG = "evalkit.traces"
-"""Set on a run whose entries are traced: ``evalkit sync`` writes the traces of its bundle."""
-REVIEW_ASSESSMENT = "human_review"
-PENDING = "pending"
-EXPECTATION = "expected_output"
+from evalkit.dataset import COMPARATIVE_TYPES
+from evalkit.records import ItemResult, ScoredRun, TypeNames, as_text, names
 
 
 @dataclass(frozen=True)
-class Verdict:
-    """One assessment on an entry's trace."""
+class Assessment:
+    """One assessment on an entry's trace: a verdict (feedback) or an expectation."""
 
     name: str
     value: Any
@@ -61,7 +54,7 @@ class EntryTrace:
     calls: list[CallSpan] = field(default_factory=list)
     judge_replies: list[tuple[str, str]] = field(default_factory=list)
     """(prompt use, reply) of every judge call that judged this entry."""
-    verdicts: list[Verdict] = field(default_factory=list)
+    assessments: list[Assessment] = field(default_factory=list)
 
 
 @dataclass(frozen=True)
@@ -102,8 +95,8 @@ def build_traces(context: RunContext, evaluation: ScoredRun,
     for result in evaluation.types:
         judged = result.scorer == "llm_judge"
         for item in result.items:
-            verdict = Verdict(
-                name=result.test_type, value=item.passed,
+            verdict = Assessment(
+                name=result.test_type, value=item.passed,  # a verdict is named for its type
                 rationale=_rationale(result.test_type, item, context.params),
                 source_type="LLM_JUDGE" if judged else "CODE",
                 source_id=judge_model if judged else f"evalkit.{result.scorer}")
@@ -111,24 +104,32 @@ def build_traces(context: RunContext, evaluation: ScoredRun,
                 entry = trace(entry_id)
                 if entry.input is None and len(item.entry_ids) == 1:
                     entry.input = item.input
-                entry.verdicts.append(verdict)
+                entry.assessments.append(verdict)
                 if judged and item.judge_reply is not None:
-                    entry.judge_replies.append(
-                        (JUDGE_PROMPT_USE.get(result.test_type, "expected"), item.judge_reply))
+                    entry.judge_replies.append((prompt_use(result.test_type), item.judge_reply))
             if item.expected is not None and len(item.entry_ids) == 1:
                 entry = trace(item.id)
-                if not any(v.expectation for v in entry.verdicts):
-                    entry.verdicts.append(Verdict(EXPECTATION, item.expected, None, "HUMAN",
-                                                  "golden dataset", expectation=True))
+                if not any(a.expectation for a in entry.assessments):
+                    entry.assessments.append(Assessment(
+                        names.EXPECTATION_ASSESSMENT, item.expected, None, "HUMAN",
+                        "golden dataset", expectation=True))
     for review in evaluation.human_review:
         entry = trace(review.id)
         entry.input = review.input if entry.input is None else entry.input
-        entry.verdicts.append(Verdict(REVIEW_ASSESSMENT, PENDING, review.instructions, "CODE",
-                                      "evalkit.human_review"))
+        entry.assessments.append(Assessment(names.REVIEW_ASSESSMENT, names.REVIEW_PENDING,
+                                            review.instructions, "CODE",
+                                            "evalkit.human_review"))
     return list(traces.values())
 
 
-def stability_verdict(test_type: str, cells: Sequence[Mapping[str, Any] | None]) -> Verdict:
+def prompt_use(test_type: str) -> str:
+    """The judge's prompt use for a test type: comparing outputs among themselves
+    (``repeatability``, ``bias``), or one output against its expected output."""
+    return test_type if test_type in COMPARATIVE_TYPES else "expected"
+
+
+def stability_assessment(test_type: str,
+                         cells: Sequence[Mapping[str, Any] | None]) -> Assessment:
     """An item's stability across replicates (one cell per replicate, ``None`` when the item
     was not scored there): always right, always wrong, or changed, with each answer."""
     correct = {c["correct"] for c in cells if c is not None}
@@ -139,7 +140,8 @@ def stability_verdict(test_type: str, cells: Sequence[Mapping[str, Any] | None])
                      f"{'right' if c['correct'] else 'wrong'} "
                      f"({_short(c['error'] or ' | '.join(as_text(o) for o in c['outputs']))})")
         for r, c in enumerate(cells))
-    return Verdict(f"{test_type}_stability", value, answers, "CODE", "evalkit.replicates")
+    return Assessment(TypeNames.of(test_type).stability, value, answers, "CODE",
+                      "evalkit.replicates")
 
 
 def _rationale(test_type: str, item: ItemResult, params: Mapping[str, str]) -> str:
@@ -149,14 +151,14 @@ def _rationale(test_type: str, item: ItemResult, params: Mapping[str, str]) -> s
     if item.error:
         parts.append(f"error: {item.error}")
     if item.similarity is not None:
-        threshold = params.get(f"{test_type}_similarity_threshold")
-        label = "average pairwise cosine" if test_type in JUDGE_PROMPT_USE else "cosine"
+        threshold = params.get(TypeNames.of(test_type).similarity_threshold)
+        label = "average pairwise cosine" if test_type in COMPARATIVE_TYPES else "cosine"
         parts.append(f"{label} {item.similarity:.4f}"
                      + (f" against threshold {threshold}" if threshold else ""))
     if item.judge_reply is not None:
         parts.append(f"judge replied {item.judge_reply!r}"
                      + (" (invalid judgement)" if item.invalid_judgement else ""))
-    if test_type in JUDGE_PROMPT_USE and len(item.outputs) > 1:
+    if test_type in COMPARATIVE_TYPES and len(item.outputs) > 1:
         counts = Counter(as_text(o) for o in item.outputs)
         parts.append(f"{len(counts)} distinct answer(s) of {len(item.outputs)}: " + ", ".join(
             f"{_short(text)!r} x{n}" for text, n in counts.most_common()))

@@ -1,6 +1,6 @@
 """Run journals and bundles: a run that MLflow could not take, kept whole on local disk.
 
-The tracker journals everything it writes to a run. When the tracking server becomes
+A tracked run journals everything it writes. When the tracking server becomes
 unreachable mid-run, the run goes on against the journal; at the end the journal is written
 as a *bundle* (``bundle.json`` with the run's identity, params, tags and every metric point,
 and ``artifacts/`` laid out as in MLflow), and reports are rendered from it exactly as they
@@ -15,17 +15,24 @@ import json
 import shutil
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
-from evalkit._errors import TrackingError
+from evalkit._errors import ExitStatus, TrackingError
 
 BUNDLE_FILE = "bundle.json"
 SYNCED_FILE = "synced.json"
 BUNDLES_DIR = Path(".evalkit") / "bundles"
 BUNDLE_FORMAT = "evalkit.bundle/1"
 
-Point = tuple[str, float, int, int]
-"""(key, value, step, timestamp in ms), as MLflow stores a metric point."""
+
+
+class LoggedPoint(NamedTuple):
+    """A metric point as a store keeps it: with the time it was logged."""
+
+    key: str
+    value: float
+    step: int
+    timestamp_ms: int
 
 
 @dataclass
@@ -40,13 +47,13 @@ class RunJournal:
     tracking_uri: str
     params: dict[str, str] = field(default_factory=dict)
     tags: dict[str, str] = field(default_factory=dict)
-    metrics: list[Point] = field(default_factory=list)
+    metrics: list[LoggedPoint] = field(default_factory=list)
     artifacts: dict[str, bytes | Path] = field(default_factory=dict)
     """Artifact path -> content, or the local file it was uploaded from."""
     status: str = "RUNNING"
     assessments: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
     """Entry id -> assessments added to its trace after the run's own (the stability of a
-    replicate series, on its last replicate), as :class:`Verdict` fields."""
+    replicate series, on its last replicate), as :class:`Assessment` fields."""
 
     def artifact_bytes(self, path: str) -> bytes:
         content = self.artifacts.get(path)
@@ -106,7 +113,8 @@ class RunJournal:
             experiment_name=document["experiment_name"],
             start_time_ms=document["start_time_ms"], tracking_uri=document["tracking_uri"],
             params=document["params"], tags=document["tags"],
-            metrics=[(k, float(v), int(s), int(t)) for k, v, s, t in document["metrics"]],
+            metrics=[LoggedPoint(k, float(v), int(s), int(t))
+                     for k, v, s, t in document["metrics"]],
             artifacts={path: folder / "artifacts" / path for path in document["artifacts"]},
             status=document["status"], assessments=document.get("assessments", {}))
 
@@ -123,3 +131,25 @@ def mark_synced(folder: Path, run_id: str, tracking_uri: str) -> None:
     (folder / SYNCED_FILE).write_text(json.dumps({"run_id": run_id,
                                                   "tracking_uri": tracking_uri}) + "\n",
                                       encoding="utf-8")
+
+
+class TrackingOffline(TrackingError):
+    """The tracking server became unreachable mid-run; the run was saved as a local bundle."""
+
+    exit_status = ExitStatus.TRACKING_OFFLINE
+
+    def __init__(self, bundles: list[Path], tracking_uri: str) -> None:
+        self.bundles = bundles
+        shown = ", ".join(str(b) for b in bundles)
+        super().__init__(f"the tracking server at {tracking_uri} became unreachable during the "
+                         f"run; nothing was lost: the run is saved as a local bundle in "
+                         f"{shown}. Upload it once the server is back: evalkit sync {shown}")
+
+
+@dataclass
+class Series:
+    """What the runs of one series (a parent and its children) share about an outage."""
+
+    bundles_dir: Path
+    bundles: list[Path] = field(default_factory=list)
+    server_down: bool = False

@@ -5,26 +5,26 @@ tolerates exactly that: the torn line is dropped (its call is made again by ``--
 the file is repaired before anything is appended to it. A damaged line anywhere else is not
 a kill's trace, and is refused naming the file and line.
 
-One process at a time works on a run: :func:`run_lock` holds an exclusive ``fcntl`` lock on
-the run's folder, so a second ``--resume`` of the same run is refused instead of making the
-missing calls twice. fcntl (as the local-store lock uses) needs no dependency, and the kernel
-releases the lock when its process dies, so a killed run never leaves a stale lock behind.
+One process at a time works on a run: :func:`lock_run` holds an exclusive lock on the run's
+folder (``filelock``: ``flock`` on POSIX), so a second ``--resume`` of the same run is refused
+instead of making the missing calls twice. The kernel releases the lock when its process
+dies, so a killed run never leaves a stale lock behind.
 """
 
 from __future__ import annotations
 
-import contextlib
-import fcntl
 import json
 import os
 import threading
-from collections.abc import Iterator, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TextIO
 
+from filelock import FileLock, Timeout
+
 from evalkit._errors import ConfigError, EvalkitError
-from evalkit.run._call import CallRecord
+from evalkit.records import CallRecord
 
 LOCK_FILE = "run.lock"
 
@@ -114,19 +114,26 @@ class RawResultsLog:
         self.close()
 
 
-@contextlib.contextmanager
-def run_lock(run_dir: Path, run_id: str) -> Iterator[None]:
-    """Hold the run's lock while this process works on it; refuse if another one does."""
+def lock_run(run_dir: Path, run_id: str) -> FileLock:
+    """Take the run's lock for this process (released with ``release()``, or by the kernel
+    when the process dies); refuse if another process holds it."""
     run_dir.mkdir(parents=True, exist_ok=True)
-    with open(run_dir / LOCK_FILE, "a") as lock:
-        try:
-            fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            raise ConfigError(f"run {run_id} is being worked on by another process (an "
-                              f"evaluation or a --resume of it holds {run_dir / LOCK_FILE}): "
-                              "wait for it to end, then resume again if the run is not "
-                              "finished") from None
-        try:
-            yield
-        finally:
-            fcntl.flock(lock, fcntl.LOCK_UN)
+    lock = FileLock(run_dir / LOCK_FILE, blocking=False)
+    try:
+        lock.acquire()
+    except Timeout:
+        raise ConfigError(f"run {run_id} is being worked on by another process (an "
+                          f"evaluation or a --resume of it holds {run_dir / LOCK_FILE}): "
+                          "wait for it to end, then resume again if the run is not "
+                          "finished") from None
+    return lock
+
+
+@dataclass
+class RunFiles:
+    """A run's raw results on local disk, and the lock this process holds on them."""
+
+    raw: RawResultsLog
+    lock: FileLock
+    recorded: Mapping[tuple[str, int], CallRecord]
+    """Calls an earlier, interrupted attempt at the run recorded (entry id, repeat)."""

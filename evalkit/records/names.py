@@ -1,0 +1,217 @@
+"""Every name evalkit writes to MLflow: tags, params, metrics, artifacts, assessments.
+
+One module, so that what a run writes and what a reader looks for (reports, compare, history,
+plan, sync) cannot drift apart. Names of MLflow's own (``mlflow.*`` tags, assessment metadata)
+are here too where evalkit writes or reads them. Per test type names come from
+:class:`TypeNames`; a run's mode (the ``mode`` tag) is a :class:`Mode`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, fields
+from enum import StrEnum
+
+
+class Mode(StrEnum):
+    """What a run is, as its ``mode`` tag says; an ordinary evaluation has no tag."""
+
+    EVALUATION = "evaluation"
+    REPLICATES = "replicates"
+    CALIBRATION = "calibration"
+    PLANNING = "planning"
+
+    @classmethod
+    def of(cls, tags: Mapping[str, str]) -> Mode:
+        """The mode a run's tags declare (``evaluation`` when there is no ``mode`` tag)."""
+        value = tags.get(MODE_TAG)
+        return cls(value) if value else cls.EVALUATION
+
+
+# --- tags ------------------------------------------------------------------------------------
+
+MODE_TAG = "mode"
+TEST_TYPES_TAG = "test_types"
+GROUPS_FILTER_TAG = "groups_filter"
+EVAL_TYPE_TAG = "eval_type"
+HUMAN_REVIEW_ONLY_TAG = "human_review_only"
+VERSION_TAG = "evalkit_version"
+VERDICT_TAG = "verdict"
+RUN_URL_TAG = "run_url"
+DESCRIPTION_TAG = "mlflow.note.content"
+"""MLflow's run description, shown first on the run page."""
+PARENT_RUN_TAG = "mlflow.parentRunId"
+RUN_NAME_TAG = "mlflow.runName"
+USER_TAG = "mlflow.user"
+SOURCE_NAME_TAG = "mlflow.source.name"
+SOURCE_COMMIT_TAG = "mlflow.source.git.commit"
+GIT_COMMIT_TAG = "git_commit"
+GIT_DIRTY_TAG = "git_dirty"
+REPLICATE_TAG = "replicate"
+SEED_TAG = "seed"
+REPLICATES_TAG = "replicates"
+ROOT_SEED_TAG = "root_seed"
+RESUMED_TAG = "resumed"
+RESUME_SAVED_TAG = "resume_calls_saved"
+RESUME_MADE_TAG = "resume_calls_made"
+TRACES_TAG = "evalkit.traces"
+"""Set on a run whose entries are traced: ``evalkit sync`` writes the traces of its bundle."""
+SYNCED_FROM_TAG = "evalkit.synced_from_run"
+
+# --- params ----------------------------------------------------------------------------------
+
+DATASET_PATH_PARAM = "DATASET_PATH"
+REPEAT_COUNT_PARAM = "REPEAT_COUNT"
+DATASET_DIGEST_PARAM = "dataset_digest"
+DATASET_ENTRIES_PARAM = "dataset_entries"
+MAX_CONCURRENCY_PARAM = "max_concurrency"
+REPLICATES_PARAM = "REPLICATES"
+ROOT_SEED_PARAM = "ROOT_SEED"
+JUDGE_MODEL_PARAM = "judge_model"
+JUDGE_PARAM_PREFIX = "judge_"
+COMPONENT_PARAM_PREFIX = "component."
+
+
+def seed_param(replicate: int) -> str:
+    return f"seed_{replicate}"
+
+
+def judge_param(setting: str) -> str:
+    """A judge setting's param: ``judge_model``, ``judge_temperature``, ..."""
+    return f"{JUDGE_PARAM_PREFIX}{setting}"
+
+
+# --- metrics of a run ------------------------------------------------------------------------
+
+ENTRIES_METRIC = "entries"
+CALLS_METRIC = "calls"
+COMPONENT_ERRORS_METRIC = "component_errors"
+REPEAT_COUNT_METRIC = "repeat_count"
+REPLICATES_METRIC = "replicates"
+TRACES_MISSING_METRIC = "traces_missing"
+JUDGE_CALLS_METRIC = "judge_calls"
+JUDGE_RETRIES_METRIC = "judge_retries"
+JUDGE_FAILURES_METRIC = "judge_failures"
+JUDGE_INVALID_METRIC = "judge_invalid"
+
+
+def call_latency_metric(percentile: str) -> str:
+    """``call_latency_p50_ms``, ...: a percentile of the component's call latency."""
+    return f"call_latency_{percentile}_ms"
+
+
+def judge_latency_metric(percentile: str) -> str:
+    return f"judge_latency_{percentile}_ms"
+
+
+# --- per test type ---------------------------------------------------------------------------
+
+
+_SUFFIXES = {
+    "ci_lower": "accuracy_ci_lower", "ci_upper": "accuracy_ci_upper",
+    "accuracy_change": "accuracy_change_pp", "f1_change": "f1_change_pp",
+    "spread": "accuracy_spread", "sd": "accuracy_sd", "replicate_accuracy": "accuracy_replicate",
+    "effective_n": "accuracy_effective_n", "scorer_digest": "scorer_source_sha256",
+}
+"""Fields of :class:`TypeNames` whose suffix is not their own name."""
+
+
+@dataclass(frozen=True)
+class TypeNames:
+    """The names of one test type's metrics, params and assessments: ``<type>_<suffix>``."""
+
+    test_type: str
+    # metrics of one run
+    samples: str
+    correct: str
+    errors: str
+    accuracy: str
+    precision: str
+    recall: str
+    f1: str
+    ci_lower: str
+    ci_upper: str
+    accuracy_change: str
+    f1_change: str
+    cumulative_accuracy: str
+    """Stepped: one point per sample, so the MLflow UI charts convergence."""
+    cumulative_f1: str
+    # metrics of a replicate series' parent
+    spread: str
+    sd: str
+    unstable_items: str
+    repeated_items: str
+    replicate_accuracy: str
+    """Stepped by replicate."""
+    noise_floor: str
+    effective_n: str
+    completion_variance: str
+    item_variance: str
+    total_variance: str
+    # params
+    min_accuracy: str
+    min_f1: str
+    scorer: str
+    scorer_digest: str
+    similarity_threshold: str
+    judge_prompt: str
+    # the assessment of an item's stability across replicates (its verdict is named
+    # test_type itself)
+    stability: str
+
+    @classmethod
+    def of(cls, test_type: str) -> TypeNames:
+        return cls(test_type, **{f.name: f"{test_type}_{_SUFFIXES.get(f.name, f.name)}"
+                                 for f in fields(cls)[1:]})
+
+    @classmethod
+    def of_accuracy(cls, metric: str) -> TypeNames:
+        """The type whose accuracy metric is ``metric`` (``functional_accuracy``)."""
+        return cls.of(metric.removesuffix("_accuracy"))
+
+
+# --- assessments on an entry's trace ---------------------------------------------------------
+
+EXPECTATION_ASSESSMENT = "expected_output"
+REVIEW_ASSESSMENT = "human_review"
+REVIEW_PENDING = "pending"
+ENTRY_ID_TRACE_TAG = "evalkit.entry_id"
+SOURCE_RUN_METADATA = "mlflow.assessment.sourceRunId"
+
+# --- artifacts -------------------------------------------------------------------------------
+
+EVALUATION_ARTIFACT = "results/evaluation.json"
+"""Every scored item; the reports are rendered from it."""
+TABLE_ARTIFACT = "results/entries.json"
+"""The per-entry results table (``mlflow.log_table``), a grid in the MLflow UI."""
+RAW_ARTIFACT_DIR = "raw"
+RAW_RESULTS_FILE = "raw-results.jsonl"
+"""Every component call as it happened, one JSON line each."""
+REPORTS_ARTIFACT_DIR = "reports"
+PROBE_ARTIFACT = "evalkit/run.json"
+"""Written when a run starts: the artifact store takes writes before any call is made."""
+STABILITY_ARTIFACT = "stability/stability.json"
+STABILITY_ITEMS_ARTIFACT = "stability/items.json"
+LOCK_ARTIFACT = "stability/replicates.lock.json"
+CALIBRATION_ARTIFACT = "calibration/calibration.json"
+PLAN_ARTIFACT = "planning/plan.json"
+
+SUMMARY_REPORT = "summary.md"
+HUMAN_REVIEW_REPORT = "report-human-review.md"
+STABILITY_REPORT = "report-stability.md"
+CALIBRATION_REPORT = "report-calibration.md"
+CALIBRATION_CHART = "calibration.png"
+PLANNING_REPORT = "report-planning.md"
+
+
+def report_name(test_type: str) -> str:
+    """The report of one test type: ``report-<type>.md``."""
+    return f"report-{test_type}.md"
+
+
+def report_artifact(name: str) -> str:
+    """Where a report lives in its run: ``reports/<name>``."""
+    return f"{REPORTS_ARTIFACT_DIR}/{name}"
+
+
+RAW_RESULTS_ARTIFACT = f"{RAW_ARTIFACT_DIR}/{RAW_RESULTS_FILE}"

@@ -1,0 +1,221 @@
+"""The call window: the one scheduler of a run's calls, whatever runs them.
+
+At most ``MAX_CONCURRENCY`` calls and follow-up jobs are in flight at once; a new one starts as
+each finishes. Calls go first: an entry's follow-ups (its judge calls) can start only once its
+calls are in, so the run is shortest when the calls end as early as possible; the follow-ups
+take the places no call is left to fill. Each call's record is appended to the raw results the
+moment it arrives, so a crash or a stop loses nothing already paid for; once the calls stop the
+file is put back in dataset order. A call still running after ``CALL_TIMEOUT`` seconds (counted
+from when it got its place) is recorded as a timeout and abandoned to its executor.
+
+One stop rule for every executor: on the first :meth:`Stop.request` no new call starts and
+those in flight are awaited and kept; on the second they are abandoned (``--resume`` makes
+them). Either way :class:`RunInterrupted` ends the run.
+
+The window runs on a thread of its own; the thread that called :meth:`CallWindow.run` only
+waits for it. An interrupt there (Ctrl-C in a notebook raises ``KeyboardInterrupt`` in that
+thread) becomes a stop request, so it can never land between two halves of the window's books.
+"""
+
+from __future__ import annotations
+
+import itertools
+import logging
+import math
+import queue
+import threading
+import time
+from collections import deque
+from collections.abc import Callable, Mapping
+from functools import partial
+from typing import Any
+
+from evalkit._errors import RunInterrupted
+from evalkit._secrets import Redactor
+from evalkit.records import CallRecord
+from evalkit.run._books import (
+    EntryCompletion,
+    EntryOutputs,
+    FollowUps,
+    Task,
+    entry_outputs,
+    reused_calls,
+    run_follow_up,
+)
+from evalkit.run._call import Call, Component, timed_out
+from evalkit.run._executors import INTERRUPT, CallExecutor, ThreadWorkers, calls_for
+from evalkit.run._selection import RunPlan
+from evalkit.run._stop import Stop
+from evalkit.tracking import RawResultsLog
+
+logger = logging.getLogger("evalkit")
+
+_POLL_SECONDS = 0.2
+"""How often the window looks at the clock while nothing finishes (deadlines)."""
+_WAKE: tuple[Task, Any] = ((-2, 0), None)
+"""Put in the window's queue by a stop request: it only wakes the window."""
+
+
+class CallWindow:
+    """Makes a plan's calls through an executor (see the module docstring)."""
+
+    def __init__(self, calls: CallExecutor, workers: ThreadWorkers, *, concurrency: int = 1,
+                 call_timeout: float = math.inf, stop: Stop | None = None) -> None:
+        self._calls = calls
+        self._workers = workers
+        """Where follow-up jobs run (with a plain component's calls)."""
+        self.concurrency = concurrency
+        self.call_timeout = call_timeout
+        self.stop = stop or Stop()
+
+    @classmethod
+    def of(cls, component: Component, adapters: Mapping[str, Callable[[Any], Any]],
+           redactor: Redactor, **settings: Any) -> CallWindow:
+        """The window for a component: on an event loop for an ``async def`` one, else on
+        threads (``settings``: ``concurrency``, ``call_timeout``, ``stop``)."""
+        workers = ThreadWorkers()
+        return cls(calls_for(component, adapters, redactor, workers), workers, **settings)
+
+    def run(self, plan: RunPlan, raw: RawResultsLog, *, seed: int | None = None,
+            replicate: int | None = None,
+            recorded: Mapping[tuple[str, int], CallRecord] | None = None,
+            on_call: Callable[[CallRecord], None] | None = None,
+            follow_ups: FollowUps | None = None) -> list[EntryOutputs]:
+        """Every call of the plan, each entry's calls in order, in dataset order. Calls in
+        ``recorded`` (entry id, repeat) were made by an earlier attempt at this run and are
+        reused, not made again; ``on_call`` hears of each new one as it is kept. A window
+        makes one pass: its executors are closed at the end."""
+        books = _Books(self, plan, raw, recorded or {}, follow_ups, on_call,
+                       partial(Call, seed=seed, replicate=replicate))
+        failure: list[BaseException] = []
+        done = threading.Event()
+        threading.Thread(target=books.drive, args=(failure, done), name="evalkit-window",
+                         daemon=True).start()
+        # Waited for on an event, with a timeout, not with Thread.join: an interrupt inside
+        # join can mark a thread that still runs as ended (CPython 3.11, bpo-45274).
+        while True:
+            try:
+                if done.wait(_POLL_SECONDS):
+                    break
+            except KeyboardInterrupt:  # the caller's interrupt: a stop request, never a tear
+                self.stop.request()
+        if failure:
+            raise failure[0]
+        return entry_outputs(plan, books.records)
+
+
+class _Books:
+    """One pass of a window over a plan: what is in flight, what is due, what is kept."""
+
+    def __init__(self, window: CallWindow, plan: RunPlan, raw: RawResultsLog,
+                 recorded: Mapping[tuple[str, int], CallRecord], follow_ups: FollowUps | None,
+                 on_call: Callable[[CallRecord], None] | None,
+                 call_of: Callable[..., Call]) -> None:
+        self._window, self._plan, self._raw, self._on_call = window, plan, raw, on_call
+        self._call_of = call_of
+        self.records, pending = reused_calls(plan, recorded)
+        self._tasks = iter(pending)
+        self._completion = EntryCompletion(plan, pending, follow_ups)
+        self._jobs: deque[Callable[[], None]] = deque()
+        self._job_numbers = itertools.count()
+        self._finished: queue.SimpleQueue[tuple[Task, Any]] = queue.SimpleQueue()
+        self._in_flight: dict[Task, Call | None] = {}
+        """Each call in flight, or ``None`` for a follow-up job (which has no deadline)."""
+        self._deadlines: deque[tuple[float, Task]] = deque()
+        """Calls by start time: every call has the same timeout, so the first one still in
+        flight is the next to pass its deadline."""
+
+    def drive(self, failure: list[BaseException], done: threading.Event) -> None:
+        """The window's work, on its own thread: what it raises goes to ``failure``."""
+        window, stop = self._window, self._window.stop
+        try:
+            try:
+                with stop.waking(lambda: self._finished.put(_WAKE)):
+                    self._drive(stop)
+            finally:
+                window._calls.close()
+                window._workers.close()
+                self._raw.put_in_order({p.entry.id: i for i, p in enumerate(self._plan.items)})
+            stop.raise_if_requested()
+        except BaseException as err:  # noqa: BLE001 - handed to the waiting caller
+            failure.append(err)
+        finally:
+            done.set()
+
+    def _drive(self, stop: Stop) -> None:
+        warned = False
+        self._fill(stop)
+        while self._in_flight:
+            self._settle_next()
+            if stop.abandons:
+                logger.warning("abandoned %d call(s) in flight; they will be made by --resume",
+                               len(self._in_flight))
+                return
+            if stop.requested:
+                if not warned and self._in_flight:
+                    logger.warning("stopping: waiting for %d call(s) in flight to finish and "
+                                   "be kept (stop again, e.g. Ctrl-C, to abandon them)",
+                                   len(self._in_flight))
+                    warned = True
+                continue
+            self._fill(stop)
+
+    def _fill(self, stop: Stop) -> None:
+        """Hand out calls, else follow-up jobs, while places are free."""
+        while len(self._in_flight) < self._window.concurrency and not stop.requested:
+            task = next(self._tasks, None)
+            if task is not None:
+                self._start_call(task)
+            elif self._jobs:
+                job = (-1, next(self._job_numbers))
+                self._in_flight[job] = None
+                self._window._workers.run(job, partial(run_follow_up, self._jobs.popleft()),
+                                          self._deliver)
+            else:
+                return
+
+    def _start_call(self, task: Task) -> None:
+        index, repeat = task
+        planned = self._plan.items[index]
+        call = self._call_of(mocks={}, repeat=repeat, repeats=planned.calls)
+        self._in_flight[task] = call
+        self._deadlines.append((time.monotonic() + self._window.call_timeout, task))
+        self._window._calls.start(task, planned.entry, call, self._deliver)
+
+    def _deliver(self, task: Task, result: Any) -> None:
+        self._finished.put((task, result))
+
+    def _settle_next(self) -> None:
+        """Keep the next result to arrive, then record every call past its deadline."""
+        wait = min(_POLL_SECONDS, self._next_deadline() - time.monotonic())
+        try:
+            task, result = self._finished.get(timeout=max(wait, 0.0))
+        except queue.Empty:
+            pass
+        else:
+            if task in self._in_flight:  # else a wake-up, or an abandoned call that returned
+                call = self._in_flight.pop(task)
+                if result is INTERRUPT:  # the component raised KeyboardInterrupt: a stop
+                    self._window.stop.request()
+                elif call is not None:
+                    self._keep(task, result)
+        now = time.monotonic()
+        while self._next_deadline() <= now:
+            _, late = self._deadlines.popleft()
+            call = self._in_flight.pop(late)
+            assert call is not None  # only calls have deadlines
+            self._window._calls.abandon(late)
+            self._keep(late, timed_out(self._plan.items[late[0]].entry, call,
+                                       self._window.call_timeout))
+
+    def _keep(self, task: Task, record: CallRecord) -> None:
+        self.records[task] = record
+        self._raw.append(record)
+        if self._on_call is not None:
+            self._on_call(record)
+        self._jobs.extend(self._completion.call_in(task[0], self.records))
+
+    def _next_deadline(self) -> float:
+        while self._deadlines and self._deadlines[0][1] not in self._in_flight:
+            self._deadlines.popleft()
+        return self._deadlines[0][0] if self._deadlines else math.inf

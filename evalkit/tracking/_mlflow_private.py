@@ -1,0 +1,136 @@
+"""Every private MLflow interface evalkit uses, each with why no public one does the job.
+
+MLflow's public API covers runs, artifacts, trace search, linking traces to runs, datasets
+and prompts; those calls live in :mod:`evalkit.tracking._mlflow` and ``_mlflow_genai``. What
+is here has no public equivalent that takes an explicit tracking URI, or none fast enough.
+Each function names the internals it touches; ``tests/test_mlflow_private.py`` fails when an
+MLflow release moves or reshapes any of them, on the oldest and the newest MLflow supported.
+
+- Traces are written as finished spans in batches (:func:`log_spans`). MLflow's public
+  tracing (``start_trace``/``start_span``) exports through the process-wide tracer to the
+  process-wide tracking URI, asynchronously by default, and that queue drops traces silently
+  when it fills (127 of 1,000 measured); one request per trace also costs seconds per
+  thousand entries.
+- Assessments go through ``TracingClient`` (:func:`tracing_client`): the public
+  ``mlflow.log_feedback`` writes to the process-wide tracking URI, not the run's own. On a
+  local SQL store they are inserted in one transaction (:func:`insert_assessments`): one
+  commit per assessment costs an fsync, about 25 ms each.
+- Evaluation-dataset records are upserted through the client's store
+  (:func:`upsert_dataset_records`): the public ``EvaluationDataset.merge_records`` writes to
+  the process-wide tracking URI.
+- MLflow prints a run's URL to stdout when the run ends, credentials in the URI included;
+  :func:`quiet_run_urls` stops that for evalkit's own client (evalkit prints the run's URL
+  itself, without credentials) without setting the process's environment.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+
+def tracing_client(tracking_uri: str) -> Any:
+    """``mlflow.tracing.client.TracingClient`` on an explicit tracking URI."""
+    from mlflow.tracing.client import TracingClient
+
+    return TracingClient(tracking_uri)
+
+
+def log_spans(tracing: Any, experiment_id: str, spans: list[Any]) -> None:
+    """``TracingClient.log_spans``: finished spans (and the trace rows they create) in one
+    request.
+
+    MLflow remembers a failed lookup of a tracking server's version for the life of the
+    process (``RestStore._get_server_version`` is an ``lru_cache``): one made during an outage
+    would refuse every later write, a sync after the server is back included. That memory is
+    cleared and the write tried once more."""
+    try:
+        tracing.log_spans(experiment_id, spans)
+    except NotImplementedError as err:
+        if "could not identify MLflow server version" not in str(err):
+            raise
+        from mlflow.store.tracking.rest_store import RestStore
+
+        RestStore._get_server_version.cache_clear()
+        tracing.log_spans(experiment_id, spans)
+
+
+def finished_span(trace_id: str, name: str, parent: str | None, start_ns: int, end_ns: int,
+                  kind: str, attributes: Mapping[str, Any], error: str | None,
+                  trace_tags: Mapping[str, str] | None = None) -> Any:
+    """An ``mlflow.entities.Span`` that has ended, built from an OpenTelemetry
+    ``ReadableSpan``: trace and span ids derived from ``trace_id`` and the span's name, so
+    writing it again finds it. ``attributes`` are MLflow span attributes (JSON-encoded here)
+    by their short names: ``inputs``, ``outputs``, or any other key as it is. A root span
+    carries its trace's tags as ``mlflow.traceTag.<key>`` attributes, which the store turns
+    into the trace's tags when it creates the trace row."""
+    from mlflow.entities import Span
+    from mlflow.tracing.constant import SpanAttributeKey
+    from mlflow.tracing.utils import build_otel_context
+    from opentelemetry.sdk.resources import Resource
+    from opentelemetry.sdk.trace import Event, ReadableSpan
+    from opentelemetry.trace import Status, StatusCode
+
+    otel_trace = int(trace_id.removeprefix("tr-"), 16)
+    keys = {"inputs": SpanAttributeKey.INPUTS, "outputs": SpanAttributeKey.OUTPUTS}
+    encoded = {SpanAttributeKey.REQUEST_ID: _dumps(trace_id),
+               SpanAttributeKey.SPAN_TYPE: _dumps(kind),
+               **{keys.get(k, k): _dumps(v) for k, v in attributes.items()},
+               **{f"mlflow.traceTag.{k}": _dumps(v) for k, v in (trace_tags or {}).items()}}
+    events = () if error is None else (Event("exception", {"exception.message": error},
+                                             timestamp=end_ns),)
+    return Span(ReadableSpan(
+        name=name, context=build_otel_context(otel_trace, span_id(trace_id, name)),
+        parent=None if parent is None else build_otel_context(otel_trace,
+                                                              span_id(trace_id, parent)),
+        start_time=start_ns, end_time=end_ns, resource=Resource.get_empty(), events=events,
+        attributes=encoded, status=Status(StatusCode.ERROR if error else StatusCode.OK, error)))
+
+
+def span_id(trace_id: str, name: str) -> int:
+    """A span's id: the same every time its trace is written."""
+    return int.from_bytes(hashlib.sha256(f"{trace_id}\0{name}".encode()).digest()[:8]) or 1
+
+
+def is_sql_store(tracing: Any) -> bool:
+    """Whether the tracing client writes to a local SQL store (``SqlAlchemyStore``)."""
+    from mlflow.store.tracking.sqlalchemy_store import SqlAlchemyStore
+
+    return isinstance(tracing.store, SqlAlchemyStore)
+
+
+def insert_assessments(tracing: Any, experiment_id: str, trace_start_ms: int,
+                       assessments: Sequence[Any]) -> None:
+    """Every assessment in one transaction of MLflow's SQL store: the rows its
+    ``create_assessment`` writes (``SqlAssessments.from_mlflow_entity`` in a session of
+    ``ManagedSessionMaker``), for traces evalkit created itself (so none overrides another,
+    and each trace's timestamp is the run's start)."""
+    from mlflow.store.tracking.dbmodels.models import SqlAssessments
+
+    if not assessments:
+        return
+    with tracing.store.ManagedSessionMaker(read_only=False) as session:
+        for assessment in assessments:
+            row = SqlAssessments.from_mlflow_entity(assessment)
+            row.experiment_id = int(experiment_id)
+            row.trace_timestamp_ms = trace_start_ms
+            session.add(row)
+
+
+def upsert_dataset_records(client: Any, dataset_id: str,
+                           records: Sequence[Mapping[str, Any]]) -> None:
+    """The store's own ``upsert_dataset_records`` under the client's tracking URI."""
+    client._tracking_client.store.upsert_dataset_records(dataset_id=dataset_id,
+                                                          records=list(records))
+
+
+def quiet_run_urls(client: Any) -> None:
+    """Stop this client from printing each run's URL (credentials included) when the run
+    ends: ``TrackingServiceClient._log_url``, on this client only."""
+    client._tracking_client._log_url = lambda run_id: None
+
+
+def _dumps(value: Any) -> str:
+    return json.dumps(value, ensure_ascii=False, default=str)
