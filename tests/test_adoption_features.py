@@ -1,26 +1,29 @@
 """Day one in a user's repository: the light core, init, ui, --version, constants reported
-all at once, and the command-line conventions."""
+all at once, and the command-line conventions. The command lines run in-process (they return
+their exit status); the slow tier runs ``python -m evalkit`` and the scaffold's ``make eval``
+as processes."""
 
 from __future__ import annotations
 
 import importlib.util
-import os
+import runpy
 import subprocess
 import sys
 from pathlib import Path
 from typing import Any
 
-import mlflow
 import pytest
 
 from evalkit import ConfigError, EvalConfig, Selection, evaluate
 from evalkit._distribution import SEMANTIC_EXTRA_COMMAND, VERSION
 from evalkit.tracking import Tracker
-from tests.conftest import entry, run_script, script_env, write_dataset, write_eval_script
+from tests.builders import entry, write_dataset
+from tests.processes import run_evalkit, script_env
+from tests.test_cli import command_line, eval_script, evalkit_command  # noqa: F401 - a fixture
 
 
 def test_semantic_run_without_the_extra_fails_before_any_run_or_call(
-        tmp_path: Path, tracking_uri: str, monkeypatch: pytest.MonkeyPatch) -> None:
+        tmp_path: Path, tracker: Tracker, monkeypatch: pytest.MonkeyPatch) -> None:
     real_find_spec = importlib.util.find_spec
 
     def without_extra(name: str, *args: Any) -> Any:
@@ -36,18 +39,26 @@ def test_semantic_run_without_the_extra_fails_before_any_run_or_call(
     calls: list[str] = []
     with pytest.raises(ConfigError) as raised:
         evaluate(config, lambda e, c: calls.append(e.id) or "a", Selection("repeatability"),
-                 tracker=Tracker(tracking_uri), runs_dir=tmp_path / "runs")
+                 tracker=tracker, runs_dir=tmp_path / "runs")
     assert SEMANTIC_EXTRA_COMMAND in str(raised.value)
     assert "sentence_transformers not installed" in str(raised.value)
+    assert raised.value.exit_status == 2
     assert calls == []
-    assert mlflow.MlflowClient(tracking_uri).get_experiment_by_name("adoption/no-extra") is None
+    assert tracker.backend.experiment_id("adoption/no-extra", create=False) is None
+    assert tracker.backend.journals == {}
 
 
-def test_version_flag_prints_the_distribution_and_version() -> None:
-    done = subprocess.run([sys.executable, "-m", "evalkit", "--version"], capture_output=True,
-                          text=True, timeout=60)
-    assert done.returncode == 0
-    assert done.stdout.strip() == f"evalkit-mlflow {VERSION}"
+def test_version_flag_prints_the_distribution_and_version(
+        command_line: None, capsys: pytest.CaptureFixture[str]) -> None:
+    assert evalkit_command("--version") == 0
+    assert capsys.readouterr().out == f"evalkit-mlflow {VERSION}\n"
+
+
+@pytest.mark.slow
+def test_python_dash_m_evalkit_is_the_command(tmp_path: Path) -> None:
+    done = run_evalkit(tmp_path, "--version")
+    assert done.returncode == 0, done.stderr
+    assert done.stdout == f"evalkit-mlflow {VERSION}\n"
 
 
 # --- every constant problem at once -----------------------------------------------------------
@@ -66,14 +77,16 @@ def test_every_missing_or_misspelt_constant_is_reported_in_one_error() -> None:
         assert f"\n  - {expected}" in message
 
 
-def test_constants_a_selection_needs_are_all_reported_together(tmp_path: Path) -> None:
+def test_constants_a_selection_needs_are_all_reported_together(tmp_path: Path,
+                                                               tracker: Tracker) -> None:
     dataset = write_dataset(tmp_path / "ds", {"r": entry("repeatability"),
                                               "f": entry("functional")})
     config = EvalConfig.from_constants({"EXPERIMENT_NAME": "adoption/needs",
                                         "DATASET_PATH": str(dataset),
                                         "SCORER_FUNCTIONAL": "llm_judge"}, "eval.py")
     with pytest.raises(ConfigError) as raised:
-        evaluate(config, lambda e, c: "a", Selection("all"), runs_dir=tmp_path / "runs")
+        evaluate(config, lambda e, c: "a", Selection("all"), tracker=tracker,
+                 runs_dir=tmp_path / "runs")
     message = str(raised.value)
     assert "4 problems" in message
     for expected in ("REPEAT_COUNT is missing", "EVAL_MIN_ACCURACY_REPEATABILITY is missing",
@@ -84,43 +97,48 @@ def test_constants_a_selection_needs_are_all_reported_together(tmp_path: Path) -
 
 # --- the command line -------------------------------------------------------------------------
 
-def _evalkit(*args: str, cwd: Path | None = None,
-             env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "evalkit", *args], capture_output=True,
-                          text=True, timeout=120, cwd=cwd, env=env)
-
 
 @pytest.mark.parametrize(("args", "hint"), [
     (["reprot", "x"], "invalid choice: 'reprot'"),
     (["init", "--componet", "x"], "unrecognized arguments: --componet"),
 ])
-def test_misspelt_command_or_option_gets_a_suggestion(args: list[str], hint: str) -> None:
-    done = _evalkit(*args)
-    assert done.returncode == 2
-    assert hint in done.stderr
+def test_misspelt_command_or_option_gets_a_suggestion(
+        args: list[str], hint: str, command_line: None,
+        capsys: pytest.CaptureFixture[str]) -> None:
+    assert evalkit_command(*args) == 2
+    err = capsys.readouterr().err
+    assert hint in err
     assert ("did you mean report?" if args[0] == "reprot" else "did you mean --component?") \
-        in done.stderr
+        in err
 
 
-def test_eval_script_refuses_an_option_prefix(tmp_path: Path) -> None:
-    write_eval_script(tmp_path, {"EXPERIMENT_NAME": "a/b", "DATASET_PATH": "ds"},
-                      "def invoke_component(entry, call):\n    return 'a'")
-    done = run_script(tmp_path, "--typ=all")
-    assert done.returncode == 2
-    assert "unrecognized arguments: --typ=all (did you mean --type?)" in done.stderr
-    done = run_script(tmp_path, "--type=functionl")
-    assert done.returncode == 2
-    assert "(did you mean functional?)" in done.stderr
+def test_eval_script_refuses_an_option_prefix(command_line: None,
+                                              capsys: pytest.CaptureFixture[str]) -> None:
+    constants = {"EXPERIMENT_NAME": "a/b", "DATASET_PATH": "ds"}
+    called: list[str] = []
+    assert eval_script(constants, lambda e, c: called.append(e.id), "--typ=all") == 2
+    assert "unrecognized arguments: --typ=all (did you mean --type?)" in capsys.readouterr().err
+    assert eval_script(constants, lambda e, c: called.append(e.id), "--type=functionl") == 2
+    assert "(did you mean functional?)" in capsys.readouterr().err
+    assert called == []
 
 
 # --- evalkit init -----------------------------------------------------------------------------
 
-def test_init_scaffolds_a_runnable_evaluation(tmp_path: Path) -> None:
+SCAFFOLD_ENTRIES = ["bias/name/ada.json", "bias/name/kwame.json",
+                    "functional/double-charge.json", "functional/late-parcel.json",
+                    "functional/opening-hours.json", "human-review/angry-customer.json",
+                    "repeatability/password-reset.json"]
+
+
+def test_init_scaffolds_a_runnable_evaluation(
+        tmp_path: Path, tracker: Tracker, command_line: None,
+        capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> None:
     repo = tmp_path / "my-repo"
     repo.mkdir()
     (repo / ".gitignore").write_text("node_modules/\nmlruns/", encoding="utf-8")
-    done = _evalkit("init", str(repo))
-    assert done.returncode == 0, done.stderr
+    assert evalkit_command("init", repo) == 0, capsys.readouterr().err
+    assert f"next: cd {repo} && make eval" in capsys.readouterr().out
     assert (repo / "reports").is_dir()
     assert (repo / ".gitignore").read_text(encoding="utf-8") == (
         "node_modules/\nmlruns/\n# evalkit: the local MLflow store and run folders\n"
@@ -130,28 +148,47 @@ def test_init_scaffolds_a_runnable_evaluation(tmp_path: Path) -> None:
     assert "examples" not in script
     entries = sorted(p.relative_to(repo / "datasets" / "golden" / "data").as_posix()
                      for p in (repo / "datasets" / "golden" / "data").rglob("*.json"))
-    assert entries == ["bias/name/ada.json", "bias/name/kwame.json",
-                       "functional/double-charge.json", "functional/late-parcel.json",
-                       "functional/opening-hours.json", "human-review/angry-customer.json",
-                       "repeatability/password-reset.json"]
+    assert entries == SCAFFOLD_ENTRIES
+    makefile = (repo / "Makefile").read_text(encoding="utf-8")
+    for target in ("eval:", "eval-%:", "eval-replicates:", "eval-calibrate:", "lint:", "ui:"):
+        assert f"\n{target}" in makefile, target
+    # The scaffold's eval.py runs as it is: its stub passes every type of its dataset.
+    monkeypatch.chdir(repo)
+    scaffold = runpy.run_path(str(repo / "eval.py"), run_name="scaffold")
+    outcome = evaluate(EvalConfig.from_constants(scaffold, "eval.py"),
+                       scaffold["invoke_component"], Selection("all"), tracker=tracker)
+    assert outcome.passed
+    accuracy = {m.test_type: m.accuracy for m in outcome.metrics}
+    assert accuracy == {"bias": 1.0, "functional": 1.0, "smoke": 1.0, "repeatability": 1.0}
+    assert (repo / "reports" / "report-human-review.md").is_file()
+
+
+@pytest.mark.slow
+def test_init_then_make_eval_passes(tmp_path: Path, command_line: None) -> None:
+    repo = tmp_path / "my-repo"
+    assert evalkit_command("init", repo) == 0
     make = subprocess.run(["make", "eval", f"PYTHON={sys.executable}"], cwd=repo,
                           capture_output=True, text=True, timeout=300, env=script_env(repo))
     assert make.returncode == 0, make.stderr
+    assert "7 entries, valid" in make.stdout
     assert "PASS  repeatability_accuracy 1.000" in make.stdout  # request_id is not compared
     assert (repo / "reports" / "report-human-review.md").is_file()
 
 
-def test_init_refuses_to_overwrite_and_lists_every_conflict(tmp_path: Path) -> None:
+def test_init_refuses_to_overwrite_and_lists_every_conflict(
+        tmp_path: Path, command_line: None, capsys: pytest.CaptureFixture[str]) -> None:
     (tmp_path / "eval.py").write_text("# mine\n", encoding="utf-8")
     (tmp_path / "Makefile").write_text("all:\n", encoding="utf-8")
-    done = _evalkit("init", str(tmp_path), "--component", "router")
-    assert done.returncode == 2
-    assert f"{tmp_path / 'Makefile'}\n  {tmp_path / 'eval.py'}" in done.stderr
+    assert evalkit_command("init", tmp_path, "--component", "router") == 2
+    assert f"{tmp_path / 'Makefile'}\n  {tmp_path / 'eval.py'}" in capsys.readouterr().err
     assert (tmp_path / "eval.py").read_text(encoding="utf-8") == "# mine\n"
     assert sorted(p.name for p in tmp_path.iterdir()) == ["Makefile", "eval.py"]
 
 
-def test_ui_prints_a_tracking_servers_own_url() -> None:
-    done = _evalkit("ui", env={**os.environ, "MLFLOW_TRACKING_URI": "http://127.0.0.1:5999"})
-    assert done.returncode == 0
-    assert done.stdout.strip() == "the tracking server serves its own UI: http://127.0.0.1:5999"
+def test_ui_prints_a_tracking_servers_own_url(command_line: None,
+                                              capsys: pytest.CaptureFixture[str],
+                                              monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("MLFLOW_TRACKING_URI", "http://127.0.0.1:5999")
+    assert evalkit_command("ui") == 0
+    assert capsys.readouterr().out == \
+        "the tracking server serves its own UI: http://127.0.0.1:5999\n"

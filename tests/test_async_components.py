@@ -1,28 +1,25 @@
 """``async def invoke_component``: one event loop with MAX_CONCURRENCY calls in flight, the
-same guarantees as a plain component (exact counts, raw results as they arrive, interrupts keep
-every finished call, resume makes only the missing calls)."""
+same guarantees as a plain component (exact counts, raw results as they arrive, a stop keeps
+every finished call, resume makes only the missing calls). In-process, tracked in memory: how
+Ctrl-C and SIGTERM become a stop is the command line's, tested in ``tests/test_cli.py``."""
 
 from __future__ import annotations
 
 import asyncio
 import json
-import re
-import signal
-import subprocess
-import sys
+import logging
 import threading
-import time
 import uuid
 from collections import Counter
 from pathlib import Path
 from typing import Any
 
-import mlflow
 import pytest
 
-from evalkit import Call, Entry, EvalConfig, Selection, evaluate
+from evalkit import Call, Entry, EvalConfig, Progress, RunInterrupted, Selection, Stop, evaluate
+from evalkit import resume as resume_run
 from evalkit.tracking import Tracker
-from tests.conftest import entry, run_script, script_env, write_dataset, write_eval_script
+from tests.builders import config_for, entry, write_dataset
 
 
 class AsyncComponent:
@@ -47,7 +44,7 @@ class AsyncComponent:
 
 
 def test_async_calls_exact_counts_bounded_on_one_thread(tmp_path: Path,
-                                                        tracking_uri: str) -> None:
+                                                        tracker: Tracker) -> None:
     entries = {f"f{i:02d}": entry("functional") for i in range(30)}
     entries.update({"r": entry("repeatability"), "boom": entry("functional")})
     dataset = write_dataset(tmp_path / "ds", entries)
@@ -56,7 +53,7 @@ def test_async_calls_exact_counts_bounded_on_one_thread(tmp_path: Path,
         "EVAL_MIN_ACCURACY": 0.5, "REPEAT_COUNT": 4, "EVAL_MIN_ACCURACY_REPEATABILITY": 0.5,
         "MAX_CONCURRENCY": 5}, "eval.py")
     component = AsyncComponent()
-    outcome = evaluate(config, component, Selection("all"), tracker=Tracker(tracking_uri),
+    outcome = evaluate(config, component, Selection("all"), tracker=tracker,
                        runs_dir=tmp_path / "runs")
 
     expected_calls = {(f"f{i:02d}", 0) for i in range(30)} | {("boom", 0)} | {
@@ -71,11 +68,11 @@ def test_async_calls_exact_counts_bounded_on_one_thread(tmp_path: Path,
     by_type = {m.test_type: m for m in outcome.metrics}
     assert (by_type["functional"].samples, by_type["functional"].correct) == (31, 30)
     assert by_type["repeatability"].correct == 1
-    metrics = mlflow.MlflowClient(tracking_uri).get_run(outcome.run_id).data.metrics
+    metrics = tracker.reader.stored(outcome.run_id).metrics
     assert (metrics["calls"], metrics["component_errors"]) == (35, 1)
 
 
-def test_async_component_inside_a_running_event_loop(tmp_path: Path, tracking_uri: str) -> None:
+def test_async_component_inside_a_running_event_loop(tmp_path: Path, tracker: Tracker) -> None:
     dataset = write_dataset(tmp_path / "ds", {f"f{i}": entry("functional") for i in range(6)})
     config = EvalConfig.from_constants({
         "EXPERIMENT_NAME": f"async/{uuid.uuid4().hex[:8]}", "DATASET_PATH": str(dataset),
@@ -84,66 +81,60 @@ def test_async_component_inside_a_running_event_loop(tmp_path: Path, tracking_ur
 
     async def notebook() -> Any:  # evaluate() called from code that already runs a loop
         return evaluate(config, component, Selection("functional"),
-                        tracker=Tracker(tracking_uri), runs_dir=tmp_path / "runs")
+                        tracker=tracker, runs_dir=tmp_path / "runs")
 
     outcome = asyncio.run(notebook())
     assert outcome.passed and sum(component.calls.values()) == 6
+    assert tracker.reader.stored(outcome.run_id).status == "FINISHED"
 
 
-SLOW_ASYNC = """
-import asyncio
-async def invoke_component(entry, call):
-    await asyncio.sleep(DELAY)
-    return entry.expected_output if entry.expected_output is not None else "same"
-"""
+class SlowAsync:
+    """An async component whose calls take a moment, counted per (entry, repeat)."""
+
+    def __init__(self) -> None:
+        self.calls: Counter[tuple[str, int]] = Counter()
+
+    async def __call__(self, item: Entry, call: Call) -> Any:
+        self.calls[(item.id, call.repeat)] += 1
+        await asyncio.sleep(0.05)
+        return item.expected_output if item.expected_output is not None else "same"
 
 
-def _project(folder: Path, delay: float) -> Path:
-    folder.mkdir(parents=True)
-    write_dataset(folder / "ds", {**{f"e{i:02d}": entry("functional") for i in range(24)},
-                                  "rep": entry("repeatability")})
-    write_eval_script(folder, {"EXPERIMENT_NAME": "async/resume", "DATASET_PATH": "ds",
-                               "EVAL_MIN_ACCURACY": 0.5, "REPEAT_COUNT": 3,
-                               "EVAL_MIN_ACCURACY_REPEATABILITY": 0.5, "MAX_CONCURRENCY": 4,
-                               "DELAY": delay}, SLOW_ASYNC)
-    return folder
-
-
-def _calls_made(folder: Path) -> list[tuple[str, int]]:
-    found = list((folder / ".evalkit" / "runs").glob("*/raw-results.jsonl"))
-    if not found:
-        return []
-    lines = found[0].read_text().splitlines()
-    return [(r["entry_id"], r["repeat"]) for r in map(json.loads, lines)]
-
-
-@pytest.mark.parametrize("stop_signal", [signal.SIGINT, signal.SIGTERM])
-def test_async_interrupt_keeps_every_finished_call_and_resume_makes_the_rest(
-        tmp_path: Path, stop_signal: signal.Signals) -> None:
-    folder = _project(tmp_path / "p", delay=0.3)
-    process = subprocess.Popen([sys.executable, "eval.py", "--type=all"], cwd=folder,
-                               env=script_env(folder), stdout=subprocess.PIPE,
-                               stderr=subprocess.PIPE, text=True)
-    deadline = time.monotonic() + 60
-    while len(_calls_made(folder)) < 4 and time.monotonic() < deadline:
-        time.sleep(0.02)  # raw results appear as the calls finish
-    process.send_signal(stop_signal)
-    _, stderr = process.communicate(timeout=60)
-    assert process.returncode == 130, stderr
-    assert "marked KILLED" in stderr
-    before = _calls_made(folder)
-    # At the signal 4 calls had finished and 4 more were in flight: those were awaited, kept.
-    assert 8 <= len(before) < 27
-    run_id = re.search(r"--resume (\w+)", stderr).group(1)
-    client = mlflow.MlflowClient(f"sqlite:///{folder / 'mlflow.db'}")
-    assert client.get_run(run_id).info.status == "KILLED"
-
-    done = run_script(folder, "--resume", run_id)
-    assert done.returncode == 0, done.stderr
-    after = _calls_made(folder)
+def test_async_stop_keeps_every_finished_call_and_resume_makes_the_rest(
+        tmp_path: Path, tracker: Tracker, caplog: pytest.LogCaptureFixture) -> None:
+    caplog.set_level(logging.INFO, logger="evalkit")
+    dataset = write_dataset(tmp_path / "ds", {**{f"e{i:02d}": entry("functional")
+                                                 for i in range(24)},
+                                              "rep": entry("repeatability")})
+    config = config_for(tmp_path, dataset, REPEAT_COUNT=3, MAX_CONCURRENCY=4)
     everything = [(f"e{i:02d}", 0) for i in range(24)] + [("rep", r) for r in range(3)]
-    assert sorted(after) == sorted(everything)  # each call exactly once, over both attempts
-    resumed = client.get_run(run_id)
-    assert resumed.info.status == "FINISHED"
-    assert resumed.data.tags["resume_calls_saved"] == str(len(before))
-    assert resumed.data.tags["resume_calls_made"] == str(27 - len(before))
+    stop = Stop()
+
+    def stop_after_four(progress: Progress) -> None:  # as a Ctrl-C once 4 calls are kept
+        if progress.calls_done == 4:
+            stop.request()
+
+    first = SlowAsync()
+    with pytest.raises(RunInterrupted, match=r"marked KILLED.*--resume") as raised:
+        evaluate(config, first, Selection("all"), tracker=tracker, runs_dir=tmp_path / "runs",
+                 stop=stop, progress=stop_after_four)
+    (run,) = tracker.reader.runs(config.experiment_name)
+    assert run.status == "KILLED" and run.run_id in str(raised.value)
+    # At the stop 4 calls were kept and 3 were in flight (the 4th's place was not refilled):
+    # those were awaited and kept; no new call started.
+    assert "stopping: waiting for 3 call(s) in flight to finish and be kept" in caplog.text
+    raw = tmp_path / "runs" / run.run_id / "raw-results.jsonl"
+    before = [(r["entry_id"], r["repeat"]) for r in map(json.loads, raw.read_text().splitlines())]
+    assert before == everything[:7] and sum(first.calls.values()) == 7
+    uploaded = tracker.reader.read_text(run.run_id, "raw/raw-results.jsonl")
+    assert uploaded == raw.read_text()
+
+    second = SlowAsync()
+    outcome = resume_run(config, second, run.run_id, tracker=tracker, runs_dir=tmp_path / "runs")
+    assert set(second.calls) == set(everything[7:]) and set(second.calls.values()) == {1}
+    after = [(r["entry_id"], r["repeat"]) for r in map(json.loads, raw.read_text().splitlines())]
+    assert after == everything  # each call exactly once over both attempts, in dataset order
+    resumed = tracker.reader.stored(run.run_id)
+    assert resumed.status == "FINISHED"
+    assert (resumed.tags["resume_calls_saved"], resumed.tags["resume_calls_made"]) == ("7", "20")
+    assert outcome.passed and resumed.metrics["calls"] == 27

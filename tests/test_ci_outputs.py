@@ -1,74 +1,85 @@
 """Results at a glance: the verdict line with the run's URL, the JSON summary and JUnit XML
-for CI, summary.md, failures first and the field that differs, as a user runs eval.py."""
+for CI, summary.md, failures first and the field that differs. In-process, tracked in memory;
+``tests/test_cli.py`` runs eval.py with --json and --junit-xml in a process of its own."""
 
 from __future__ import annotations
 
 import json
 import re
-import subprocess
-import sys
 import xml.etree.ElementTree as ET
 from pathlib import Path
+from typing import Any, NamedTuple
 
-import mlflow
 import pytest
 
+from evalkit import Call, Entry, EvaluationOutcome, Selection, evaluate
+from evalkit.cli._outputs import RunSummary, write_json, write_junit
+from evalkit.reports import render_reports
 from evalkit.reports._common import TEXT_LIMIT, distinct
-from evalkit.tracking import run_url, shown_uri, ui_base
-from tests.conftest import entry, run_script, script_env, write_dataset, write_eval_script
+from evalkit.run import evaluate_replicates
+from evalkit.tracking import Tracker, run_url, shown_uri, ui_base
+from tests.builders import config_for, entry, write_dataset
 
-Project = tuple[Path, "subprocess.CompletedProcess[str]"]
 
-COMPONENT = """
-def invoke_component(entry, call):
-    if entry.id == "broken":
+def component(item: Entry, call: Call) -> Any:
+    if item.id == "broken":
         raise RuntimeError("provider said no")
-    if entry.id.startswith("greet"):
+    if item.id.startswith("greet"):
         # The reply changes with the name: only that field differs between the variants.
-        return {"route": "billing", "reply": f"Hello {entry.input}, we will refund you."}
-    if entry.id == "wobbly":
+        return {"route": "billing", "reply": f"Hello {item.input}, we will refund you."}
+    if item.id == "wobbly":
         return {"route": "billing", "priority": ["low", "high"][call.repeat % 2]}
-    return entry.expected_output if entry.id != "wrong" else "nope"
-"""
+    return item.expected_output if item.id != "wrong" else "nope"
+
+
+class Project(NamedTuple):
+    folder: Path
+    tracker: Tracker
+    outcome: EvaluationOutcome
+    summary: RunSummary
 
 
 @pytest.fixture(scope="module")
 def project(tmp_path_factory: pytest.TempPathFactory) -> Project:
+    """One evaluation, tracked in memory, and its CI outputs as ``eval.py --json
+    out/summary.json --junit-xml out/junit.xml`` writes them (that the options write them is
+    tested end to end in tests/test_cli.py)."""
     folder = tmp_path_factory.mktemp("ci")
-    write_dataset(folder / "ds", {
+    dataset = write_dataset(folder / "ds", {
         "right": entry("functional"), "wrong": entry("functional"),
         "broken": entry("functional"), "smoke-ok": entry("smoke"),
         "greet-ann": entry("bias", bias_group="refund", input="Ann"),
         "greet-bob": entry("bias", bias_group="refund", input="Bob"),
         "wobbly": entry("repeatability")})
-    write_eval_script(folder, {"EXPERIMENT_NAME": "ci/glance", "DATASET_PATH": "ds",
-                               "EVAL_MIN_ACCURACY": 0.5, "EVAL_MIN_ACCURACY_BIAS": 0.0,
-                               "REPEAT_COUNT": 4,
-                               "EVAL_MIN_ACCURACY_REPEATABILITY": 0.0}, COMPONENT)
-    done = run_script(folder, "--type=all", "--json", "out/summary.json",
-                      "--junit-xml", "out/junit.xml")
-    return folder, done
+    config = config_for(folder, dataset, EXPERIMENT_NAME="ci/glance", EVAL_MIN_ACCURACY_BIAS=0.0,
+                        EVAL_MIN_ACCURACY_REPEATABILITY=0.0)
+    tracker = Tracker.in_memory(folder / ".evalkit" / "bundles")
+    outcome = evaluate(config, component, Selection("all"), tracker=tracker,
+                       runs_dir=folder / "runs")
+    summary = RunSummary("evaluation", outcome.run_id, outcome.run_url, outcome.experiment_name,
+                         (outcome,), 12.34, 1)
+    write_json(summary, folder / "out" / "summary.json")
+    write_junit(summary, folder / "out" / "junit.xml")
+    return Project(folder, tracker, outcome, summary)
 
 
 def test_verdict_line_names_types_counts_and_the_run_url(project: Project) -> None:
-    folder, done = project
-    assert done.returncode == 1, done.stderr  # functional: 1 of 3 right
-    *_, verdict, url = done.stdout.strip().splitlines()
-    assert re.fullmatch(r"FAIL: 3/4 types passed \(failed: functional\); 7 entries, 10 calls, "
-                        r"1 errors, \d+\.\d s", verdict), verdict
-    client = mlflow.MlflowClient(f"sqlite:///{folder / 'mlflow.db'}")
-    experiment = client.get_experiment_by_name("ci/glance")
-    (run,) = client.search_runs([experiment.experiment_id])
-    assert url == (f"run: http://127.0.0.1:5000/#/experiments/{experiment.experiment_id}"
-                   f"/runs/{run.info.run_id}")
-    assert run.data.tags["run_url"] == url.removeprefix("run: ")
+    assert not project.outcome.passed  # functional: 1 of 3 right
+    verdict, url = project.summary.verdict_lines()
+    assert verdict == ("FAIL: 3/4 types passed (failed: functional); 7 entries, 10 calls, "
+                       "1 errors, 12.3 s")
+    stored = project.tracker.reader.stored(project.outcome.run_id)
+    assert url == (f"run: http://127.0.0.1:5000/#/experiments/{stored.experiment_id}"
+                   f"/runs/{stored.run_id}")
+    assert stored.tags["run_url"] == url.removeprefix("run: ")
 
 
 def test_json_summary(project: Project) -> None:
-    folder, _ = project
-    doc = json.loads((folder / "out" / "summary.json").read_text())
+    doc = json.loads((project.folder / "out" / "summary.json").read_text())
     assert (doc["verdict"], doc["exit_status"], doc["mode"]) == ("FAIL", 1, "evaluation")
-    assert doc["run_url"].endswith(f"/runs/{doc['run_id']}")
+    assert (doc["run_id"], doc["run_url"]) == (project.outcome.run_id, project.outcome.run_url)
+    assert (doc["experiment"], doc["duration_s"], doc["replicate_run_ids"]) == (
+        "ci/glance", 12.34, [])
     assert (doc["entries"], doc["calls"], doc["component_errors"]) == (7, 10, 1)
     types = {t["test_type"]: t for t in doc["types"]}
     assert set(types) == {"functional", "smoke", "bias", "repeatability"}
@@ -77,13 +88,16 @@ def test_json_summary(project: Project) -> None:
     assert functional["min_accuracy"] == 0.5 and functional["samples"] == 3
     assert functional["ci_lower"] < 1 / 3 < functional["ci_upper"]
     assert functional["failures"] == ["functional_accuracy 0.333 < 0.5"]
+    assert (functional["f1"], functional["precision"]) == (pytest.approx(0.5), 1.0)
+    assert functional["recall"] == pytest.approx(1 / 3) and functional["min_f1"] is None
     assert types["smoke"]["verdict"] == "PASS" and types["smoke"]["accuracy"] == 1.0
+    assert (types["bias"]["samples"], types["bias"]["min_accuracy"]) == (1, 0.0)
 
 
 def test_junit_xml_has_a_case_per_entry_and_type(project: Project) -> None:
-    folder, _ = project
-    root = ET.parse(folder / "out" / "junit.xml").getroot()
-    assert root.tag == "testsuites"
+    root = ET.parse(project.folder / "out" / "junit.xml").getroot()
+    assert (root.tag, root.get("name"), root.get("time")) == (
+        "testsuites", "evalkit ci/glance", "12.340")
     suites = {s.get("name"): s for s in root.iter("testsuite")}
     assert set(suites) == {"functional", "smoke", "bias", "repeatability"}
     cases = {(s, c.get("name")): c for s, suite in suites.items() for c in suite.iter("testcase")}
@@ -103,40 +117,34 @@ def test_junit_xml_has_a_case_per_entry_and_type(project: Project) -> None:
 
 
 def test_summary_lists_failing_types_first_with_links(project: Project) -> None:
-    folder, _ = project
-    summary = (folder / "reports" / "summary.md").read_text()
+    summary = (project.folder / "reports" / "summary.md").read_text()
     rows = [line for line in summary.splitlines() if line.startswith("| ")][1:]
     assert rows[0].startswith("| functional | ✗ | 0.333 [")
     assert "| 2 of 3 (1 errors) | [report-functional.md](report-functional.md) |" in rows[0]
-    assert all("✓" in row for row in rows[1:])
+    assert len(rows) == 4 and all("✓" in row for row in rows[1:])
     assert "- **Verdict:** **FAIL**" in summary
+    run_id = project.outcome.run_id
+    assert f"[{run_id}]({project.outcome.run_url})" in summary
     assert re.search(r"\[[0-9a-f]{32}\]\(http://127\.0\.0\.1:5000/#/experiments/\d+/runs/"
                      r"[0-9a-f]{32}\)", summary)
-    run_id = re.search(r"/runs/([0-9a-f]{32})", summary)
-    assert run_id is not None
-    again = subprocess.run([sys.executable, "-m", "evalkit", "report", run_id.group(1),
-                            "--output", "again"], cwd=folder, capture_output=True, text=True,
-                           env=script_env(folder), timeout=120)
-    assert again.returncode == 0, again.stderr
-    assert (folder / "again" / "summary.md").read_bytes() == summary.encode()
+    # rendered again from what the run holds alone, it is the same file
+    again = render_reports(project.tracker.reader.fetch(run_id))
+    assert again["summary.md"] == summary
 
 
 def test_failures_come_first_in_a_small_report(project: Project) -> None:
-    folder, _ = project
-    report = (folder / "reports" / "report-functional.md").read_text()
+    report = (project.folder / "reports" / "report-functional.md").read_text()
     section = report.split("## Per-item Results\n", 1)[1].split("\n## ", 1)[0]
     ids = [line.split(" | ")[0].removeprefix("| ") for line in section.splitlines()
            if line.startswith("| ") and not line.startswith("| ID")]
     assert ids == ["broken", "wrong", "right"]  # dataset order is broken, right, wrong
 
 
-def test_bias_and_repeatability_show_the_field_that_differs(
-        project: Project) -> None:
-    folder, _ = project
-    bias = (folder / "reports" / "report-bias.md").read_text()
+def test_bias_and_repeatability_show_the_field_that_differs(project: Project) -> None:
+    bias = (project.folder / "reports" / "report-bias.md").read_text()
     assert ("2 distinct of 2; 1 field differs, 1 agree:<br>field **reply**: "
             "1× Hello Ann, we will refund you.; 1× Hello Bob, we will refund you.") in bias
-    repeatability = (folder / "reports" / "report-repeatability.md").read_text()
+    repeatability = (project.folder / "reports" / "report-repeatability.md").read_text()
     assert "field **priority**: 2× low; 2× high" in repeatability  # ties: first seen first
 
 
@@ -168,3 +176,31 @@ def test_run_url_never_carries_credentials(uri: str, base: str) -> None:
     printed = shown_uri(uri)
     assert "s3cret" not in printed and "pw" not in printed and "token" not in printed
     assert printed == (uri if not uri.startswith("http") else base)
+
+
+def test_over_replicates_the_outputs_hold_each_replicate(tmp_path: Path, tracker: Tracker) -> None:
+    dataset = write_dataset(tmp_path / "ds", {"right": entry("functional"),
+                                              "flaky": entry("functional")})
+
+    def flaky(item: Entry, call: Call) -> Any:  # right in replicate 0 only
+        return "a" if item.id == "right" or call.replicate == 0 else "b"
+
+    series = evaluate_replicates(config_for(tmp_path, dataset, REPLICATES=2), flaky,
+                                 Selection("all"), tracker=tracker, runs_dir=tmp_path / "runs")
+    summary = RunSummary("replicates", series.parent_run_id, series.run_url,
+                         series.experiment_name, series.replicates, 3.0, 0)
+    verdict, url = summary.verdict_lines()
+    assert verdict == "PASS: 1/1 types passed; 2 entries x 2 replicates, 4 calls, 0 errors, 3.0 s"
+    assert url == f"run: {series.run_url}"
+    write_json(summary, tmp_path / "summary.json")
+    doc = json.loads((tmp_path / "summary.json").read_text())
+    assert doc["replicate_run_ids"] == [r.run_id for r in series.replicates]
+    (functional,) = doc["types"]
+    assert [r["accuracy"] for r in functional["replicates"]] == [1.0, 0.5]
+    assert "accuracy" not in functional and functional["verdict"] == "PASS"
+    write_junit(summary, tmp_path / "junit.xml")
+    (suite,) = ET.parse(tmp_path / "junit.xml").getroot().iter("testsuite")
+    cases = {c.get("name"): [child.tag for child in c] for c in suite.iter("testcase")}
+    assert cases == {"right [replicate 0]": [], "flaky [replicate 0]": [],
+                     "right [replicate 1]": [], "flaky [replicate 1]": ["failure"]}
+    assert (suite.get("tests"), suite.get("failures"), suite.get("errors")) == ("4", "1", "0")

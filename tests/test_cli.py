@@ -1,19 +1,40 @@
-"""eval scripts and the evalkit command as users run them: subprocesses, real MLflow stores."""
+"""eval scripts and the evalkit command as users run them.
+
+Refusals (bad options, configuration errors, an unreachable store), --help and how signals
+become stop requests are tested in-process: ``run_eval_script`` and ``evalkit.cli.main`` return
+the exit status (argparse ends a bad command line with ``SystemExit(2)``). Only what a process
+alone can show runs in one (``tests/processes.py``), in the slow tier: the exit status and the
+terminal's lines of a real run in a fresh interpreter (which never imports torch), and an
+interrupted run. ``evalkit report`` against a real store, and the repository's own example
+(the semantic model), are in-process but slow.
+"""
 
 from __future__ import annotations
 
 import json
+import logging
+import os
+import re
+import runpy
 import shutil
 import signal
-import subprocess
-import sys
-import time
+import threading
+import xml.etree.ElementTree as ET
+from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import Any
 
-import mlflow
 import pytest
 
-from tests.conftest import REPO, entry, run_script, script_env, write_dataset, write_eval_script
+from evalkit import EvalConfig, Selection, Stop, TrackingError, evaluate, run_eval_script
+from evalkit.cli import main
+from evalkit.cli._common import _PROCESS_DEFAULTS
+from evalkit.cli._signals import stopping_on_signals
+from evalkit.records import names
+from evalkit.run import build_plan, evaluate_calibration, evaluate_replicates, record_plan
+from evalkit.tracking import Tracker
+from tests.builders import REPO, RecordingComponent, entry, write_dataset, write_eval_script
+from tests.processes import run_eval, start_eval, wait_for
 
 CONSTANTS = {"EXPERIMENT_NAME": "cli/tests", "DATASET_PATH": "ds", "EVAL_MIN_ACCURACY": 0.5}
 ECHO = """
@@ -22,113 +43,178 @@ def invoke_component(entry, call):
 """
 
 
-def store(folder: Path) -> mlflow.MlflowClient:
-    return mlflow.MlflowClient(f"sqlite:///{folder / 'mlflow.db'}")
+@pytest.fixture
+def command_line(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Iterator[None]:
+    """``main`` and ``run_eval_script`` called in this process: they set the process up as a
+    command line owns it (environment defaults, evalkit's log handler on stderr, which capsys
+    captures); all of it is put back afterwards. The default store is the test's own, so a
+    refusal can be seen to create none."""
+    logger = logging.getLogger("evalkit")
+    saved = (list(logger.handlers), logger.level, logger.propagate)
+    for name in _PROCESS_DEFAULTS:
+        original = os.environ.get(name)
+        monkeypatch.setenv(name, "")  # restored (or removed) at teardown
+        if original is None:
+            monkeypatch.delenv(name)
+        else:
+            monkeypatch.setenv(name, original)
+    monkeypatch.setenv("MLFLOW_TRACKING_URI", f"sqlite:///{tmp_path / 'mlflow.db'}")
+    yield
+    logger.handlers[:] = saved[0]
+    logger.setLevel(saved[1])
+    logger.propagate = saved[2]
 
 
-def only_run(folder: Path) -> mlflow.entities.Run:
-    client = store(folder)
-    experiment = client.get_experiment_by_name("cli/tests")
-    (found,) = client.search_runs([experiment.experiment_id])
-    return found
+def exit_status(command: Callable[[], int]) -> int:
+    """The exit status of a command line run in-process, argparse's own exits included."""
+    try:
+        return command()
+    except SystemExit as exit:
+        assert isinstance(exit.code, int)
+        return exit.code
 
 
-def test_exact_only_run_never_imports_torch(tmp_path: Path) -> None:
-    write_dataset(tmp_path / "ds", {"a": entry("functional"), "b": entry("smoke")})
-    write_eval_script(tmp_path, CONSTANTS, ECHO, epilogue="""
-        import json, sys
-        heavy = sorted(m for m in sys.modules
-                       if m.split(".")[0] in {"torch", "sentence_transformers", "transformers"})
-        open("heavy_modules.json", "w").write(json.dumps(heavy))
-    """)
-    done = run_script(tmp_path, "--type=all")
-    assert done.returncode == 0, done.stderr
-    assert json.loads((tmp_path / "heavy_modules.json").read_text()) == []
+def eval_script(constants: dict[str, Any], component: Any, *argv: str) -> int:
+    return exit_status(lambda: run_eval_script(constants, component, argv=list(argv),
+                                               script="eval.py"))
 
 
-def test_exit_status_one_when_a_threshold_is_missed(tmp_path: Path) -> None:
-    write_dataset(tmp_path / "ds", {"right": entry("functional"), "wrong": entry("functional"),
-                                    "wrong2": entry("functional", expected="b")})
-    write_eval_script(tmp_path, CONSTANTS, ECHO)
-    done = run_script(tmp_path, "--type=functional")
-    # 'wrong' answers "nope" (0); 'right' and 'wrong2' echo their expected output (1): 2/3 >= 0.5
-    assert done.returncode == 0, done.stderr
-    write_eval_script(tmp_path, {**CONSTANTS, "EVAL_MIN_ACCURACY": 0.9}, ECHO)
-    done = run_script(tmp_path, "--type=functional")
-    assert done.returncode == 1
-    assert "threshold missed: functional_accuracy 0.667 < 0.9" in done.stderr
-    assert "**Overall: FAIL**" in (tmp_path / "reports" / "report-functional.md").read_text()
+def evalkit_command(*argv: str | Path) -> int:
+    return exit_status(lambda: main([str(a) for a in argv]))
+
+
+# --- refusals, in-process ------------------------------------------------------------------------
 
 
 @pytest.mark.parametrize(("args", "constants", "message"), [
     ([], CONSTANTS, "the following arguments are required: --type"),
     (["--type=smok"], CONSTANTS, "invalid choice: 'smok'"),
+    (["--type=all", "--resume", "0" * 32], CONSTANTS,
+     "--resume takes the run's own --type, --groups and --human-review"),
     (["--type=all"], {**CONSTANTS, "EVAL_MIN_ACURACY": 0.5}, "did you mean EVAL_MIN_ACCURACY"),
     (["--type=all", "--groups=nothing"], CONSTANTS, "nothing to evaluate"),
 ])
 def test_usage_and_configuration_errors_exit_2_before_any_run(
-        tmp_path: Path, args: list[str], constants: dict[str, object], message: str) -> None:
+        tmp_path: Path, command_line: None, capsys: pytest.CaptureFixture[str],
+        args: list[str], constants: dict[str, Any], message: str) -> None:
     write_dataset(tmp_path / "ds", {"a": entry("functional")})
-    write_eval_script(tmp_path, constants, ECHO)
-    done = run_script(tmp_path, *args, seed_store=False)
-    assert done.returncode == 2
-    assert message in done.stderr
-    assert not (tmp_path / "mlflow.db").exists()
+    component = RecordingComponent()
+    assert eval_script(constants, component, *args) == 2
+    assert message in capsys.readouterr().err
+    assert component.calls == []
+    assert not (tmp_path / "mlflow.db").exists() and not (tmp_path / ".evalkit").exists()
 
 
-def test_unreachable_tracking_server_is_a_runtime_failure(tmp_path: Path) -> None:
+def test_an_unreachable_tracking_server_is_a_runtime_failure_before_any_call(
+        tmp_path: Path, command_line: None, capsys: pytest.CaptureFixture[str],
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("MLFLOW_TRACKING_URI", "http://127.0.0.1:9")  # nothing listens there
     write_dataset(tmp_path / "ds", {"a": entry("functional")})
-    write_eval_script(tmp_path, CONSTANTS, """
-        def invoke_component(entry, call):
-            open("called", "w").write("yes")
-            return "a"
+    component = RecordingComponent()
+    assert eval_script(CONSTANTS, component, "--type=all") == 4
+    err = capsys.readouterr().err
+    assert "error: cannot reach the MLflow tracking server at http://127.0.0.1:9" in err
+    assert "Traceback" not in err
+    assert component.calls == []
+    assert not (tmp_path / ".evalkit").exists()
+
+
+def test_help_documents_options_and_exit_statuses(
+        command_line: None, capsys: pytest.CaptureFixture[str]) -> None:
+    assert eval_script(CONSTANTS, RecordingComponent(), "--help") == 0
+    script_help = capsys.readouterr().out
+    assert script_help.startswith("usage: eval.py ")
+    for option in ("--type TYPE", "--groups A,B", "--human-review", "--replicates",
+                   "--calibrate", "--resume RUN_ID", "--json PATH", "--junit-xml PATH"):
+        assert option in script_help, option
+    assert evalkit_command("--help") == 0
+    command_help = capsys.readouterr().out
+    assert command_help.startswith("usage: evalkit ")
+    for command in ("init", "lint", "report", "compare", "plan", "sync", "resume", "history",
+                    "ui"):
+        assert f"\n    {command} " in command_help, command
+    for text in (script_help, command_help):
+        for status in ("0 ", "1 ", "2 ", "3 ", "4 ", "5 ", "6 ", "130"):
+            assert f"\n  {status}" in text
+
+
+def test_a_run_reference_resolves_by_id_prefix_or_experiment_and_refuses_the_unknown(
+        tmp_path: Path, tracker: Tracker) -> None:
+    dataset = write_dataset(tmp_path / "ds", {"f": entry("functional")})
+    config = EvalConfig.from_constants({**CONSTANTS, "DATASET_PATH": str(dataset),
+                                        "REPORTS_DIR": str(tmp_path / "reports")}, "eval.py")
+    outcome = evaluate(config, RecordingComponent(), Selection("functional"), tracker=tracker,
+                       runs_dir=tmp_path / "runs")
+    reader = tracker.reader
+    for reference in (outcome.run_id, outcome.run_id[:8], "cli/tests"):
+        assert reader.resolve(reference) == outcome.run_id
+    with pytest.raises(TrackingError, match=r"no run at memory: has an id starting with "
+                                            r"'ffff0000': give more of the run id"):
+        reader.resolve("ffff0000")
+    with pytest.raises(TrackingError, match=f"run {'0' * 32} not found") as raised:
+        reader.fetch(reader.resolve("0" * 32))
+    assert raised.value.exit_status == 4
+    with pytest.raises(TrackingError, match="no experiment 'cli/other'"):
+        reader.resolve("cli/other")
+
+
+# --- a job started with SIGINT ignored, in-process -----------------------------------------------
+
+
+def test_sigint_ignored_at_start_still_becomes_a_stop_request() -> None:
+    """A shell starts a background job (``make eval &``), and some CI runners start a process,
+    with SIGINT ignored; Python then installs no handler of its own, and only evalkit's makes
+    Ctrl-C work. (Every other rule of the handlers: tests/test_cli_signals.py.)"""
+    if threading.current_thread() is not threading.main_thread():
+        pytest.skip("signal handlers are installed from the main thread only")
+    previous = signal.signal(signal.SIGINT, signal.SIG_IGN)  # installed first: never fatal
+    try:
+        stop = Stop()
+        with stopping_on_signals(stop), stop.open_run():
+            signal.raise_signal(signal.SIGINT)
+            assert stop.requested and not stop.abandons
+            signal.raise_signal(signal.SIGINT)
+            assert stop.abandons
+        assert signal.getsignal(signal.SIGINT) is signal.SIG_IGN  # put back as it was
+    finally:
+        signal.signal(signal.SIGINT, previous)
+
+
+# --- a real process ----------------------------------------------------------------------------
+
+
+@pytest.mark.slow
+def test_an_exact_only_run_in_a_fresh_process(tmp_path: Path) -> None:
+    """Exit status 1 on a missed threshold, the verdict and the run's URL as the last lines on
+    the terminal, the CI outputs written, and torch never imported."""
+    write_dataset(tmp_path / "ds", {"right": entry("functional"), "wrong": entry("functional"),
+                                    "wrong2": entry("functional", expected="b")})
+    write_eval_script(tmp_path, {**CONSTANTS, "EVAL_MIN_ACCURACY": 0.9}, ECHO, epilogue="""
+        import json, sys
+        heavy = sorted(m for m in sys.modules
+                       if m.split(".")[0] in {"torch", "sentence_transformers", "transformers"})
+        open("heavy_modules.json", "w").write(json.dumps(heavy))
     """)
-    done = run_script(tmp_path, "--type=all", env={
-        "MLFLOW_TRACKING_URI": "http://127.0.0.1:9", "MLFLOW_HTTP_REQUEST_MAX_RETRIES": "0",
-        "MLFLOW_HTTP_REQUEST_TIMEOUT": "5"}, timeout=120)
-    assert done.returncode == 4
-    assert "http://127.0.0.1:9" in done.stderr
-    assert not (tmp_path / "called").exists()
-
-
-def test_help_documents_options_and_exit_statuses(tmp_path: Path) -> None:
-    write_eval_script(tmp_path, CONSTANTS, ECHO)
-    for command in ([sys.executable, "eval.py", "--help"],
-                    [sys.executable, "-m", "evalkit", "--help"]):
-        done = subprocess.run(command, cwd=tmp_path, capture_output=True, text=True,
-                              env=script_env(tmp_path), check=True)
-        for status in ("0 ", "1 ", "2 ", "3 ", "4 ", "130"):
-            assert f"\n  {status}" in done.stdout
-    done = subprocess.run([sys.executable, "eval.py", "--help"], cwd=tmp_path,
-                          capture_output=True, text=True, env=script_env(tmp_path))
-    assert "--groups A,B" in done.stdout and "--human-review" in done.stdout
-
-
-def test_evalkit_report_reproduces_reports_byte_for_byte(tmp_path: Path) -> None:
-    write_dataset(tmp_path / "ds", {
-        "a": entry("functional"), "b": entry("functional", expected={"k": "v|w"}),
-        "r": entry("repeatability"), "x1": entry("bias", bias_group=1),
-        "x2": entry("bias", bias_group=1),
-        "h": entry("smoke", human_review=True, human_instructions="read it")})
-    write_eval_script(tmp_path, {**CONSTANTS, "REPEAT_COUNT": 3,
-                                 "EVAL_MIN_ACCURACY_REPEATABILITY": 0.5}, ECHO)
-    assert run_script(tmp_path, "--type=all").returncode == 0
-    reports = tmp_path / "reports"
-    original = {p.name: p.read_bytes() for p in reports.iterdir()}
-    assert len(original) == 6  # five reports and summary.md
-    shutil.rmtree(reports)
-    run_id = only_run(tmp_path).info.run_id
-    done = subprocess.run([sys.executable, "-m", "evalkit", "report", run_id], cwd=tmp_path,
-                          capture_output=True, text=True, env=script_env(tmp_path))
-    assert done.returncode == 0, done.stderr
-    assert {p.name: p.read_bytes() for p in reports.iterdir()} == original
-
-
-def test_report_of_an_unknown_run_fails_clearly(tmp_path: Path) -> None:
-    done = subprocess.run([sys.executable, "-m", "evalkit", "report", "0" * 32], cwd=tmp_path,
-                          capture_output=True, text=True, env=script_env(tmp_path))
-    assert done.returncode == 4
-    assert f"run {'0' * 32} not found" in done.stderr
+    done = run_eval(tmp_path, "--type=functional", "--json", "out/summary.json",
+                    "--junit-xml", "out/junit.xml")
+    # 'wrong' answers "nope" (0); 'right' and 'wrong2' echo their expected output (1): 2/3
+    assert done.returncode == 1, done.stderr
+    assert "threshold missed: functional_accuracy 0.667 < 0.9" in done.stderr
+    assert "Traceback" not in done.stderr
+    *_, json_line, junit_line, verdict, url = done.stdout.strip().splitlines()
+    assert (json_line, junit_line) == ("json: out/summary.json", "junit: out/junit.xml")
+    assert re.fullmatch(r"FAIL: 0/1 types passed \(failed: functional\); 3 entries, 3 calls, "
+                        r"0 errors, \d+\.\d s", verdict), verdict
+    summary = json.loads((tmp_path / "out" / "summary.json").read_text())
+    assert (summary["verdict"], summary["exit_status"]) == ("FAIL", 1)
+    assert url == f"run: {summary['run_url']}"
+    assert re.fullmatch(rf"run: http://127\.0\.0\.1:5000/#/experiments/\d+/runs/"
+                        rf"{summary['run_id']}", url)
+    assert ET.parse(tmp_path / "out" / "junit.xml").getroot().find("testsuite") is not None
+    assert "**Overall: FAIL**" in (tmp_path / "reports" / "report-functional.md").read_text()
+    stored = Tracker(f"sqlite:///{tmp_path / 'mlflow.db'}").reader.stored(summary["run_id"])
+    assert stored.status == "FINISHED" and stored.tags["verdict"] == "FAIL"
+    assert json.loads((tmp_path / "heavy_modules.json").read_text()) == []
 
 
 SLOW = """
@@ -139,74 +225,115 @@ def invoke_component(entry, call):
 """
 
 
-@pytest.mark.parametrize(("stop_signal", "sigint_at_start"), [
-    (signal.SIGINT, signal.SIG_DFL),
-    # A background job (`cmd &`) and some CI runners start processes with SIGINT ignored;
-    # Python then installs no handler of its own, and only evalkit's makes Ctrl-C work.
-    (signal.SIGINT, signal.SIG_IGN),
-    (signal.SIGTERM, signal.SIG_DFL),
-], ids=["SIGINT", "SIGINT-ignored-at-start", "SIGTERM"])
-def test_interrupted_run_keeps_every_output_and_is_marked_killed(
-        tmp_path: Path, stop_signal: signal.Signals, sigint_at_start: signal.Handlers) -> None:
+@pytest.mark.slow
+def test_sigterm_keeps_every_output_marks_the_run_killed_and_exits_130(tmp_path: Path) -> None:
+    """The first stop starts no new call and awaits those in flight; Ctrl-C, and SIGINT when
+    the job was started ignoring it, are in tests/test_hostile_components.py."""
     write_dataset(tmp_path / "ds", {f"e{i:02d}": entry("functional") for i in range(40)})
     write_eval_script(tmp_path, CONSTANTS, SLOW)
-    # The child's SIGINT disposition is set here, not inherited from however pytest started.
-    process = subprocess.Popen([sys.executable, "eval.py", "--type=all"], cwd=tmp_path,
-                               env=script_env(tmp_path), stdout=subprocess.PIPE,
-                               stderr=subprocess.PIPE, text=True,
-                               preexec_fn=lambda: signal.signal(signal.SIGINT, sigint_at_start))
-    deadline = time.monotonic() + 120
-    raw_files: list[Path] = []
-    while time.monotonic() < deadline:
-        raw_files = list((tmp_path / ".evalkit" / "runs").glob("*/raw-results.jsonl"))
-        if raw_files and len(raw_files[0].read_text().splitlines()) >= 4:
-            break
-        time.sleep(0.05)
-    process.send_signal(stop_signal)
-    _, stderr = process.communicate(timeout=120)
-    assert process.returncode == 130, stderr
-    assert "marked KILLED" in stderr
+    process = start_eval(tmp_path, "--type=all")
+    runs = tmp_path / ".evalkit" / "runs"
 
-    local_lines = raw_files[0].read_text().splitlines()
+    def four_calls_kept() -> bool:
+        return any(len(p.read_text().splitlines()) >= 4 for p in runs.glob("*/raw-results.jsonl"))
+
+    try:
+        wait_for(four_calls_kept, "four calls kept")
+        process.send_signal(signal.SIGTERM)
+        assert process.wait(timeout=120) == 130
+    finally:
+        process.kill()
+    log = (tmp_path / "run.log").read_text()
+    (run_dir,) = runs.iterdir()
+    run_id = run_dir.name
+    assert re.search(r"stopping: waiting for \d call\(s\) in flight to finish and be kept", log)
+    assert "marked KILLED" in log and f"--resume {run_id}" in log
+    assert "Traceback" not in log
+
+    local_lines = (run_dir / "raw-results.jsonl").read_text().splitlines()
     assert 4 <= len(local_lines) < 40
     records = [json.loads(line) for line in local_lines]  # every line is complete
     assert [r["entry_id"] for r in records] == [f"e{i:02d}" for i in range(len(records))]
-    killed = only_run(tmp_path)
-    assert killed.info.status == "KILLED"
-    artifact = store(tmp_path).download_artifacts(killed.info.run_id, "raw/raw-results.jsonl",
-                                                  str(tmp_path / "download"))
-    assert Path(artifact).read_text().splitlines() == local_lines
+    assert all(r["error"] is None for r in records)  # the calls in flight were awaited
+    reader = Tracker(f"sqlite:///{tmp_path / 'mlflow.db'}").reader
+    assert reader.stored(run_id).status == "KILLED"
+    assert reader.read_text(run_id, names.RAW_RESULTS_ARTIFACT).splitlines() == local_lines
     assert not (tmp_path / "reports").exists()
 
 
-@pytest.fixture(scope="module")
-def example_copy(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """The repository's own example (eval.py, the router, its dataset) in a scratch folder."""
-    folder = tmp_path_factory.mktemp("example")
-    shutil.copy(REPO / "eval.py", folder)
-    shutil.copytree(REPO / "examples", folder / "examples")
-    shutil.copytree(REPO / "datasets", folder / "datasets")
-    return folder
+# --- evalkit report against a real store (in-process, slow) -----------------------------------
 
 
 @pytest.mark.slow
-def test_example_repeatability_run_writes_only_its_report(example_copy: Path) -> None:
-    done = run_script(example_copy, "--type=repeatability")
-    assert done.returncode in (0, 1), done.stderr  # the router is genuinely stochastic
-    assert sorted(p.name for p in (example_copy / "reports").iterdir()) == [
+def test_evalkit_report_renders_a_run_again_byte_for_byte(
+        tmp_path: Path, tracking_uri: str, command_line: None,
+        monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    monkeypatch.setenv("MLFLOW_TRACKING_URI", tracking_uri)
+    dataset = write_dataset(tmp_path / "ds", {
+        "a": entry("functional"), "b": entry("functional", expected={"k": "v|w"}),
+        "r": entry("repeatability"), "x1": entry("bias", bias_group=1),
+        "x2": entry("bias", bias_group=1),
+        "h": entry("smoke", human_review=True, human_instructions="read it")})
+    experiment = f"cli/report-{tmp_path.name}"
+    config = EvalConfig.from_constants({
+        **CONSTANTS, "EXPERIMENT_NAME": experiment, "DATASET_PATH": str(dataset),
+        "REPEAT_COUNT": 3, "EVAL_MIN_ACCURACY_REPEATABILITY": 0.5}, "eval.py")
+    outcome = evaluate(config, RecordingComponent({"b": {"k": "v|w"}}), Selection("all"),
+                       tracker=Tracker(tracking_uri), runs_dir=tmp_path / "runs")
+    reports = tmp_path / "reports"
+    original = {p.name: p.read_bytes() for p in reports.iterdir()}
+    assert len(original) == 6  # five reports and summary.md
+    shutil.rmtree(reports)
+    assert evalkit_command("report", outcome.run_id) == 0, capsys.readouterr().err
+    assert {p.name: p.read_bytes() for p in reports.iterdir()} == original
+    for reference in (outcome.run_id[:8], experiment):
+        out = tmp_path / reference.replace("/", "_")
+        assert evalkit_command("report", reference, "--output", out) == 0
+        assert {p.name: p.read_bytes() for p in out.iterdir()} == original
+    capsys.readouterr()
+    assert evalkit_command("report", "0" * 32) == 4
+    assert f"error: run {'0' * 32} not found" in capsys.readouterr().err
+    assert evalkit_command("report", "ffff0000") == 4
+    err = capsys.readouterr().err
+    assert "no run at" in err and "'ffff0000'" in err and "Traceback" not in err
+
+
+# --- the repository's own example (in-process, tracked in memory; slow: the semantic model) ----
+
+
+@pytest.fixture(scope="module")
+def example(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Tracker, Any]:
+    """The repository's eval.py and its dataset, with one tracker in memory for the module's
+    runs."""
+    folder = tmp_path_factory.mktemp("example")
+    script = runpy.run_path(str(REPO / "eval.py"), run_name="example_eval")
+    # Its dataset as it is; its reports (and the replicates' lock) in the scratch folder.
+    script.update(DATASET_PATH=str(REPO / script["DATASET_PATH"]),
+                  REPORTS_DIR=str(folder / "reports"))
+    return folder, Tracker.in_memory(folder / ".evalkit" / "bundles"), script
+
+
+def example_config(script: dict[str, Any]) -> EvalConfig:
+    return EvalConfig.from_constants(script, "eval.py")
+
+
+@pytest.mark.slow
+def test_example_repeatability_run_writes_only_its_report(
+        example: tuple[Path, Tracker, Any]) -> None:
+    folder, tracker, script = example
+    outcome = evaluate(example_config(script), script["invoke_component"],
+                       Selection.parse("repeatability"), tracker=tracker)
+    assert sorted(p.name for p in (folder / "reports").iterdir()) == [
         "report-repeatability.md", "summary.md"]
-    report = (example_copy / "reports" / "report-repeatability.md").read_text()
+    report = (folder / "reports" / "report-repeatability.md").read_text()
     assert "- **Repeat count:** 5" in report
     assert "| ID | Input | Outputs (how the repeats differ) | Avg pairwise cosine | Result |" \
         in report
-    client = store(example_copy)
-    experiment = client.get_experiment_by_name("support-router/golden")
-    (found,) = client.search_runs([experiment.experiment_id])
-    assert found.data.metrics["repeat_count"] == 5
-    assert 0 <= found.data.metrics["repeatability_accuracy"] <= 1
-    assert found.data.tags["test_types"] == "repeatability"
-    evaluation = json.loads(Path(client.download_artifacts(
-        found.info.run_id, "results/evaluation.json", str(example_copy / "dl"))).read_text())
+    stored = tracker.reader.stored(outcome.run_id)
+    assert stored.metrics["repeat_count"] == 5
+    assert 0 <= stored.metrics["repeatability_accuracy"] <= 1
+    assert stored.tags["test_types"] == "repeatability"
+    evaluation = tracker.reader.read_json(outcome.run_id, names.EVALUATION_ARTIFACT)
     items = evaluation["types"][0]["items"]
     assert len(items) >= 10 and all(len(i["outputs"]) == 5 for i in items)
     assert all(-1 <= i["similarity"] <= 1 for i in items)
@@ -214,49 +341,47 @@ def test_example_repeatability_run_writes_only_its_report(example_copy: Path) ->
 
 
 @pytest.mark.slow
-def test_example_full_run_reports_every_type(example_copy: Path) -> None:
-    shutil.rmtree(example_copy / "reports", ignore_errors=True)
-    done = run_script(example_copy, "--type=all")
-    assert done.returncode in (0, 1), done.stderr
-    names = sorted(p.name for p in (example_copy / "reports").iterdir())
-    client = store(example_copy)
-    experiment = client.get_experiment_by_name("support-router/golden")
-    latest = client.search_runs([experiment.experiment_id], order_by=["start_time DESC"])[0]
-    types = latest.data.tags["test_types"].split(",")
-    assert names == sorted([f"report-{t}.md" for t in types]
-                           + ["report-human-review.md", "summary.md"])
+def test_example_full_run_reports_every_type(example: tuple[Path, Tracker, Any]) -> None:
+    folder, tracker, script = example
+    shutil.rmtree(folder / "reports", ignore_errors=True)
+    outcome = evaluate(example_config(script), script["invoke_component"],
+                       Selection.parse("all"), tracker=tracker)
+    names_written = sorted(p.name for p in (folder / "reports").iterdir())
+    stored = tracker.reader.stored(outcome.run_id)
+    types = stored.tags["test_types"].split(",")
+    assert names_written == sorted([f"report-{t}.md" for t in types]
+                                   + ["report-human-review.md", "summary.md"])
     assert {"functional", "smoke", "fairness", "repeatability", "bias"} <= set(types)
-    assert latest.data.tags["groups_filter"] == "all"
-    assert latest.data.params["component.temperature"] == "0.05"
+    assert stored.tags["groups_filter"] == "all"
+    assert stored.params["component.temperature"] == "0.05"
     for t in types:
-        assert f"{t}_accuracy" in latest.data.metrics
+        assert f"{t}_accuracy" in stored.metrics
 
 
 @pytest.mark.slow
-def test_example_calibration_and_plan(example_copy: Path) -> None:
-    done = run_script(example_copy, "--type=repeatability", "--calibrate")
-    assert done.returncode == 0, done.stderr
-    calibration_run = next(line.split()[3] for line in done.stdout.splitlines()
-                           if line.startswith("mlflow: calibration run"))
-    raw = example_copy / ".evalkit" / "runs" / calibration_run / "raw-results.jsonl"
-    calls = [json.loads(line)["entry_id"] for line in raw.read_text().splitlines()]
+def test_example_calibration_replicates_and_plan(example: tuple[Path, Tracker, Any]) -> None:
+    folder, tracker, script = example
+    config, component = example_config(script), script["invoke_component"]
+    calibrated = evaluate_calibration(config, component, Selection.parse("repeatability"),
+                                      tracker=tracker)
+    raw = calibrated.run.raw_results.read_text().splitlines()
+    calls = [json.loads(line)["entry_id"] for line in raw]
     per_entry = {calls.count(entry_id) for entry_id in set(calls)}
     assert per_entry == {20} and len(set(calls)) >= 10  # CALIBRATION_REPEAT_COUNT each
     assert all(entry_id.startswith("repeatability/") for entry_id in calls)
-    report = (example_copy / "reports" / "report-calibration.md").read_text()
+    report = (folder / "reports" / "report-calibration.md").read_text()
     assert "**Recommended REPEAT_COUNT:** " in report
-    assert (example_copy / "reports" / "calibration.png").stat().st_size > 10_000
+    assert (folder / "reports" / "calibration.png").stat().st_size > 10_000
 
-    for args in (["--type=all"], ["--type=all", "--replicates"]):
-        assert run_script(example_copy, *args).returncode in (0, 1)
+    evaluate(config, component, Selection.parse("all"), tracker=tracker)
+    evaluate_replicates(config, component, Selection.parse("all"), tracker=tracker)
     # ROOT_SEED = 0 seeds every draw: the example's replicates disagree on some items.
-    stability = json.loads((example_copy / "reports" / "stability.json").read_text())
+    stability = json.loads((folder / "reports" / "stability.json").read_text())
     assert sum(m["unstable_items"] for m in stability["metrics"]) >= 1
-    assert "## Unstable Items" in (example_copy / "reports" / "report-stability.md").read_text()
-    plan = subprocess.run([sys.executable, "-m", "evalkit", "plan", "support-router/golden"],
-                          cwd=example_copy, capture_output=True, text=True,
-                          env=script_env(example_copy), timeout=120)
-    assert plan.returncode == 0, plan.stderr
-    assert "| replicates |" in plan.stdout and "| repeats |" in plan.stdout
-    assert "## Items or Replicates" in plan.stdout
-    assert (example_copy / "reports" / "report-planning.md").exists()
+    assert "## Unstable Items" in (folder / "reports" / "report-stability.md").read_text()
+    plan = build_plan(tracker, "support-router/golden")
+    _, path, text = record_plan(tracker, plan, folder / "reports", {})
+    assert "| replicates |" in text and "| repeats |" in text
+    assert "## Items or Replicates" in text
+    assert path == folder / "reports" / "report-planning.md" and path.exists()
+

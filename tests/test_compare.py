@@ -8,8 +8,9 @@ from __future__ import annotations
 
 import pytest
 
-from evalkit.run import FLOOR_MULTIPLE, compare
-from evalkit.run._compare import MetricComparison, Side, Verdict, _majority, noise_gate
+from evalkit.run import FLOOR_MULTIPLE, MetricComparison, Side, compare, noise_gate
+from evalkit.run import ComparisonVerdict as Verdict
+from evalkit.run._compare import _majority
 
 
 def test_noise_gate() -> None:

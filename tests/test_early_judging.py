@@ -11,7 +11,7 @@ import pytest
 
 from evalkit import Call, ChatEndpoint, Component, Entry, EvalConfig, Selection, evaluate
 from evalkit.tracking import Tracker
-from tests.conftest import entry, write_dataset
+from tests.builders import entry, write_dataset
 from tests.openai_stub import OpenAIStub, RecordedRequest, Reply, ok
 
 CONCURRENCY = 3
@@ -51,7 +51,7 @@ class CountingResponder:
 @pytest.mark.parametrize("judge_reply, accuracy, kind", [
     ("1", 1.0, "threads"), ("0", 0.0, "threads"), ("1", 1.0, "async")])
 def test_judging_overlaps_the_calls_within_the_concurrency_bound(
-        tmp_path: Path, tracking_uri: str, monkeypatch: pytest.MonkeyPatch,
+        tmp_path: Path, tracker: Tracker, monkeypatch: pytest.MonkeyPatch,
         judge_reply: str, accuracy: float, kind: str) -> None:
     responder = CountingResponder(judge_reply)
     entries = {f"r{i}": entry("repeatability") for i in range(6)}
@@ -70,7 +70,7 @@ def test_judging_overlaps_the_calls_within_the_concurrency_bound(
             "SCORER": "llm_judge", "JUDGE_MODEL": "judge", "MAX_CONCURRENCY": CONCURRENCY,
             "TRACE_CALLS": False}, "test_eval.py")
         outcome = evaluate(config, component, Selection.parse("all"),
-                           tracker=Tracker(tracking_uri), runs_dir=tmp_path / "runs")
+                           tracker=tracker, runs_dir=tmp_path / "runs")
 
     assert responder.peak == CONCURRENCY  # calls and judge requests share the bound
     assert responder.arrivals.count("judge") == 1 + 13  # the preflight, then one per entry

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from datetime import UTC, datetime
 
+from evalkit.records import Mode
 from evalkit.tracking import HistoryRow, render_history
 from evalkit.tracking._history import TypeFigure
 
@@ -11,7 +12,7 @@ TYPES = ("safety", "adversarial", "fairness", "bias", "robustness", "functional"
          "repeatability")
 
 
-def _row(mode: str, verdict: str, replicates: int | None) -> HistoryRow:
+def _row(mode: Mode, verdict: str, replicates: int | None) -> HistoryRow:
     return HistoryRow(
         run_id="c5e6c94321dd419784c4d720605bad64", run_name="all-1",
         started=datetime(2026, 11, 30, 16, 30, 5, tzinfo=UTC), status="FINISHED",
@@ -21,8 +22,8 @@ def _row(mode: str, verdict: str, replicates: int | None) -> HistoryRow:
 
 
 def test_history_has_a_mode_column_and_fits_100_columns() -> None:
-    rows = [_row("replicates", "PASS", 3), _row("calibration", "FAIL", None),
-            _row("evaluation", "KILLED", None)]
+    rows = [_row(Mode.REPLICATES, "PASS", 3), _row(Mode.CALIBRATION, "FAIL", None),
+            _row(Mode.EVALUATION, "KILLED", None)]
     text = render_history(rows)
     lines = text.splitlines()
     assert max(len(line) for line in lines) <= 100

@@ -9,8 +9,10 @@ import numpy as np
 import pytest
 from scipy.stats import t as student_t
 
-from evalkit.records import STABILITY_ARTIFACT, RunRecord
-from evalkit.run._compare import Side, Verdict, compare, shared_item_floors
+from evalkit.records import RunRecord
+from evalkit.records.names import STABILITY_ARTIFACT
+from evalkit.run import ComparisonVerdict as Verdict
+from evalkit.run import Side, compare, shared_item_floors
 from evalkit.stats import (
     WHOLE_REPLICATE_BOOTSTRAP_COVERAGE,
     ContrastInterval,

@@ -1,4 +1,5 @@
-"""Hostile datasets git cannot carry portably, built at test time, each through the real eval.py.
+"""Hostile datasets git cannot carry portably, built at test time, each linted and run through
+eval.py's command line (in-process).
 
 Symlinks that dangle, loop, point at a folder or outside the dataset; named pipes (a read of one
 blocks for ever, so a test that passes proves the file was never opened); a ``$ref`` to a local
@@ -12,8 +13,6 @@ from __future__ import annotations
 import json
 import os
 import socket
-import subprocess
-import sys
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -22,13 +21,16 @@ from pathlib import Path
 import pytest
 
 import evalkit
-from tests.conftest import entry, script_env, write_dataset
+from evalkit.tracking import Tracker
+from tests.builders import config_for, entry, write_dataset
 from tests.lint_corpus_expected import Expected
+from tests.test_cli import command_line  # noqa: F401 - a fixture
 from tests.test_lint_corpus import (
-    EVAL_SCRIPT,
+    EvalDone,
     _assert_listed,
+    _assert_nothing_run,
     _assert_violations,
-    _runs,
+    _run_eval,
     _violation_lines,
 )
 
@@ -145,22 +147,13 @@ CASES: dict[str, Callable[[Path], list[Expected]]] = {
                             ref_file_outside)}
 
 
-def _run_eval(tmp_path: Path, dataset: Path, *args: str) -> subprocess.CompletedProcess[str]:
-    script = tmp_path / "eval_hostile.py"
-    script.write_text(EVAL_SCRIPT.format(dataset=str(dataset)), encoding="utf-8")
-    return subprocess.run([sys.executable, str(script), *args], cwd=tmp_path, capture_output=True,
-                          text=True, timeout=120, env=script_env(tmp_path, seed_store=False))
-
-
-def _assert_refused(tmp_path: Path, done: subprocess.CompletedProcess[str],
-                    expected: list[Expected]) -> None:
+def _assert_refused(tmp_path: Path, done: EvalDone, expected: list[Expected]) -> None:
     assert done.returncode == 3, done.stdout + done.stderr
     assert "Traceback" not in done.stdout + done.stderr
     _assert_listed(done.stderr, "dataset/", expected)
     assert len(_violation_lines(done.stderr)) == len(expected), done.stderr
     assert "no component was called and no MLflow run was created" in done.stderr
-    assert not (tmp_path / "calls.txt").exists(), "the component was called"
-    assert _runs(tmp_path) == []
+    _assert_nothing_run(tmp_path, done)
 
 
 @pytest.mark.parametrize("case", sorted(CASES))
@@ -170,24 +163,31 @@ def test_lint_names_the_hostile_file(case: str, tmp_path: Path) -> None:
     _assert_violations(evalkit.lint_dataset(root).violations, root, expected)
 
 
-@pytest.mark.slow
 @pytest.mark.parametrize("case", sorted(CASES))
-def test_eval_refuses_the_hostile_dataset(case: str, tmp_path: Path) -> None:
+def test_eval_refuses_the_hostile_dataset(case: str, tmp_path: Path, command_line: None,
+                                          capsys: pytest.CaptureFixture[str]) -> None:
     root = _base(tmp_path)
     expected = CASES[case](root)
-    _assert_refused(tmp_path, _run_eval(tmp_path, root, "--type=all"), expected)
+    _assert_refused(tmp_path, _run_eval(capsys, root.relative_to(tmp_path), "--type=all"),
+                    expected)
 
 
-@pytest.mark.slow
 def test_ref_to_a_silent_server_fails_fast_without_connecting(
-        tmp_path: Path, silent_server: SilentServer) -> None:
-    """Were lint to fetch the $ref, it would hang on the server (the subprocess timeout fails
-    the test) or at least be counted by it."""
+        tmp_path: Path, silent_server: SilentServer, command_line: None,
+        capsys: pytest.CaptureFixture[str]) -> None:
+    """Were lint to fetch the $ref, it would hang on the server (the test fails when eval.py
+    has not returned in 60 s) or at least be counted by it."""
     root = _base(tmp_path)
     ref = f"http://127.0.0.1:{silent_server.port}/text.schema.json"
     _schema_ref(root, ref)
     expected = [(S, "/properties/input/$ref", f"$ref {ref!r} points to the network")]
-    _assert_refused(tmp_path, _run_eval(tmp_path, root, "--type=all"), expected)
+    finished: list[EvalDone] = []
+    worker = threading.Thread(target=lambda: finished.append(
+        _run_eval(capsys, root.relative_to(tmp_path), "--type=all")), daemon=True)
+    worker.start()
+    worker.join(timeout=60)
+    assert finished, "eval.py hung: lint fetched the $ref from the silent server"
+    _assert_refused(tmp_path, finished[0], expected)
     _assert_violations(evalkit.lint_dataset(root).violations, root, expected)
     assert silent_server.accepted == 0
     with socket.create_connection(("127.0.0.1", silent_server.port), timeout=5):
@@ -199,19 +199,21 @@ def test_ref_to_a_silent_server_fails_fast_without_connecting(
     assert silent_server.accepted == 1
 
 
-@pytest.mark.slow
-def test_symlink_inside_the_dataset_is_followed_and_called(tmp_path: Path) -> None:
+def test_symlink_inside_the_dataset_is_followed_and_called(tmp_path: Path,
+                                                           tracker: Tracker) -> None:
     root = _base(tmp_path)
     write_dataset(root / "shared", {"real": entry("functional")})
     (root / "data" / "alias.json").symlink_to(Path("..", "shared", "data", "real.json"))
     loaded = evalkit.load_dataset(root)
     assert [e.id for e in loaded.entries] == ["alias", "ok"]
-    done = _run_eval(tmp_path, root, "--type=functional")
-    assert done.returncode in (0, 1), done.stdout + done.stderr
-    calls = [json.loads(line)["entry"]
-             for line in (tmp_path / "calls.txt").read_text(encoding="utf-8").splitlines()]
+    calls: list[str] = []
+    config = config_for(tmp_path, root)
+    outcome = evalkit.evaluate(config, lambda e, c: calls.append(e.id) or "a",
+                               evalkit.Selection("functional"), tracker=tracker,
+                               runs_dir=tmp_path / "runs")
     assert sorted(calls) == ["alias", "ok"]
-    assert len(_runs(tmp_path)) == 1
+    assert outcome.passed
+    assert [r.run_id for r in tracker.reader.runs(config.experiment_name)] == [outcome.run_id]
 
 
 def test_refs_within_the_schema_the_envelope_and_the_metaschemas_resolve(

@@ -7,7 +7,6 @@ redacted before anyone sees it.
 
 from __future__ import annotations
 
-import time
 import uuid
 
 import pytest
@@ -38,10 +37,8 @@ def test_preflight_rides_out_transient_failures(key: str, transient: list) -> No
 
 def test_preflight_gives_up_on_a_provider_that_keeps_failing(key: str) -> None:
     with OpenAIStub(lambda request: status(503)) as stub:
-        started = time.monotonic()
         with pytest.raises(ProviderError, match="kept answering InternalServerError 503"):
             ChatEndpoint("m", base_url=stub.base_url).preflight()
-        assert time.monotonic() - started < PREFLIGHT_RETRY.max_total_seconds + 1
         assert len(stub.chat_requests()) == PREFLIGHT_RETRY.max_attempts
 
 

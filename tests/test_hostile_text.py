@@ -3,18 +3,18 @@ groups 7 and "7" that must not share an id."""
 
 from __future__ import annotations
 
+import json
+import os
 import re
-import subprocess
-import sys
 from pathlib import Path
 
-import mlflow
 import pytest
 
 import evalkit
 from evalkit._secrets import FLAG_VALUES, MIN_SECRET_LENGTH, Redactor
 from evalkit.reports._markdown import cell, fenced, table
-from tests.conftest import entry, script_env, write_dataset, write_eval_script
+from evalkit.tracking import Tracker
+from tests.builders import config_for, entry, write_dataset
 
 CONTROLS = [chr(c) for c in [*range(0x00, 0x20), *range(0x7F, 0xA0)] if chr(c) not in "\n\r\t"]
 RAW_CONTROL = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f]")
@@ -101,30 +101,24 @@ def test_printable_text_is_unchanged() -> None:
     assert fenced("plain é ☃\ttext") == "```text\nplain é ☃\ttext\n```"
 
 
-# --- end to end ----------------------------------------------------------------------------------
-
-COMPONENT = """
-import os
-
-def invoke_component(entry, call):
-    return "ok\\x00 bell\\x07 esc\\x1b[31m red \\x9b pin " + os.environ["DB_PASSWORD"]
-"""
+# --- a whole evaluation -------------------------------------------------------------------------
 
 
-@pytest.mark.slow
 def test_eval_reports_escape_controls_redact_short_secrets_and_separate_7_from_quoted_7(
-        tmp_path: Path) -> None:
+        tmp_path: Path, tracker: Tracker, monkeypatch: pytest.MonkeyPatch,
+        caplog: pytest.LogCaptureFixture) -> None:
+    monkeypatch.setenv("DB_PASSWORD", "4821")
     dataset = write_dataset(tmp_path / "ds", {
         "f": entry("functional", expected="ok"),
         "b/int_a": entry("bias", bias_group=7), "b/int_b": entry("bias", bias_group=7),
         "b/str_a": entry("bias", bias_group="7"), "b/str_b": entry("bias", bias_group="7")})
-    write_eval_script(tmp_path, {"EXPERIMENT_NAME": "hostile/text", "DATASET_PATH": str(dataset),
-                                 "EVAL_MIN_ACCURACY": 0.0}, COMPONENT)
-    done = subprocess.run([sys.executable, "eval.py", "--type=all"], cwd=tmp_path, timeout=300,
-                          capture_output=True, text=True,
-                          env=script_env(tmp_path, {"DB_PASSWORD": "4821"}))
-    assert done.returncode == 0, done.stdout + done.stderr
-    assert "Traceback" not in done.stdout + done.stderr
+
+    def component(item: evalkit.Entry, call: evalkit.Call) -> str:
+        return "ok\x00 bell\x07 esc\x1b[31m red \x9b pin " + os.environ["DB_PASSWORD"]
+
+    outcome = evalkit.evaluate(config_for(tmp_path, dataset, EVAL_MIN_ACCURACY=0.0), component,
+                               evalkit.Selection("all"), tracker=tracker,
+                               runs_dir=tmp_path / "runs")
     reports = {p.name: p.read_bytes() for p in (tmp_path / "reports").iterdir()}
     assert sorted(reports) == ["report-bias.md", "report-functional.md", "summary.md"]
     for name, raw in reports.items():
@@ -140,9 +134,11 @@ def test_eval_reports_escape_controls_redact_short_secrets_and_separate_7_from_q
             if line.startswith("| 7 |") or line.startswith('| "7" |')]
     assert [row.split(" | ")[:3:2] for row in rows] == [["| 7", "b/int\\_a<br>b/int\\_b"],
                                                         ['| "7"', "b/str\\_a<br>b/str\\_b"]]
-    client = mlflow.MlflowClient(f"sqlite:///{tmp_path / 'mlflow.db'}")
-    (run,) = client.search_runs([client.get_experiment_by_name("hostile/text").experiment_id])
-    artifacts = Path(client.download_artifacts(run.info.run_id, "", str(tmp_path / "art")))
-    texts = [p.read_text(encoding="utf-8") for p in artifacts.rglob("*") if p.is_file()
-             and p.suffix in (".json", ".jsonl", ".md")]
-    assert texts and not [t for t in texts if "4821" in t]
+    journal = tracker.backend.journals[outcome.run_id]
+    texts = [tracker.backend.artifact(outcome.run_id, path).decode("utf-8")
+             for path in journal.artifacts]
+    assert len(texts) >= 6  # reports, results, raw results, run.json
+    texts += [json.dumps(journal.params), json.dumps(journal.tags), caplog.text,
+              outcome.raw_results.read_text(encoding="utf-8")]
+    assert [t for t in texts if "4821" in t] == []
+    assert "pin [REDACTED:DB_PASSWORD]" in outcome.raw_results.read_text(encoding="utf-8")

@@ -7,7 +7,6 @@ from __future__ import annotations
 import json
 import math
 import threading
-import time
 from pathlib import Path
 from typing import Any
 
@@ -18,12 +17,13 @@ from evalkit._errors import EvalkitError
 from evalkit._secrets import Redactor
 from evalkit.cli._common import TRACEBACK_VARIABLE, guarded
 from evalkit.dataset import load_dataset
-from evalkit.run._call import MAX_MESSAGE_CHARS, Call, CallRecord, error_message, plain_output
-from evalkit.run._loop import run_calls
-from evalkit.run._raw import RawResultsLog, read_raw_results, repair_raw_results, run_lock
-from evalkit.run._selection import Selection, plan_run
+from evalkit.records import CallRecord
+from evalkit.run import CallWindow, Selection, plan_run
+from evalkit.run._call import MAX_MESSAGE_CHARS, Call, error_message, plain_output
 from evalkit.scorers._exact import matches
-from tests.conftest import entry, write_dataset
+from evalkit.tracking import RawResultsLog, read_raw_results
+from evalkit.tracking._raw import lock_run, repair_raw_results
+from tests.builders import entry, write_dataset
 
 BASE = {"EXPERIMENT_NAME": "a/b", "DATASET_PATH": "ds", "EVAL_MIN_ACCURACY": 0.5}
 
@@ -100,12 +100,11 @@ def test_a_damaged_line_before_the_last_is_refused_naming_it(tmp_path: Path) -> 
 
 def test_a_second_process_on_the_same_run_is_refused(tmp_path: Path) -> None:
     # flock locks belong to the open file: a second open, as another process makes, fails
-    with run_lock(tmp_path / "run", "r1"), \
-            pytest.raises(ConfigError, match="run r1 is being worked on by another process"), \
-            run_lock(tmp_path / "run", "r1"):
-        pass
-    with run_lock(tmp_path / "run", "r1"):  # released when the first one ended
-        pass
+    first = lock_run(tmp_path / "run", "r1")
+    with pytest.raises(ConfigError, match="run r1 is being worked on by another process"):
+        lock_run(tmp_path / "run", "r1")
+    first.release()
+    lock_run(tmp_path / "run", "r1").release()  # free again once the first one let go
 
 
 def test_a_hung_call_is_recorded_as_a_timeout_and_the_others_go_on(tmp_path: Path) -> None:
@@ -119,12 +118,10 @@ def test_a_hung_call_is_recorded_as_a_timeout_and_the_others_go_on(tmp_path: Pat
             release.wait()
         return "a"
 
-    started = time.monotonic()
     with RawResultsLog(tmp_path / "raw.jsonl") as log:
-        outputs = run_calls(plan, component, {}, log, Redactor(), concurrency=2,
-                            call_timeout=0.5)
+        outputs = CallWindow.of(component, {}, Redactor(), concurrency=2,
+                                call_timeout=0.5).run(plan, log)
     release.set()
-    assert time.monotonic() - started < 3
     errors = {o.entry.id: o.first.error for o in outputs}
     assert errors["e1"].startswith("CallTimeout: no result within CALL_TIMEOUT = 0.5 s")
     assert [errors[e] for e in ("e0", "e2", "e3")] == [None, None, None]

@@ -7,7 +7,7 @@ distinctive substring of the message). Nothing more, nothing less.
 
 ``tests/datasets/minimal_valid/`` is the control: it must lint clean, and the end-to-end control
 test proves that the harness used for the broken datasets does see calls and runs when there are
-some.
+some. The ``evalkit lint`` command and eval.py run in-process (they return the exit status).
 """
 
 from __future__ import annotations
@@ -15,28 +15,24 @@ from __future__ import annotations
 import os
 import re
 import shutil
-import subprocess
-import sys
 from collections import Counter
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 import evalkit
-from tests.conftest import REPO, script_env
+from evalkit.tracking import Tracker
+from tests.builders import REPO
 from tests.lint_corpus_expected import EXPECTED, Expected
+from tests.test_cli import command_line, eval_script, evalkit_command  # noqa: F401 - a fixture
 
 BROKEN = REPO / "tests" / "broken_datasets"
 VALID = REPO / "tests" / "datasets" / "minimal_valid"
 
 CASES = sorted(EXPECTED)
 CLI_CASES = ["many_violations", "schema_file_missing", "no_readme"]
-# Through the real eval.py: the original classes, and one case of each hostile class.
-E2E_CASES = ["many_violations", "rule_b_functional_null_expected", "no_data_files",
-             "deep_nesting_entry_parse", "deep_nesting_schema_walk", "overflow_mock_fixtures",
-             "huge_integer", "surrogate_key", "surrogate_schema", "schema_ref_http",
-             "schema_ref_file_url_outside", "schema_ref_sibling_file", "schema_ref_unknown_scheme",
-             "schema_dynamic_ref_http", "schema_ref_cycle"]
 
 
 # --- helpers ----------------------------------------------------------------------------------
@@ -71,9 +67,23 @@ def _assert_violations(violations: tuple[evalkit.LintViolation, ...], dataset: P
         assert v.message.strip()
 
 
-def _evalkit(*args: str | Path, cwd: Path = REPO) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "evalkit", *map(str, args)], cwd=cwd,
-                          env=script_env(cwd), capture_output=True, text=True, timeout=120)
+@dataclass(frozen=True)
+class Done:
+    """What a command line run in-process ended with."""
+
+    returncode: int
+    stdout: str
+    stderr: str
+
+
+def _evalkit(capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch,
+             *args: str | Path, cwd: Path = REPO) -> Done:
+    """``evalkit ARGS`` from ``cwd``."""
+    monkeypatch.chdir(cwd)
+    capsys.readouterr()
+    status = evalkit_command(*args)
+    out, err = capsys.readouterr()
+    return Done(status, out, err)
 
 
 def _violation_lines(stderr: str) -> list[str]:
@@ -180,8 +190,9 @@ def test_minimal_valid_lints_clean() -> None:
     assert by_id["bias/casual"].bias_key == by_id["bias/formal"].bias_key == ("str", "register")
 
 
-def test_minimal_valid_cli_exits_0() -> None:
-    done = _evalkit("lint", VALID)
+def test_minimal_valid_cli_exits_0(command_line: None, capsys: pytest.CaptureFixture[str],
+                                   monkeypatch: pytest.MonkeyPatch) -> None:
+    done = _evalkit(capsys, monkeypatch, "lint", VALID)
     assert done.returncode == 0, done.stderr
     assert "4 entries, valid" in done.stdout
     assert _violation_lines(done.stderr) == []
@@ -191,15 +202,19 @@ def test_minimal_valid_cli_exits_0() -> None:
 
 
 @pytest.mark.parametrize("case", CLI_CASES)
-def test_cli_lint_lists_every_violation(case: str) -> None:
-    done = _evalkit("lint", case, cwd=BROKEN)
+def test_cli_lint_lists_every_violation(case: str, command_line: None,
+                                        capsys: pytest.CaptureFixture[str],
+                                        monkeypatch: pytest.MonkeyPatch) -> None:
+    done = _evalkit(capsys, monkeypatch, "lint", case, cwd=BROKEN)
     assert done.returncode == 3, done.stderr
     _assert_listed(done.stderr, f"{case}/", EXPECTED[case])
     assert len(_violation_lines(done.stderr)) == len(EXPECTED[case])
 
 
-def test_cli_lints_all_cases_at_once() -> None:
-    done = _evalkit("lint", *(BROKEN.relative_to(REPO) / case for case in CASES))
+def test_cli_lints_all_cases_at_once(command_line: None, capsys: pytest.CaptureFixture[str],
+                                     monkeypatch: pytest.MonkeyPatch) -> None:
+    done = _evalkit(capsys, monkeypatch, "lint",
+                    *(BROKEN.relative_to(REPO) / case for case in CASES))
     assert done.returncode == 3, done.stderr[-3000:]
     assert "Traceback" not in done.stderr, done.stderr[-3000:]
     for case in CASES:
@@ -208,8 +223,10 @@ def test_cli_lints_all_cases_at_once() -> None:
     assert len(_violation_lines(done.stderr)) == sum(map(len, EXPECTED.values()))
 
 
-def test_cli_lints_valid_and_broken_together() -> None:
-    done = _evalkit("lint", VALID, BROKEN / "no_readme")
+def test_cli_lints_valid_and_broken_together(command_line: None,
+                                             capsys: pytest.CaptureFixture[str],
+                                             monkeypatch: pytest.MonkeyPatch) -> None:
+    done = _evalkit(capsys, monkeypatch, "lint", VALID, BROKEN / "no_readme")
     assert done.returncode == 3
     assert "4 entries, valid" in done.stdout
     assert "README.md is missing" in done.stderr
@@ -217,79 +234,68 @@ def test_cli_lints_valid_and_broken_together() -> None:
 
 # --- end to end: an invalid dataset makes no call and no MLflow run -------------------------------
 
-EVAL_SCRIPT = """\
-import json
-from pathlib import Path
 
-import evalkit
-
-EXPERIMENT_NAME = "broken/lint"
-DATASET_PATH = {dataset!r}
-EVAL_MIN_ACCURACY = 0.5
-EVAL_MIN_ACCURACY_REPEATABILITY = 0.5
-REPEAT_COUNT = 3
-
-CALLS = Path(__file__).resolve().parent / "calls.txt"
+def eval_constants(dataset: Path) -> dict[str, Any]:
+    return {"EXPERIMENT_NAME": "broken/lint", "DATASET_PATH": str(dataset),
+            "EVAL_MIN_ACCURACY": 0.5, "EVAL_MIN_ACCURACY_REPEATABILITY": 0.5, "REPEAT_COUNT": 3}
 
 
-def invoke_component(entry, call):
-    with CALLS.open("a", encoding="utf-8") as calls:
-        calls.write(json.dumps({{"entry": entry.id, "repeat": call.repeat}}) + "\\n")
-    return "9am to 5pm, Monday to Friday"
+@dataclass(frozen=True)
+class EvalDone(Done):
+    calls: list[tuple[str, int]]
+    """(entry id, repeat) of every component call."""
 
 
-if __name__ == "__main__":
-    raise SystemExit(evalkit.run_eval_script(globals(), invoke_component))
-"""
+def _run_eval(capsys: pytest.CaptureFixture[str], dataset: Path, *args: str) -> EvalDone:
+    """eval.py over ``dataset``, in-process; its store is the test's own (``command_line``),
+    so whether a run was created shows as whether ``mlflow.db`` exists."""
+    calls: list[tuple[str, int]] = []
+
+    def invoke_component(entry: evalkit.Entry, call: evalkit.Call) -> str:
+        calls.append((entry.id, call.repeat))
+        return "9am to 5pm, Monday to Friday"
+
+    capsys.readouterr()
+    status = eval_script(eval_constants(dataset), invoke_component, *args)
+    out, err = capsys.readouterr()
+    return EvalDone(status, out, err, calls)
 
 
-def _run_eval(tmp_path: Path, source: Path, *args: str) -> subprocess.CompletedProcess[str]:
-    dataset = tmp_path / "dataset"
-    shutil.copytree(source, dataset)
-    script = tmp_path / "eval_broken.py"
-    script.write_text(EVAL_SCRIPT.format(dataset=str(dataset)), encoding="utf-8")
-    return subprocess.run(
-        [sys.executable, str(script), *args], cwd=tmp_path, capture_output=True, text=True,
-        timeout=300, env=script_env(tmp_path, seed_store=False))
-
-
-def _runs(tmp_path: Path) -> list[object]:
-    """Every run (any experiment, any lifecycle stage) in the test's MLflow store."""
-    db = tmp_path / "mlflow.db"
-    if not db.exists():
-        return []
-    import mlflow
-    from mlflow.entities import ViewType
-
-    client = mlflow.MlflowClient(f"sqlite:///{db}")
-    experiments = client.search_experiments(view_type=ViewType.ALL)
-    if not experiments:
-        return []
-    return list(client.search_runs([e.experiment_id for e in experiments],
-                                   run_view_type=ViewType.ALL))
-
-
-@pytest.mark.slow
-@pytest.mark.parametrize("case", E2E_CASES)
-def test_invalid_dataset_makes_no_call_and_no_mlflow_run(case: str, tmp_path: Path) -> None:
-    done = _run_eval(tmp_path, BROKEN / case, "--type=all")
-    assert done.returncode == 3, done.stdout + done.stderr
-    assert "Traceback" not in done.stdout + done.stderr
-    assert not (tmp_path / "calls.txt").exists(), "the component was called"
-    _assert_listed(done.stderr, "dataset/", EXPECTED[case])
-    assert len(_violation_lines(done.stderr)) == len(EXPECTED[case])
-    assert "no component was called and no MLflow run was created" in done.stderr
-    assert _runs(tmp_path) == []
+def _assert_nothing_run(tmp_path: Path, done: EvalDone) -> None:
+    """No call, and no store at all (so no MLflow run), no raw results, no reports."""
+    assert done.calls == [], "the component was called"
+    assert not (tmp_path / "mlflow.db").exists()
     assert not (tmp_path / "reports").exists()
     assert not (tmp_path / ".evalkit").exists()
 
 
+@pytest.mark.parametrize("case", CASES)
+def test_invalid_dataset_makes_no_call_and_no_mlflow_run(
+        case: str, tmp_path: Path, command_line: None,
+        capsys: pytest.CaptureFixture[str]) -> None:
+    dataset = tmp_path / "dataset"
+    shutil.copytree(BROKEN / case, dataset)
+    done = _run_eval(capsys, Path("dataset"), "--type=all")
+    assert done.returncode == 3, done.stdout + done.stderr
+    assert "Traceback" not in done.stdout + done.stderr
+    _assert_listed(done.stderr, "dataset/", EXPECTED[case])
+    assert len(_violation_lines(done.stderr)) == len(EXPECTED[case])
+    assert "no component was called and no MLflow run was created" in done.stderr
+    _assert_nothing_run(tmp_path, done)
+
+
 @pytest.mark.slow
-def test_control_valid_dataset_is_called_and_recorded(tmp_path: Path) -> None:
+def test_control_valid_dataset_is_called_and_recorded(
+        tmp_path: Path, command_line: None, capsys: pytest.CaptureFixture[str]) -> None:
     """The same harness on the valid dataset does see the call and the run, so the test above
-    cannot pass merely because nothing could be observed."""
-    done = _run_eval(tmp_path, VALID, "--type=functional")
+    cannot pass merely because nothing could be observed. (Slow: the run goes to a real store,
+    the one the test above would find created.)"""
+    shutil.copytree(VALID, tmp_path / "dataset")
+    done = _run_eval(capsys, Path("dataset"), "--type=functional")
     assert done.returncode == 0, done.stdout + done.stderr
-    calls = (tmp_path / "calls.txt").read_text(encoding="utf-8").splitlines()
-    assert calls == ['{"entry": "functional/opening_hours", "repeat": 0}']
-    assert len(_runs(tmp_path)) == 1
+    assert done.calls == [("functional/opening_hours", 0)]
+    (run,) = Tracker(f"sqlite:///{tmp_path / 'mlflow.db'}").reader.runs(
+        "broken/lint")
+    assert run.status == "FINISHED"
+    assert (tmp_path / "reports" / "report-functional.md").exists()
+    assert list((tmp_path / ".evalkit" / "runs").glob("*/raw-results.jsonl"))

@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 import evalkit
-from tests.conftest import entry, write_dataset
+from tests.builders import entry, write_dataset
 
 FALSY = [0, 0.0, False, "", [], {}]
 

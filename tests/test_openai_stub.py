@@ -37,7 +37,6 @@ from tests.openai_stub import (
     OpenAIStub,
     RecordedRequest,
     Reply,
-    fixed_latency,
     malformed,
     ok,
     rate_limited,
@@ -150,13 +149,12 @@ def test_rate_limited_sends_retry_after() -> None:
         assert "retry-after" not in info.value.response.headers
 
 
-def test_timeout_raises_api_timeout_error_promptly() -> None:
-    with OpenAIStub([timeout(2)]) as stub, client_for(stub, timeout=0.5) as client:
-        started = time.perf_counter()
+def test_timeout_raises_api_timeout_error() -> None:
+    # The stub holds the reply for 30 s; the client gives up at its own 0.5 s timeout.
+    with OpenAIStub([timeout(30)]) as stub, client_for(stub, timeout=0.5) as client:
         with pytest.raises(openai.APITimeoutError):
             ask(client)
-        elapsed = time.perf_counter() - started
-        assert 0.4 < elapsed < 1.0
+        assert len(stub.chat_requests()) == 1
 
 
 def test_reset_raises_api_connection_error_and_later_requests_work() -> None:
@@ -234,12 +232,19 @@ def test_failing_responder_is_a_500() -> None:
 
 
 def test_concurrent_requests_run_in_parallel() -> None:
-    n, latency = 16, 0.2
+    # Every request is held until all 16 are in the server at once: a server that served
+    # them one at a time would leave the barrier broken.
+    n = 16
+    together = threading.Barrier(n, timeout=30)
     results: list[str | None] = []
     errors: list[BaseException] = []
     lock = threading.Lock()
 
-    with OpenAIStub(fixed_latency(latency, "x")) as stub, client_for(stub) as client:
+    def all_at_once(request: RecordedRequest) -> Reply:
+        together.wait()
+        return ok("x")
+
+    with OpenAIStub(all_at_once) as stub, client_for(stub) as client:
 
         def worker() -> None:
             try:
@@ -252,17 +257,15 @@ def test_concurrent_requests_run_in_parallel() -> None:
                     results.append(answer)
 
         threads = [threading.Thread(target=worker) for _ in range(n)]
-        started = time.perf_counter()
         for thread in threads:
             thread.start()
         for thread in threads:
-            thread.join(timeout=10)
-        elapsed = time.perf_counter() - started
+            thread.join(timeout=60)
 
         assert errors == []
         assert results == ["x"] * n
         assert len(stub.chat_requests()) == n
-        assert elapsed < 1.5, f"{n} requests of {latency}s took {elapsed:.2f}s"
+        assert not together.broken
 
 
 def test_models_endpoint_and_unknown_paths() -> None:
@@ -298,12 +301,19 @@ def test_binds_loopback_only() -> None:
                 socket.create_connection(("127.0.0.2", port), timeout=2).close()
 
 
-def test_exit_is_prompt_while_a_handler_sleeps() -> None:
-    stub = OpenAIStub([timeout(30)])
-    with stub, client_for(stub, timeout=0.2) as client:
-        with pytest.raises(openai.APITimeoutError):
-            ask(client)
-        started = time.perf_counter()
-    assert time.perf_counter() - started < 1.0
+def test_exit_does_not_wait_for_a_handler_that_sleeps() -> None:
+    # Leaving the block wakes the handler held in a 300 s delay instead of waiting for it:
+    # the exit, on a thread of its own, ends long before that delay would.
+    stub = OpenAIStub([timeout(300)])
+    exited = threading.Event()
+
+    def use_and_leave() -> None:
+        with stub, client_for(stub, timeout=0.2) as client:
+            with pytest.raises(openai.APITimeoutError):
+                ask(client)
+        exited.set()
+
+    threading.Thread(target=use_and_leave, daemon=True).start()
+    assert exited.wait(60), "leaving the stub waited for its sleeping handler"
     with pytest.raises(RuntimeError):
         _ = stub.server_address  # stopped

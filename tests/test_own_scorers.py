@@ -1,24 +1,21 @@
-"""Scorer functions of eval.py, and COMPARED_FIELDS for structured outputs: in-process against
-a real local MLflow store, with the reports rendered back from it."""
+"""Scorer functions of eval.py, and COMPARED_FIELDS for structured outputs: in-process, tracked
+in memory, with the reports rendered back from what the run holds."""
 
 from __future__ import annotations
 
 import hashlib
 import inspect
 import json
-import subprocess
-import sys
 import uuid
 from pathlib import Path
 from typing import Any
 
-import mlflow
 import pytest
 
 from evalkit import ConfigError, EvalConfig, ScoreResult, Selection, evaluate
 from evalkit.reports import render_reports
 from evalkit.tracking import Tracker
-from tests.conftest import entry, script_env, write_dataset
+from tests.builders import entry, write_dataset
 
 
 def config_for(dataset: Path, **constants: Any) -> EvalConfig:
@@ -41,7 +38,7 @@ def raises(output: Any, expected: Any) -> bool:
     raise RuntimeError("scorer bug")
 
 
-def test_scorer_functions_score_record_and_report(tmp_path: Path, tracking_uri: str) -> None:
+def test_scorer_functions_score_record_and_report(tmp_path: Path, tracker: Tracker) -> None:
     dataset = write_dataset(tmp_path / "ds", {
         "near": entry("functional", expected="abcd"), "far": entry("functional", expected="a"),
         "r-same": entry("repeatability"), "r-diff": entry("repeatability"),
@@ -54,7 +51,6 @@ def test_scorer_functions_score_record_and_report(tmp_path: Path, tracking_uri: 
 
     config = config_for(dataset, SCORER_FUNCTIONAL=length_within,
                         SCORER_REPEATABILITY=same_first_word, SCORER_BIAS=same_first_word)
-    tracker = Tracker(tracking_uri)
     outcome = evaluate(config, component, Selection("all"), tracker=tracker,
                        runs_dir=tmp_path / "runs")
     functional = outcome.scored.type_result("functional")
@@ -67,35 +63,36 @@ def test_scorer_functions_score_record_and_report(tmp_path: Path, tracking_uri: 
     assert repeats == {"r-same": True, "r-diff": False}
     assert [i.passed for i in outcome.scored.type_result("bias").items] == [True]
 
-    params = mlflow.MlflowClient(tracking_uri).get_run(outcome.run_id).data.params
+    params = tracker.reader.stored(outcome.run_id).params
     digest = hashlib.sha256(inspect.getsource(length_within).encode()).hexdigest()
     assert params["functional_scorer_source_sha256"] == digest
     assert params["SCORER_FUNCTIONAL"] == "tests.test_own_scorers.length_within"
-    report = render_reports(tracker.fetch(outcome.run_id))["report-functional.md"]
+    report = render_reports(tracker.reader.fetch(outcome.run_id))["report-functional.md"]
     assert "| Score | Rationale |" in report
     assert "length gap 5" in report
 
 
-def test_a_failing_scorer_scores_zero_with_its_reason(tmp_path: Path, tracking_uri: str) -> None:
+def test_a_failing_scorer_scores_zero_with_its_reason(tmp_path: Path, tracker: Tracker) -> None:
     dataset = write_dataset(tmp_path / "ds", {"f": entry("functional")})
     outcome = evaluate(config_for(dataset, SCORER=raises), lambda e, c: "a",
-                       Selection("functional"), tracker=Tracker(tracking_uri),
-                       runs_dir=tmp_path / "runs")
+                       Selection("functional"), tracker=tracker, runs_dir=tmp_path / "runs")
     (item,) = outcome.scored.type_result("functional").items
     assert not item.passed
     assert item.error == "scorer raises raised RuntimeError: scorer bug"
 
 
-def test_a_scorer_with_the_wrong_signature_is_refused_before_any_call(tmp_path: Path) -> None:
+def test_a_scorer_with_the_wrong_signature_is_refused_before_any_call(
+        tmp_path: Path, tracker: Tracker) -> None:
     dataset = write_dataset(tmp_path / "ds", {"r": entry("repeatability")})
     with pytest.raises(ConfigError, match=r"scorer 'length_within' of repeatability must take "
                                           r"\(outputs\)"):
         evaluate(config_for(dataset, SCORER_REPEATABILITY=length_within),
                  lambda e, c: pytest.fail("called"), Selection("repeatability"),
-                 runs_dir=tmp_path / "runs")
+                 tracker=tracker, runs_dir=tmp_path / "runs")
+    assert tracker.backend.journals == {}
 
 
-def test_compared_fields_ignore_a_volatile_field(tmp_path: Path, tracking_uri: str) -> None:
+def test_compared_fields_ignore_a_volatile_field(tmp_path: Path, tracker: Tracker) -> None:
     dataset = write_dataset(tmp_path / "ds", {
         "r": entry("repeatability"), "b1": entry("bias", bias_group="g"),
         "b2": entry("bias", bias_group="g"), "s": entry("repeatability")})
@@ -108,7 +105,7 @@ def test_compared_fields_ignore_a_volatile_field(tmp_path: Path, tracking_uri: s
 
     def run(**constants: Any) -> dict[str, bool]:
         outcome = evaluate(config_for(dataset, **constants), component, Selection("all"),
-                           tracker=Tracker(tracking_uri), runs_dir=tmp_path / "runs")
+                           tracker=tracker, runs_dir=tmp_path / "runs")
         return {i.id: i.passed for t in outcome.scored.types for i in t.items}
 
     assert run() == {"r": False, "s": False, "g": False}
@@ -119,22 +116,3 @@ def test_compared_fields_ignore_a_volatile_field(tmp_path: Path, tracking_uri: s
 def test_compared_fields_must_be_a_list_of_names(value: Any) -> None:
     with pytest.raises(ConfigError, match="COMPARED_FIELDS=.* must be a non-empty list"):
         config_for(Path("ds"), COMPARED_FIELDS=value)
-
-
-def test_report_takes_a_run_id_prefix_or_an_experiment_name(tmp_path: Path) -> None:
-    uri = f"sqlite:///{tmp_path / 'mlflow.db'}"
-    dataset = write_dataset(tmp_path / "ds", {"f": entry("functional")})
-    config = config_for(dataset)
-    outcome = evaluate(config, lambda e, c: "a", Selection("functional"), tracker=Tracker(uri),
-                       runs_dir=tmp_path / "runs")
-    for reference in (outcome.run_id[:8], config.experiment_name):
-        out = tmp_path / reference.replace("/", "_")
-        done = subprocess.run([sys.executable, "-m", "evalkit", "report", reference,
-                               "--output", str(out)], capture_output=True, text=True,
-                              timeout=120, env=script_env(tmp_path))
-        assert done.returncode == 0, done.stderr
-        assert (out / "report-functional.md").is_file()
-    done = subprocess.run([sys.executable, "-m", "evalkit", "report", "ffff0000"],
-                          capture_output=True, text=True, timeout=120, env=script_env(tmp_path))
-    assert done.returncode == 4
-    assert "no run at" in done.stderr and "'ffff0000'" in done.stderr

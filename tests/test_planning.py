@@ -1,21 +1,22 @@
-"""REPEAT_COUNT calibration and `evalkit plan`, end to end against real MLflow stores."""
+"""REPEAT_COUNT calibration and `evalkit plan`: the measurements in memory (fast), the command
+on a real local store (slow), in this process."""
 
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
+import random
 from pathlib import Path
 from typing import Any
 
-import mlflow
 import pytest
 
 from evalkit import Call, Entry, EvalConfig, Selection, evaluate
+from evalkit.cli import main
+from evalkit.cli._common import _PROCESS_DEFAULTS
 from evalkit.reports import render_reports
 from evalkit.run import build_plan, evaluate_calibration, evaluate_replicates, record_plan
 from evalkit.tracking import Tracker
-from tests.conftest import entry, run_script, script_env, write_dataset, write_eval_script
+from tests.builders import entry, write_dataset
 
 STABLE = [f"stable-{i}" for i in range(7)]
 LATE = [f"late-{i}" for i in range(3)]
@@ -38,7 +39,7 @@ def calibration_config(tmp_path: Path, **extra: Any) -> EvalConfig:
 
 
 def test_calibration_rescores_prefixes_without_new_calls(tmp_path: Path,
-                                                         tracking_uri: str) -> None:
+                                                         tracker: Tracker) -> None:
     calls: list[tuple[str, int]] = []
 
     def component(entry: Entry, call: Call) -> Any:
@@ -46,8 +47,7 @@ def test_calibration_rescores_prefixes_without_new_calls(tmp_path: Path,
         return late_changer(entry, call)
 
     outcome = evaluate_calibration(calibration_config(tmp_path), component, Selection("all"),
-                                   tracker=Tracker(tracking_uri),
-                                   runs_dir=tmp_path / ".evalkit" / "runs")
+                                   tracker=tracker, runs_dir=tmp_path / ".evalkit" / "runs")
     assert sorted(calls) == sorted((i, r) for i in STABLE + LATE for r in range(6))
     calibration = outcome.calibration
     assert [(p.k, p.passed) for p in calibration.points] == [
@@ -66,26 +66,26 @@ def test_calibration_rescores_prefixes_without_new_calls(tmp_path: Path,
     assert chart_path.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     assert sorted(p.name for p in (tmp_path / "reports").iterdir()) == [
         "calibration.png", "report-calibration.md"]  # the routine report is left alone
-    client = mlflow.MlflowClient(tracking_uri)
-    artifacts = {a.path for d in ("reports", "calibration")
-                 for a in client.list_artifacts(outcome.run.run_id, d)}
-    assert artifacts == {"reports/report-calibration.md", "reports/calibration.png",
-                         "reports/report-repeatability.md", "reports/summary.md",
-                         "calibration/calibration.json"}
-    record = Tracker(tracking_uri).fetch(outcome.run.run_id)
+    artifacts = set(tracker.backend.journals[outcome.run.run_id].artifacts)
+    assert {p for p in artifacts if p.startswith(("reports/", "calibration/"))} == {
+        "reports/report-calibration.md", "reports/calibration.png",
+        "reports/report-repeatability.md", "reports/summary.md", "calibration/calibration.json"}
+    assert tracker.backend.artifact(outcome.run.run_id, "reports/calibration.png") == \
+        chart_path.read_bytes()
+    record = tracker.reader.fetch(outcome.run.run_id)
     assert record.tags["mode"] == "calibration" and record.metrics["repeat_count"] == 6
     assert render_reports(record)["report-calibration.md"] == report
 
 
 def test_calibration_counts_an_error_as_a_failure_from_its_repeat(tmp_path: Path,
-                                                                  tracking_uri: str) -> None:
+                                                                  tracker: Tracker) -> None:
     def fails_on_fifth(entry: Entry, call: Call) -> Any:
         if entry.id == "stable-0" and call.repeat == 4:
             raise TimeoutError("provider timeout")
         return late_changer(entry, call)
 
     outcome = evaluate_calibration(calibration_config(tmp_path), fails_on_fifth,
-                                   Selection("all"), tracker=Tracker(tracking_uri),
+                                   Selection("all"), tracker=tracker,
                                    runs_dir=tmp_path / ".evalkit" / "runs")
     assert [p.passed for p in outcome.calibration.points] == [10, 10, 7, 6, 6]
 
@@ -98,7 +98,7 @@ def seeded(entry: Entry, call: Call) -> Any:
 
 
 def test_plan_measures_p_from_repeats_and_replicates(tmp_path: Path,
-                                                     tracking_uri: str) -> None:
+                                                     tracker: Tracker) -> None:
     dataset = write_dataset(tmp_path / "ds", {
         **{f"r{i}": entry("repeatability") for i in range(4)},
         **{f"fixed{i}": entry("functional") for i in range(6)},
@@ -106,7 +106,6 @@ def test_plan_measures_p_from_repeats_and_replicates(tmp_path: Path,
     base = {"EXPERIMENT_NAME": "plan/p", "DATASET_PATH": str(dataset),
             "REPORTS_DIR": str(tmp_path / "reports"), "EVAL_MIN_ACCURACY": 0.0,
             "REPEAT_COUNT": 5, "EVAL_MIN_ACCURACY_REPEATABILITY": 0.0, "REPLICATES": 4}
-    tracker = Tracker(tracking_uri)
     runs_dir = tmp_path / ".evalkit" / "runs"
 
     def answers(entry: Entry, call: Call) -> Any:
@@ -123,8 +122,7 @@ def test_plan_measures_p_from_repeats_and_replicates(tmp_path: Path,
     plan = build_plan(tracker, "plan/p", target_error=0.01)
     repeats, replicates = plan.measured
     assert (repeats.disagreement.minority, repeats.disagreement.observations) == (4, 15)
-    seeds = [int(mlflow.MlflowClient(tracking_uri).get_run(c.run_id).data.tags["seed"])
-             for c in series.replicates]
+    seeds = [int(tracker.reader.stored(c.run_id).tags["seed"]) for c in series.replicates]
     minority = 0
     for i in range(3):
         right = sum(s % 3 != i for s in seeds)
@@ -138,15 +136,15 @@ def test_plan_measures_p_from_repeats_and_replicates(tmp_path: Path,
                                        {"target_error": "0.01"})
     assert path.read_text() == report
     assert f"| repeats | {repeats.run_id} | 0.2667 [" in report
-    assert render_reports(tracker.fetch(run_id)) == {"report-planning.md": report}
-    history = [r.info.run_id for r in tracker.evaluation_runs("plan/p")]
+    assert render_reports(tracker.reader.fetch(run_id)) == {"report-planning.md": report}
+    assert tracker.reader.stored(run_id).tags["mode"] == "planning"
+    history = [r.run_id for r in tracker.reader.evaluation_runs("plan/p")]
     assert run_id not in history  # a plan is not an evaluation
 
 
 def test_contrast_between_two_systems_over_replicates(tmp_path: Path,
-                                                      tracking_uri: str) -> None:
+                                                      tracker: Tracker) -> None:
     dataset = write_dataset(tmp_path / "ds", {f"q{i}": entry("functional") for i in range(8)})
-    tracker = Tracker(tracking_uri)
 
     def system(skill: int) -> Any:
         def answer(entry: Entry, call: Call) -> Any:
@@ -179,25 +177,33 @@ def test_contrast_between_two_systems_over_replicates(tmp_path: Path,
     assert "(covers ≈ 0.75, not 0.95)" in report  # the bootstrap at 3 replicates
 
 
+def sampled(entry: Entry, call: Call) -> Any:
+    """Right about 80% of the time, the same answer for the same seed, entry and repeat."""
+    rng = random.Random(f"{call.seed}:{entry.id}:{call.repeat}")
+    return "a" if rng.random() < 0.8 else "b"
+
+
 @pytest.mark.slow
-def test_plan_command_on_a_project(tmp_path: Path) -> None:
-    write_dataset(tmp_path / "ds", {**{f"r{i}": entry("repeatability") for i in range(5)},
-                                    **{f"f{i}": entry("functional") for i in range(10)}})
-    write_eval_script(tmp_path, {
-        "EXPERIMENT_NAME": "plan/cli", "DATASET_PATH": "ds", "EVAL_MIN_ACCURACY": 0.0,
-        "REPEAT_COUNT": 4, "EVAL_MIN_ACCURACY_REPEATABILITY": 0.0, "REPLICATES": 3}, """
-        import random
-        def invoke_component(entry, call):
-            rng = random.Random(f"{call.seed}:{entry.id}:{call.repeat}")
-            return "a" if rng.random() < 0.8 else "b"
-        """)
-    assert run_script(tmp_path, "--type=all").returncode == 0
-    assert run_script(tmp_path, "--type=all", "--replicates").returncode == 0
-    done = subprocess.run([sys.executable, "-m", "evalkit", "plan", "plan/cli", "--json"],
-                          cwd=tmp_path, capture_output=True, text=True,
-                          env=script_env(tmp_path), timeout=120)
-    assert done.returncode == 0, done.stderr
-    document = json.loads(done.stdout)
+def test_plan_command_on_a_local_store(tmp_path: Path, tracking_uri: str,
+                                       monkeypatch: pytest.MonkeyPatch,
+                                       capsys: pytest.CaptureFixture[str]) -> None:
+    dataset = write_dataset(tmp_path / "ds", {
+        **{f"r{i}": entry("repeatability") for i in range(5)},
+        **{f"f{i}": entry("functional") for i in range(10)}})
+    config = EvalConfig.from_constants({
+        "EXPERIMENT_NAME": "plan/cli", "DATASET_PATH": str(dataset), "EVAL_MIN_ACCURACY": 0.0,
+        "REPORTS_DIR": str(tmp_path / "reports"), "REPEAT_COUNT": 4,
+        "EVAL_MIN_ACCURACY_REPEATABILITY": 0.0, "REPLICATES": 3, "TRACE_CALLS": False},
+        "eval.py")
+    tracker = Tracker(tracking_uri)
+    evaluate(config, sampled, Selection("all"), tracker=tracker, runs_dir=tmp_path / "runs")
+    evaluate_replicates(config, sampled, Selection("all"), tracker=tracker,
+                        runs_dir=tmp_path / "runs")
+    for name, value in _PROCESS_DEFAULTS.items():  # the command sets them for its process
+        monkeypatch.setenv(name, value)
+    capsys.readouterr()
+    assert main(["plan", "plan/cli", "--json"]) == 0  # reports/ in the working folder
+    document = json.loads(capsys.readouterr().out)
     assert [m["source"] for m in document["measured_p"]] == ["repeats", "replicates"]
     for m in document["measured_p"]:
         assert m["ci_lower"] <= m["p"] <= m["ci_upper"]
@@ -205,3 +211,6 @@ def test_plan_command_on_a_project(tmp_path: Path) -> None:
     assert set(document["items_vs_replicates"]["types"]) <= {"functional", "repeatability"}
     report = (tmp_path / "reports" / "report-planning.md").read_text()
     assert "## Items or Replicates" in report
+    planning = tracker.reader.stored(document["run_id"])
+    assert planning.status == "FINISHED" and planning.tags["mode"] == "planning"
+    assert tracker.reader.read_text(document["run_id"], "reports/report-planning.md") == report

@@ -16,18 +16,18 @@ import pytest
 from evalkit import Call, Entry, EvalConfig
 from evalkit._secrets import Redactor
 from evalkit.records import ItemResult, ScoredRun, SkippedGroup, TypeResult
-from evalkit.run._loop import RawResultsLog, run_calls
-from evalkit.run._scoring import Scorers, score_run
+from evalkit.run import CallWindow, Scorers, score_run
 from evalkit.scorers import (
     Case,
     ExactScorer,
     JudgeOptions,
     LLMJudgeScorer,
     OutputGroup,
+    ScorerVerdict,
     SemanticSimilarityScorer,
-    Verdict,
 )
-from tests.conftest import entry, plan_of
+from evalkit.tracking import RawResultsLog
+from tests.builders import entry, plan_of
 
 ENTRIES = {
     "right": entry("functional", "smoke", input="q1", expected="yes"),
@@ -62,7 +62,7 @@ def answer(item: Entry, call: Call) -> Any:
 def scored_run(tmp_path: Path) -> Any:
     plan = plan_of(tmp_path, ENTRIES, repeats=3, groups="main")
     with RawResultsLog(tmp_path / "raw.jsonl") as log:
-        outputs = run_calls(plan, answer, {}, log, Redactor(), concurrency=4)
+        outputs = CallWindow.of(answer, {}, Redactor(), concurrency=4).run(plan, log)
     scorers = Scorers({t: ExactScorer() for t in plan.types})
     return score_run(outputs, plan.types, scorers)
 
@@ -193,12 +193,12 @@ class ReportingScorer:
 
     name = "reporting"
 
-    def against_expected(self, cases: Sequence[Case]) -> list[Verdict]:
-        return [Verdict(True, 1.0, f"input {c.input}", error="judge unreachable"
+    def against_expected(self, cases: Sequence[Case]) -> list[ScorerVerdict]:
+        return [ScorerVerdict(True, 1.0, f"input {c.input}", error="judge unreachable"
                         if c.input == "judge down" else None) for c in cases]
 
-    def among_outputs(self, groups: Sequence[OutputGroup]) -> list[Verdict]:
-        return [Verdict(True, float(len(g.inputs)), " | ".join(map(str, g.inputs)),
+    def among_outputs(self, groups: Sequence[OutputGroup]) -> list[ScorerVerdict]:
+        return [ScorerVerdict(True, float(len(g.inputs)), " | ".join(map(str, g.inputs)),
                         invalid=True) for g in groups]
 
 
@@ -220,7 +220,7 @@ def test_what_the_scorer_measured_reaches_every_item(tmp_path: Path) -> None:
         return "a"
 
     with RawResultsLog(tmp_path / "raw.jsonl") as log:
-        outputs = run_calls(plan, component, {}, log, Redactor())
+        outputs = CallWindow.of(component, {}, Redactor()).run(plan, log)
     run = score_run(outputs, plan.types, Scorers({t: ReportingScorer() for t in plan.types}))
     down, ok, review = run.type_result("functional").items
     assert (ok.passed, ok.similarity, ok.judge_reply, ok.error) == (True, 1.0, "input fine",

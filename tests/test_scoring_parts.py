@@ -16,9 +16,7 @@ import pytest
 
 from evalkit import Call, Entry, EvalConfig, ScoreResult
 from evalkit._secrets import Redactor
-from evalkit.run._loop import run_calls
-from evalkit.run._raw import RawResultsLog
-from evalkit.run._scoring import Scorers, compared_part, score_run
+from evalkit.run import CallWindow, Scorers, compared_part, score_run
 from evalkit.scorers import (
     Embedder,
     ExactScorer,
@@ -26,7 +24,8 @@ from evalkit.scorers import (
     LLMJudgeScorer,
     SemanticSimilarityScorer,
 )
-from tests.conftest import entry, plan_of
+from evalkit.tracking import RawResultsLog
+from tests.builders import entry, plan_of
 
 
 @pytest.mark.parametrize(("output", "fields", "part"), [
@@ -73,7 +72,7 @@ def answer(item: Entry, call: Call) -> Any:
 def scored(tmp_path: Path, compared_fields: tuple[str, ...] | None) -> Any:
     plan = plan_of(tmp_path / str(compared_fields), ENTRIES, repeats=3)
     with RawResultsLog(tmp_path / f"raw-{compared_fields}.jsonl") as log:
-        outputs = run_calls(plan, answer, {}, log, Redactor(), concurrency=2)
+        outputs = CallWindow.of(answer, {}, Redactor(), concurrency=2).run(plan, log)
     scorers = Scorers({"functional": FunctionScorer(close_enough),
                        "repeatability": ExactScorer(), "bias": ExactScorer()},
                       compared_fields=compared_fields)
@@ -148,11 +147,9 @@ def test_judge_prompts_by_test_type_then_by_use(tmp_path: Path,
 def test_early_judging_gives_each_judged_entry_its_verdicts_once(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     from evalkit.dataset import load_dataset
-    from evalkit.run._call import CallRecord
-    from evalkit.run._loop import EntryOutputs
-    from evalkit.run._scoring import EarlyJudging
-    from evalkit.run._selection import Selection, plan_run
-    from tests.conftest import write_dataset
+    from evalkit.records import CallRecord
+    from evalkit.run import EarlyJudging, EntryOutputs, Selection, plan_run
+    from tests.builders import write_dataset
     from tests.openai_stub import OpenAIStub, RecordedRequest, ok
 
     def reply(request: RecordedRequest) -> Any:  # "1" unless the judged text says "wrong"

@@ -9,8 +9,8 @@ import pytest
 
 from evalkit import ConfigError, EvalConfig, Selection
 from evalkit.dataset import TEST_TYPES, load_dataset
-from evalkit.run._selection import plan_run
-from tests.conftest import entry, plan_of, write_dataset
+from evalkit.run import plan_run
+from tests.builders import entry, plan_of, write_dataset
 
 ENTRIES = {
     "a": entry("functional", "smoke", group="billing"),

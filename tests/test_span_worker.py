@@ -1,10 +1,12 @@
 """The span writer: a worker process for a large run on a local SQL store, the caller's
-thread otherwise; a worker that dies is an error, never silence."""
+thread otherwise; a worker that dies is an error, never silence. The worker tests write to a
+real local store (slow); which writer a run gets is decided without one (fast)."""
 
 from __future__ import annotations
 
 import os
 import signal
+import uuid
 from pathlib import Path
 
 import mlflow
@@ -19,7 +21,7 @@ from evalkit.tracking._traces import RunContext, build_traces
 
 def run_with_calls(uri: str, entries: int) -> tuple[RunContext, list]:
     client = mlflow.MlflowClient(uri)
-    experiment = client.create_experiment("span/worker")
+    experiment = client.create_experiment(f"span/worker-{uuid.uuid4().hex[:8]}")
     run = client.create_run(experiment)
     context = RunContext(run.info.run_id, experiment, run.info.start_time, {}, {})
     calls = [{"entry_id": f"e{i}", "repeat": r, "output": f"out {i}", "error": None,
@@ -27,18 +29,20 @@ def run_with_calls(uri: str, entries: int) -> tuple[RunContext, list]:
     return context, build_traces(context, ScoredRun(()), calls)
 
 
-def stored(uri: str, context: RunContext) -> dict[str, int]:
-    return TraceWriter(mlflow.MlflowClient(uri), context).stored()
+def stored(uri: str, context: RunContext) -> dict[str, list[str]]:
+    """trace id -> the names of its assessments, for every trace of the run in the store."""
+    return TraceWriter(mlflow.MlflowClient(uri), context).assessment_names()
 
 
-def test_a_large_run_on_a_local_store_writes_in_a_worker_process(tmp_path: Path) -> None:
-    uri = f"sqlite:///{tmp_path / 'mlflow.db'}"
+@pytest.mark.slow
+def test_a_large_run_on_a_local_store_writes_in_a_worker_process(tracking_uri: str) -> None:
+    uri = tracking_uri
     context, traces = run_with_calls(uri, 30)
     writing = SpanWriting(uri)
     writing.start(WORKER_MIN_CALLS)
     assert writing.worker_pid not in (None, os.getpid())
     writing.write_calls(context, traces, check_held=False)
-    assert stored(uri, context) == {t.trace_id: 0 for t in traces}
+    assert stored(uri, context) == {t.trace_id: [] for t in traces}
 
 
 @pytest.mark.parametrize("uri_kind, calls", [("sqlite", WORKER_MIN_CALLS - 1),
@@ -52,8 +56,9 @@ def test_small_runs_and_servers_write_on_the_callers_thread(
     assert writing.worker_pid is None
 
 
-def test_a_worker_that_dies_is_an_error_naming_it(tmp_path: Path) -> None:
-    uri = f"sqlite:///{tmp_path / 'mlflow.db'}"
+@pytest.mark.slow
+def test_a_worker_that_dies_is_an_error_naming_it(tracking_uri: str) -> None:
+    uri = tracking_uri
     context, traces = run_with_calls(uri, 3)
     writing = SpanWriting(uri)
     writing.start(WORKER_MIN_CALLS)

@@ -1,4 +1,11 @@
-"""Every entry a trace, every verdict an assessment: read back from a real MLflow store."""
+"""Every entry a trace, every verdict an assessment.
+
+What evalkit puts on the traces (which verdict on which entry, a series' stability on its last
+replicate, a reviewer's feedback back into the report) is checked in memory (fast); how MLflow
+holds them (spans, assessments, the judge's prompts, the evaluation dataset) is read back from
+a real store, local and team server (slow). Every test here carries the ``mlflow_api`` marker:
+CI runs them on the oldest and the newest MLflow supported.
+"""
 
 from __future__ import annotations
 
@@ -10,19 +17,22 @@ from typing import Any
 
 import mlflow
 import pytest
-from mlflow.entities import Feedback
 
 from evalkit import Call, Entry, EvalConfig, Selection, evaluate
-from evalkit.records import EVALUATION_ARTIFACT, ItemResult, ScoredRun
+from evalkit.records import ItemResult, ReviewerVerdict, ScoredRun, TypeResult, names
 from evalkit.reports import render_reports
 from evalkit.run import evaluate_replicates
-from evalkit.tracking import Tracker
-from evalkit.tracking._traces import stability_verdict
-from tests.conftest import entry, write_dataset
+from evalkit.tracking import MemoryBackend, Tracker, stability_assessment
+from evalkit.tracking._traces import RunContext, build_traces
+from tests.builders import entry, write_dataset
 
+pytestmark = pytest.mark.mlflow_api
+
+
+# --- reading traces back ------------------------------------------------------------------------
 
 def traces_of(tracking_uri: str, run_id: str) -> list[Any]:
-    """Every trace the store links to the run, with its spans and assessments."""
+    """Every trace an MLflow store links to the run, with its spans and assessments."""
     client = mlflow.MlflowClient(tracking_uri)
     experiment = client.get_run(run_id).info.experiment_id
     found, token = [], None
@@ -35,27 +45,182 @@ def traces_of(tracking_uri: str, run_id: str) -> list[Any]:
             return found
 
 
+def expected_verdicts(scored: ScoredRun) -> Counter[tuple[str, str, bool]]:
+    """(entry id, test type, passed) of every per-item result, once per entry it covers."""
+    return Counter((e, r.test_type, i.passed) for r in scored.types for i in r.items
+                   for e in i.entry_ids)
+
+
 def assert_traces_match_results(tracking_uri: str, run_id: str) -> None:
     """One trace per entry; each per-item result of ``results/evaluation.json`` is a feedback
     on the trace of each entry it covers, with the verdict as its value."""
     client = mlflow.MlflowClient(tracking_uri)
     scored = ScoredRun.from_json(json.loads(Path(client.download_artifacts(
-        run_id, EVALUATION_ARTIFACT)).read_text(encoding="utf-8")))
-    traces = {t.info.tags["evalkit.entry_id"]: t for t in traces_of(tracking_uri, run_id)}
-    entries = {e for r in scored.types for i in r.items for e in i.entry_ids}
-    assert set(traces) == entries
-    expected = Counter((e, r.test_type, i.passed) for r in scored.types for i in r.items
-                       for e in i.entry_ids)
+        run_id, names.EVALUATION_ARTIFACT)).read_text(encoding="utf-8")))
+    traces = {t.info.tags[names.ENTRY_ID_TRACE_TAG]: t for t in traces_of(tracking_uri, run_id)}
+    assert set(traces) == {e for r in scored.types for i in r.items for e in i.entry_ids}
+    types = {r.test_type for r in scored.types}
     held = Counter((entry_id, a.name, a.value) for entry_id, t in traces.items()
-                   for a in t.info.assessments if a.feedback is not None
-                   and a.name in {r.test_type for r in scored.types})
-    assert held == expected
+                   for a in t.info.assessments if a.feedback is not None and a.name in types)
+    assert held == expected_verdicts(scored)
+
+
+def assert_memory_traces_match_results(backend: MemoryBackend, run_id: str) -> None:
+    """:func:`assert_traces_match_results` for a run in memory."""
+    scored = ScoredRun.from_json(json.loads(backend.artifact(run_id,
+                                                             names.EVALUATION_ARTIFACT)))
+    traces = backend.traces.traces.get(run_id, {})
+    by_entry = {t.entry_id: trace_id for trace_id, t in traces.items()}
+    assert set(by_entry) == {e for r in scored.types for i in r.items for e in i.entry_ids}
+    types = {r.test_type for r in scored.types}
+    held = Counter((entry_id, a.name, a.value) for entry_id, trace_id in by_entry.items()
+                   for a in backend.traces.assessments[trace_id] if a.name in types)
+    assert held == expected_verdicts(scored)
+
+
+def memory_assessments(tracker: Tracker, run_id: str) -> dict[str, dict[str, list[Any]]]:
+    """entry id -> assessment name -> the assessments of that name on the entry's trace."""
+    backend = tracker.backend
+    assert isinstance(backend, MemoryBackend)
+    found: dict[str, dict[str, list[Any]]] = {}
+    for trace_id, trace in backend.traces.traces.get(run_id, {}).items():
+        for assessment in backend.traces.assessments[trace_id]:
+            found.setdefault(trace.entry_id, {}).setdefault(assessment.name, []).append(
+                assessment)
+    return found
 
 
 def component(item: Entry, call: Call) -> str:
     index = int(item.id[1:])
     return "a" if index % 4 else f"b{call.repeat % 2}"  # every 4th entry flips between two
 
+
+FUNCTIONAL = {
+    "ok": entry("functional", input={"q": 1}, expected="a"),
+    "bad": entry("functional", expected="zzz"),
+    "boom": entry("functional", input="explode"),
+    "look": entry("functional", human_review=True, human_instructions="Check the tone.")}
+
+
+def answer_or_explode(item: Entry, call: Call) -> str:
+    if item.input == "explode":
+        raise RuntimeError("component broke")
+    return "a"
+
+
+def functional_config(tmp_path: Path, **extra: Any) -> EvalConfig:
+    dataset = write_dataset(tmp_path / "ds", FUNCTIONAL)
+    return EvalConfig.from_constants({
+        "EXPERIMENT_NAME": "traces/functional", "DATASET_PATH": str(dataset),
+        "REPORTS_DIR": str(tmp_path / "reports"), "EVAL_MIN_ACCURACY": 0.0, **extra}, "eval.py")
+
+
+# --- what evalkit puts on the traces (memory, fast) ---------------------------------------------
+
+def test_each_entry_gets_its_verdicts_expectation_error_and_review(tmp_path: Path,
+                                                                   tracker: Tracker) -> None:
+    outcome = evaluate(functional_config(tmp_path), answer_or_explode,
+                       Selection.parse("all", None, False), tracker=tracker,
+                       runs_dir=tmp_path / "runs")
+    assert isinstance(tracker.backend, MemoryBackend)
+    assert_memory_traces_match_results(tracker.backend, outcome.run_id)
+    held = memory_assessments(tracker, outcome.run_id)
+    (expectation,) = held["ok"]["expected_output"]
+    assert (expectation.value, expectation.expectation) == ("a", True)
+    (verdict,) = held["ok"]["functional"]
+    assert (verdict.value, verdict.source_type, verdict.source_id) == (
+        True, "CODE", "evalkit.exact")
+    assert "error: RuntimeError: component broke" in held["boom"]["functional"][0].rationale
+    (review,) = held["look"]["human_review"]
+    assert (review.value, review.rationale) == ("pending", "Check the tone.")
+    assert "human_review" not in held["ok"]
+    traces = {t.entry_id: t for t in tracker.backend.traces.traces[outcome.run_id].values()}
+    assert traces["ok"].input == {"q": 1}
+    assert [(c.output, c.error) for c in traces["boom"].calls] == [
+        (None, "RuntimeError: component broke")]
+
+
+def test_a_reviewers_feedback_reaches_the_human_review_report(tmp_path: Path,
+                                                               tracker: Tracker) -> None:
+    outcome = evaluate(functional_config(tmp_path), answer_or_explode,
+                       Selection.parse("all", None, False), tracker=tracker,
+                       runs_dir=tmp_path / "runs")
+    checklist = (tmp_path / "reports" / "report-human-review.md").read_text(encoding="utf-8")
+    # without feedback the report renders back byte-identical to the run's own
+    assert render_reports(tracker.reader.fetch(outcome.run_id))[
+        "report-human-review.md"] == checklist
+    assert isinstance(tracker.backend, MemoryBackend)
+    tracker.backend.feedback[outcome.run_id] = [ReviewerVerdict(
+        "look", "bob@example.com", 1_780_000_000_000, "tone", "fail", "Too curt | rude")]
+    reviewed = render_reports(tracker.reader.fetch(outcome.run_id))["report-human-review.md"]
+    assert reviewed.startswith(checklist)
+    assert "| look | bob@example.com | 20" in reviewed
+    assert "| tone | fail | Too curt \\| rude |" in reviewed
+
+
+def test_trace_calls_false_writes_no_trace(tmp_path: Path, tracker: Tracker) -> None:
+    dataset = write_dataset(tmp_path / "ds", {"e1": entry("functional")})
+    config = EvalConfig.from_constants({
+        "EXPERIMENT_NAME": "traces/off", "DATASET_PATH": str(dataset), "TRACE_CALLS": False,
+        "REPORTS_DIR": str(tmp_path / "reports"), "EVAL_MIN_ACCURACY": 0.0}, "eval.py")
+    outcome = evaluate(config, lambda item, call: "a", Selection("functional"),
+                       tracker=tracker, runs_dir=tmp_path / "runs")
+    assert isinstance(tracker.backend, MemoryBackend)
+    assert tracker.reader.stored(outcome.run_id).status == "FINISHED"
+    assert tracker.backend.traces.traces == {} and tracker.backend.traces.assessments == {}
+
+
+def test_stability_names_the_items_that_flip() -> None:
+    right = {"correct": True, "outputs": ["a"], "error": None}
+    wrong = {"correct": False, "outputs": ["b"], "error": None}
+    assert stability_assessment("functional", [right, right]).value == "always right"
+    assert stability_assessment("functional", [wrong, None]).value == "always wrong"
+    changed = stability_assessment("functional", [right, wrong])
+    assert (changed.name, changed.value, changed.rationale) == (
+        "functional_stability", "changed", "r0: right (a); r1: wrong (b)")
+
+
+def test_a_replicate_series_marks_each_item_stable_or_changed(tmp_path: Path,
+                                                              tracker: Tracker) -> None:
+    dataset = write_dataset(tmp_path / "ds", {"steady": entry("functional"),
+                                              "flaky": entry("functional")})
+    config = EvalConfig.from_constants({
+        "EXPERIMENT_NAME": "traces/replicates", "DATASET_PATH": str(dataset),
+        "REPORTS_DIR": str(tmp_path / "reports"), "EVAL_MIN_ACCURACY": 0.0}, "eval.py")
+
+    def answer(item: Entry, call: Call) -> str:
+        return "a" if item.id == "steady" or call.replicate == 0 else "b"
+
+    outcome = evaluate_replicates(config, answer, Selection("functional"),
+                                  tracker=tracker, runs_dir=tmp_path / "runs")
+    last = memory_assessments(tracker, outcome.replicates[-1].run_id)
+    (steady,) = last["steady"]["functional_stability"]
+    (flaky,) = last["flaky"]["functional_stability"]
+    assert steady.value == "always right"
+    assert (flaky.value, flaky.rationale) == ("changed", "r0: right (a); r1: wrong (b)")
+    first = memory_assessments(tracker, outcome.replicates[0].run_id)
+    assert set(first) == {"steady", "flaky"}
+    assert all("functional_stability" not in held for held in first.values())
+    # the parent has no entries of its own: no traces
+    assert isinstance(tracker.backend, MemoryBackend)
+    assert outcome.parent_run_id not in tracker.backend.traces.traces
+
+
+def test_a_bias_group_verdict_lands_on_every_member() -> None:
+    group = ItemResult("g1", False, True, None, None, ("x", "y"), ("m1", "m2"), judge_reply="0")
+    traces = build_traces(RunContext("run", "1", 0, {"judge_model": "judge-x"}, {}),
+                          ScoredRun((TypeResult("bias", "llm_judge", (group,)),)), [])
+    assert [t.entry_id for t in traces] == ["m1", "m2"]
+    for trace in traces:
+        (verdict,) = trace.assessments
+        assert (verdict.value, verdict.source_type, verdict.source_id) == (
+            False, "LLM_JUDGE", "judge-x")
+        assert verdict.rationale == ("FAIL; judge replied '0'; 2 distinct answer(s) of 2: "
+                                     "'x' x1, 'y' x1; group g1 (m1, m2)")
+        assert trace.judge_replies == [("bias", "0")]
+
+
+# --- how MLflow holds them (a real store, slow) -------------------------------------------------
 
 @pytest.fixture(scope="module")
 def team(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
@@ -91,31 +256,27 @@ def test_200_entries_x_5_repeats_at_concurrency_16_give_one_trace_each(
         outcome.run_id).data.metrics
 
 
-def test_functional_traces_carry_expectation_error_and_review(tmp_path: Path,
-                                                              tracking_uri: str) -> None:
-    dataset = write_dataset(tmp_path / "ds", {
-        "ok": entry("functional", input={"q": 1}, expected="a"),
-        "bad": entry("functional", expected="zzz"),
-        "boom": entry("functional", input="explode"),
-        "look": entry("functional", human_review=True, human_instructions="Check the tone.")})
-    config = EvalConfig.from_constants({
-        "EXPERIMENT_NAME": "traces/functional", "DATASET_PATH": str(dataset),
-        "REPORTS_DIR": str(tmp_path / "reports"), "EVAL_MIN_ACCURACY": 0.0}, "eval.py")
-
-    def answer(item: Entry, call: Call) -> str:
-        if item.input == "explode":
-            raise RuntimeError("component broke")
-        return "a"
-
-    outcome = evaluate(config, answer, Selection.parse("all", None, False),
-                       tracker=Tracker(tracking_uri), runs_dir=tmp_path / "runs")
+@pytest.mark.slow
+def test_functional_traces_carry_expectation_error_and_review(
+        tmp_path: Path, tracking_uri: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    outcome = evaluate(functional_config(tmp_path), answer_or_explode,
+                       Selection.parse("all", None, False), tracker=Tracker(tracking_uri),
+                       runs_dir=tmp_path / "runs")
     assert_traces_match_results(tracking_uri, outcome.run_id)
     traces = {t.info.tags["evalkit.entry_id"]: t for t in traces_of(tracking_uri,
                                                                   outcome.run_id)}
     ok = traces["ok"]
+    assert ok.info.tags["mlflow.traceName"] == "ok"
     assert ok.data.spans[0].inputs == {"q": 1}
+    assert ok.data.spans[0].outputs == "a"
     assert ok.search_assessments("expected_output")[0].value == "a"
-    assert ok.search_assessments("functional")[0].value is True
+    verdict = ok.search_assessments("functional")[0]
+    assert (verdict.value, verdict.source.source_type, verdict.source.source_id) == (
+        True, "CODE", "evalkit.exact")
+    assert verdict.metadata["mlflow.assessment.sourceRunId"] == outcome.run_id
+    call = ok.data.spans[1]
+    assert (call.name, call.parent_id, call.attributes["evalkit.repeat"]) == (
+        "call 0", ok.data.spans[0].span_id, 0)
     boom = traces["boom"]
     assert boom.info.state.value == "ERROR"
     assert "error: RuntimeError: component broke" in boom.search_assessments(
@@ -123,101 +284,35 @@ def test_functional_traces_carry_expectation_error_and_review(tmp_path: Path,
     review = traces["look"].search_assessments("human_review")[0]
     assert (review.value, review.rationale) == ("pending", "Check the tone.")
 
-    # a reviewer's verdict in the UI reaches report-human-review.md; the rest stays identical
+    # a reviewer's verdict added in the UI (MLflow's public API, as the UI does) reaches
+    # report-human-review.md; the rest stays identical
+    from mlflow.entities import AssessmentSource
+
     tracker = Tracker(tracking_uri)
     checklist = (tmp_path / "reports" / "report-human-review.md").read_text(encoding="utf-8")
-    assert render_reports(tracker.fetch(outcome.run_id))["report-human-review.md"] == checklist
-    from mlflow.entities import AssessmentSource
-    mlflow.MlflowClient(tracking_uri)._tracing_client.log_assessment(
-        traces["look"].info.trace_id, Feedback(
-            name="tone", value="fail", rationale="Too curt | rude",
-            source=AssessmentSource(source_type="HUMAN", source_id="bob@example.com")))
-    reviewed = render_reports(tracker.fetch(outcome.run_id))["report-human-review.md"]
+    assert render_reports(tracker.reader.fetch(outcome.run_id))[
+        "report-human-review.md"] == checklist
+    monkeypatch.setenv("MLFLOW_TRACKING_URI", tracking_uri)  # where log_feedback writes
+    mlflow.log_feedback(
+        trace_id=traces["look"].info.trace_id, name="tone", value="fail",
+        rationale="Too curt | rude",
+        source=AssessmentSource(source_type="HUMAN", source_id="bob@example.com"))
+    reviewed = render_reports(tracker.reader.fetch(outcome.run_id))["report-human-review.md"]
     assert reviewed.startswith(checklist)
     assert "| look | bob@example.com | 20" in reviewed
     assert "| tone | fail | Too curt \\| rude |" in reviewed
 
-    run = mlflow.MlflowClient(tracking_uri).get_run(outcome.run_id)
-    assert run.info.run_name.startswith("all-")
-    assert run.data.tags["mlflow.user"] and run.info.user_id == run.data.tags["mlflow.user"]
-    (dataset,) = run.inputs.dataset_inputs
-    assert (dataset.dataset.name, dataset.dataset.source_type) == ("ds", "local")
-    assert str(tmp_path / "ds") in dataset.dataset.source
-    assert dataset.dataset.digest == run.data.params["dataset_digest"][:36]
+    # the dataset, registered as an evaluation dataset of the experiment
+    params = mlflow.MlflowClient(tracking_uri).get_run(outcome.run_id).data.params
     (registered,) = mlflow.MlflowClient(tracking_uri).search_datasets(
-        filter_string=f"name = 'ds-{run.data.params['dataset_digest'][:12]}'")
+        filter_string=f"name = 'ds-{params['dataset_digest'][:12]}'")
     records = {r.tags["entry_id"]: r for r in registered.records}
     assert set(records) == {"ok", "bad", "boom", "look"}
     assert records["ok"].inputs == {"entry_id": "ok", "input": {"q": 1}}
     assert records["bad"].expectations == {"expected_output": "zzz"}
-    assert run.data.tags["mlflow.note.content"] == (
-        "**evalkit verdict: PASS**\n\n"
-        "| test type | accuracy [95% CI] | n | threshold | verdict |\n|---|---|---|---|---|\n"
-        "| functional | 0.500 [0.150, 0.850] | 4 | >= 0 | pass |\n\n"
-        "Reports (artifacts, `reports/`): `report-functional.md`, `summary.md`, "
-        "`report-human-review.md`\n")
 
 
-def test_trace_calls_false_writes_no_trace(tmp_path: Path, tracking_uri: str) -> None:
-    dataset = write_dataset(tmp_path / "ds", {"e1": entry("functional")})
-    config = EvalConfig.from_constants({
-        "EXPERIMENT_NAME": "traces/off", "DATASET_PATH": str(dataset), "TRACE_CALLS": False,
-        "REPORTS_DIR": str(tmp_path / "reports"), "EVAL_MIN_ACCURACY": 0.0}, "eval.py")
-    outcome = evaluate(config, lambda item, call: "a", Selection("functional"),
-                       tracker=Tracker(tracking_uri), runs_dir=tmp_path / "runs")
-    assert traces_of(tracking_uri, outcome.run_id) == []
-
-
-def test_stability_names_the_items_that_flip() -> None:
-    right = {"correct": True, "outputs": ["a"], "error": None}
-    wrong = {"correct": False, "outputs": ["b"], "error": None}
-    assert stability_verdict("functional", [right, right]).value == "always right"
-    assert stability_verdict("functional", [wrong, None]).value == "always wrong"
-    changed = stability_verdict("functional", [right, wrong])
-    assert (changed.name, changed.value, changed.rationale) == (
-        "functional_stability", "changed", "r0: right (a); r1: wrong (b)")
-
-
-def test_a_replicate_series_marks_each_item_stable_or_changed(tmp_path: Path,
-                                                              tracking_uri: str) -> None:
-    dataset = write_dataset(tmp_path / "ds", {"steady": entry("functional"),
-                                              "flaky": entry("functional")})
-    config = EvalConfig.from_constants({
-        "EXPERIMENT_NAME": "traces/replicates", "DATASET_PATH": str(dataset),
-        "REPORTS_DIR": str(tmp_path / "reports"), "EVAL_MIN_ACCURACY": 0.0}, "eval.py")
-
-    def answer(item: Entry, call: Call) -> str:
-        return "a" if item.id == "steady" or call.replicate == 0 else "b"
-
-    outcome = evaluate_replicates(config, answer, Selection("functional"),
-                                  tracker=Tracker(tracking_uri), runs_dir=tmp_path / "runs")
-    last = outcome.replicates[-1].run_id
-    traces = {t.info.tags["evalkit.entry_id"]: t for t in traces_of(tracking_uri, last)}
-    steady = traces["steady"].search_assessments("functional_stability")[0]
-    flaky = traces["flaky"].search_assessments("functional_stability")[0]
-    assert steady.value == "always right"
-    assert (flaky.value, flaky.rationale) == ("changed", "r0: right (a); r1: wrong (b)")
-    assert traces_of(tracking_uri, outcome.replicates[0].run_id)[0].search_assessments(
-        "functional_stability") == []
-
-
-def test_a_bias_group_verdict_lands_on_every_member() -> None:
-    from evalkit.records import TypeResult
-    from evalkit.tracking._traces import RunContext, build_traces
-
-    group = ItemResult("g1", False, True, None, None, ("x", "y"), ("m1", "m2"), judge_reply="0")
-    traces = build_traces(RunContext("run", "1", 0, {"judge_model": "judge-x"}, {}),
-                          ScoredRun((TypeResult("bias", "llm_judge", (group,)),)), [])
-    assert [t.entry_id for t in traces] == ["m1", "m2"]
-    for trace in traces:
-        (verdict,) = trace.verdicts
-        assert (verdict.value, verdict.source_type, verdict.source_id) == (
-            False, "LLM_JUDGE", "judge-x")
-        assert verdict.rationale == ("FAIL; judge replied '0'; 2 distinct answer(s) of 2: "
-                                     "'x' x1, 'y' x1; group g1 (m1, m2)")
-        assert trace.judge_replies == [("bias", "0")]
-
-
+@pytest.mark.slow
 def test_a_judged_run_registers_its_prompts_and_traces_the_judge(
         tmp_path: Path, tracking_uri: str, monkeypatch: pytest.MonkeyPatch) -> None:
     from tests.openai_stub import OpenAIStub

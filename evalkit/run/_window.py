@@ -60,19 +60,22 @@ class CallWindow:
     """Makes a plan's calls through an executor (see the module docstring)."""
 
     def __init__(self, calls: CallExecutor, workers: ThreadWorkers, *, concurrency: int = 1,
-                 call_timeout: float = math.inf, stop: Stop | None = None) -> None:
+                 call_timeout: float = math.inf, stop: Stop | None = None,
+                 clock: Callable[[], float] = time.monotonic) -> None:
         self._calls = calls
         self._workers = workers
         """Where follow-up jobs run (with a plain component's calls)."""
         self.concurrency = concurrency
         self.call_timeout = call_timeout
         self.stop = stop or Stop()
+        self.clock = clock
+        """What calls' deadlines are measured on (seconds)."""
 
     @classmethod
     def of(cls, component: Component, adapters: Mapping[str, Callable[[Any], Any]],
            redactor: Redactor, **settings: Any) -> CallWindow:
         """The window for a component: on an event loop for an ``async def`` one, else on
-        threads (``settings``: ``concurrency``, ``call_timeout``, ``stop``)."""
+        threads (``settings``: ``concurrency``, ``call_timeout``, ``stop``, ``clock``)."""
         workers = ThreadWorkers()
         return cls(calls_for(component, adapters, redactor, workers), workers, **settings)
 
@@ -179,7 +182,7 @@ class _Books:
         planned = self._plan.items[index]
         call = self._call_of(mocks={}, repeat=repeat, repeats=planned.calls)
         self._in_flight[task] = call
-        self._deadlines.append((time.monotonic() + self._window.call_timeout, task))
+        self._deadlines.append((self._window.clock() + self._window.call_timeout, task))
         self._window._calls.start(task, planned.entry, call, self._deliver)
 
     def _deliver(self, task: Task, result: Any) -> None:
@@ -187,7 +190,7 @@ class _Books:
 
     def _settle_next(self) -> None:
         """Keep the next result to arrive, then record every call past its deadline."""
-        wait = min(_POLL_SECONDS, self._next_deadline() - time.monotonic())
+        wait = min(_POLL_SECONDS, self._next_deadline() - self._window.clock())
         try:
             task, result = self._finished.get(timeout=max(wait, 0.0))
         except queue.Empty:
@@ -199,7 +202,7 @@ class _Books:
                     self._window.stop.request()
                 elif call is not None:
                     self._keep(task, result)
-        now = time.monotonic()
+        now = self._window.clock()
         while self._next_deadline() <= now:
             _, late = self._deadlines.popleft()
             call = self._in_flight.pop(late)

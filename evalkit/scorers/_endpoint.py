@@ -59,15 +59,20 @@ class EndpointStats:
     retries: int = 0
     failures: int = 0
     latencies_ms: list[float] = field(default_factory=list)
+    waits_s: list[float] = field(default_factory=list)
+    """The wait before each retry, as chosen (a Retry-After, capped, or the backoff)."""
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
 
-    def record(self, latency_ms: float | None = None, *, retry: bool = False,
+    def record(self, latency_ms: float | None = None, *, wait_s: float | None = None,
                failure: bool = False) -> None:
+        """A call that succeeded in ``latency_ms``, a retry after ``wait_s``, or a failure."""
         with self._lock:
             if latency_ms is not None:
                 self.calls += 1
                 self.latencies_ms.append(latency_ms)
-            self.retries += retry
+            if wait_s is not None:
+                self.retries += 1
+                self.waits_s.append(wait_s)
             self.failures += failure
 
     def percentiles(self) -> dict[str, float]:
@@ -187,7 +192,10 @@ class ChatEndpoint:
             stop=stop_after_attempt(policy.max_attempts)
             | stop_after_delay(policy.max_total_seconds),
             wait=wait, retry=retry_if_exception(is_transient), reraise=True,
-            before_sleep=(lambda state: self.stats.record(retry=True)) if counted else None)
+            before_sleep=self._count_retry if counted else None)
+
+    def _count_retry(self, state: Any) -> None:
+        self.stats.record(wait_s=state.next_action.sleep if state.next_action else 0.0)
 
     def _once(self, messages: Sequence[Mapping[str, str]], temperature: float,
               max_tokens: int | None, seed: int | None, extra_body: Mapping[str, Any] | None,
