@@ -50,7 +50,7 @@ from evalkit import (  # noqa: E402
     evaluate,
 )
 from evalkit.tracking import Tracker  # noqa: E402
-from tests.conftest import entry, write_dataset  # noqa: E402
+from tests.builders import entry, write_dataset  # noqa: E402
 from tests.openai_stub import OpenAIStub, fixed_latency  # noqa: E402
 
 

@@ -22,10 +22,9 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
 from evalkit import Call, Entry, EvalConfig, Selection  # noqa: E402
-from evalkit.run._evaluation import run_prepared  # noqa: E402
-from evalkit.run._prepare import prepare  # noqa: E402
+from evalkit.run import Evaluation, prepare  # noqa: E402
 from evalkit.tracking import Tracker  # noqa: E402
-from tests.conftest import entry, write_dataset  # noqa: E402
+from tests.builders import entry, write_dataset  # noqa: E402
 
 
 def main() -> None:
@@ -58,7 +57,10 @@ def main() -> None:
         lint = time.perf_counter() - clock
         tracker = Tracker(f"sqlite:///{folder / 'mlflow.db'}")
         clock = time.perf_counter()
-        outcome = run_prepared(prepared, component, tracker, folder / "runs")
+        with tracker.run(config.experiment_name, prepared.run_name(), prepared.params(),
+                         prepared.tags(), raw_dir=folder / "runs",
+                         traced=config.trace_calls) as run:
+            outcome = Evaluation(run, prepared, component).complete()
         total = time.perf_counter() - clock
         report = (folder / "reports" / "report-functional.md").read_text()
 
@@ -70,7 +72,7 @@ def main() -> None:
     print(f"{'lint + plan':<14}{lint:8.2f} s")
     for phase, seconds in outcome.timings.items():
         print(f"{phase:<14}{seconds:8.2f} s")
-    print(f"{'run total':<14}{total:8.2f} s (run start included)")
+    print(f"{'run total':<14}{total:8.2f} s (run start and closing included)")
     print(f"peak RSS {peak_mb:.0f} MB")
 
 

@@ -20,10 +20,12 @@ from evalkit.records._results import (
     as_text,
 )
 from evalkit.records._run import MODE_DOCUMENTS, WITHOUT_EVALUATION, ReviewerVerdict, RunRecord
+from evalkit.records._series import ItemCell, SeriesItems
 from evalkit.records.names import Mode, TypeNames
 
 __all__ = [
     "FORMAT", "MODE_DOCUMENTS", "WITHOUT_EVALUATION", "CallRecord", "HumanReviewItem",
-    "ItemResult", "MetricPoint", "Mode", "ReviewerVerdict", "RunRecord", "ScoredRun",
-    "SkippedGroup", "Threshold", "TypeNames", "TypeResult", "as_text", "names",
+    "ItemCell", "ItemResult", "MetricPoint", "Mode", "ReviewerVerdict", "RunRecord",
+    "ScoredRun", "SeriesItems", "SkippedGroup", "Threshold", "TypeNames", "TypeResult",
+    "as_text", "names",
 ]

@@ -8,7 +8,7 @@ cannot break a table or the chart. Report file names are in :mod:`evalkit.record
 
 from __future__ import annotations
 
-from evalkit.records import Mode, RunRecord, names
+from evalkit.records import Mode, RunRecord, SeriesItems, names
 from evalkit.reports._calibration import calibration_report
 from evalkit.reports._chart import plot_calibration
 from evalkit.reports._description import run_description
@@ -17,18 +17,18 @@ from evalkit.reports._per_type import type_report
 from evalkit.reports._planning import planning_report
 from evalkit.reports._stability import stability_report
 from evalkit.reports._summary import summary_report
-from evalkit.stats import TypeMetrics, threshold_from_params
+from evalkit.stats import Plan, StabilityDocument, TypeMetrics, threshold_from_params
 
 
 def render_reports(record: RunRecord) -> dict[str, str]:
     """File name -> markdown for every report of the run."""
     if record.mode == Mode.REPLICATES:
         return {names.STABILITY_REPORT: stability_report(
-            record, record.documents[names.STABILITY_ARTIFACT],
-            record.documents[names.STABILITY_ITEMS_ARTIFACT])}
+            record, StabilityDocument.from_json(record.documents[names.STABILITY_ARTIFACT]),
+            SeriesItems.from_json(record.documents[names.STABILITY_ITEMS_ARTIFACT]))}
     if record.mode == Mode.PLANNING:
-        return {names.PLANNING_REPORT: planning_report(record,
-                                                       record.documents[names.PLAN_ARTIFACT])}
+        return {names.PLANNING_REPORT: planning_report(
+            record, Plan.from_json(record.documents[names.PLAN_ARTIFACT]))}
     assert record.evaluation is not None
     reports = {}
     typed = []

@@ -7,65 +7,60 @@ and reads the variance split in plain words: what another replicate would buy.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
-from typing import Any
-
-from evalkit.records import RunRecord, names
+from evalkit.records import ItemCell, RunRecord, SeriesItems, TypeNames, names
 from evalkit.reports._common import FAIL, MAX_ROWS, PASS, TEXT_LIMIT, distinct, header
 from evalkit.reports._markdown import cell, table
-from evalkit.stats import VarianceComponents
+from evalkit.stats import StabilityDocument, StabilitySummary, VarianceComponents
 
 
-def stability_report(record: RunRecord, doc: Mapping[str, Any],
-                     items: Mapping[str, Any]) -> str:
-    seeds = doc["seeds"]
-    metrics = doc["metrics"]
+def stability_report(record: RunRecord, doc: StabilityDocument, items: SeriesItems) -> str:
+    seeds = doc.seeds
+    metrics = doc.metrics
     replicates = range(len(seeds))
     extra = [("Replicates", f"{len(seeds)} (seeds: "
               + ", ".join(f"{r}: {seed}" for r, seed in enumerate(seeds)) + ")"),
-             ("Root seed", f"{doc['root_seed']} (pack id {cell(doc['pack_id'])})")]
+             ("Root seed", f"{doc.root_seed} (pack id {cell(doc.pack_id)})")]
     lines = header(record, f"Stability Report: {cell(record.tags.get(names.EVAL_TYPE_TAG, ''))}",
                    extra)
     lines += [
         "## Per-replicate Results", "",
         table(["Metric", *(f"Replicate {r}" for r in replicates), "Mean", "SD", "Spread"],
-              [[m["metric"], *(_rate(m["rates"].get(str(r))) for r in replicates),
-                f"{m['mean']:.4f}", "—" if m["sd"] is None else f"{m['sd']:.4f}",
-                f"{m['spread']:.4f}"] for m in metrics]),
+              [[m.metric, *(_rate(m.rates.get(r)) for r in replicates),
+                f"{m.mean:.4f}", "—" if m.sd is None else f"{m.sd:.4f}",
+                f"{m.spread:.4f}"] for m in metrics]),
         "",
         "## Stability", "",
         table(["Metric", "Mean (95% CI at effective n)", "Effective n", "Repeated items",
                "Unstable items", "Noise floor"],
-              [[m["metric"], _interval(m), _effective_n(m), str(m["repeated_items"]),
-                str(m["unstable_items"]), _percent(m["noise_floor"])] for m in metrics]),
+              [[m.metric, _interval(m), _effective_n(m), str(m.repeated_items),
+                str(m.unstable_items), _percent(m.noise_floor)] for m in metrics]),
         "",
         "The noise floor is the largest share of items on which two replicates disagreed. A "
         "comparison between two runs whose gap does not clear twice the floor is inside the "
         "noise: `evalkit compare` refuses to call a winner there.", "",
         "## Variance Split", "",
         table(["Metric", "Completion", "Item", "Total", "Trials", "Items"],
-              [[m["metric"], *_components(m["components"])] for m in metrics]),
+              [[m.metric, *_components(m.components)] for m in metrics]),
         "",
-        *(f"- {m['metric']}: {_reading(m['components'])}" for m in metrics),
+        *(f"- {m.metric}: {_reading(m.components)}" for m in metrics),
         "",
         "## Flip Partition", "",
         table(["Metric", "Always right", "Always wrong", "Changed at least once", "Seen once"],
-              [[m["metric"], *(str(m["partition"][k]) for k in
-                               ("always_right", "always_wrong", "changed", "seen_once"))]
+              [[m.metric, *(str(n) for n in (m.partition.always_right, m.partition.always_wrong,
+                                              m.partition.changed, m.partition.seen_once))]
                for m in metrics]),
         "",
         "## Pairwise Disagreement", "",
         table(["Metric", "Replicates", "Shared items", "Disagree", "Rate"],
-              [[m["metric"], f"{p['replicates'][0]}-{p['replicates'][1]}", str(p["shared"]),
-                str(p["disagree"]), _percent(p["rate"])]
-               for m in metrics for p in m["pairwise"]]),
+              [[m.metric, f"{p.first}-{p.second}", str(p.shared), str(p.disagree),
+                _percent(p.rate)] for m in metrics for p in m.pairwise]),
         "",
         "## Unstable Items", "",
     ]
     for m in metrics:
-        test_type = m["metric"].removesuffix("_accuracy")
-        unstable = m["partition"]["changed_items"]
-        rows = items.get(test_type, {})
+        test_type = TypeNames.of_accuracy(m.metric).test_type
+        unstable = m.partition.changed_items
+        rows = items.types.get(test_type, {})
         lines += [f"### {test_type}", ""]
         if unstable:
             lines.append(table(["ID", *(f"Replicate {r}" for r in replicates)],
@@ -88,46 +83,45 @@ def stability_report(record: RunRecord, doc: Mapping[str, Any],
         "= total - completion, floored at 0.",
         "- The interval is a Wilson interval at the effective sample size n_eff = "
         "p(1 - p) x items / total, the size of a binomial sample with the same variance.",
-        f"- Seeds: {cell(doc.get('derivation', 'sha256(root_seed:pack_id:replicate)'), 200)}; "
+        f"- Seeds: {cell(doc.derivation, 200)}; "
         "they are recorded in replicates.lock.json next to the reports.", "",
     ]
     return "\n".join(lines).rstrip("\n") + "\n"
 
 
-def _rate(rate: Sequence[int] | None) -> str:
+def _rate(rate: tuple[int, int] | None) -> str:
     if rate is None:
         return "—"
     successes, n = rate
     return f"{successes}/{n} ({successes / n:.3f})"
 
 
-def _interval(metric: Mapping[str, Any]) -> str:
-    interval = metric["interval"]
+def _interval(metric: StabilitySummary) -> str:
+    interval = metric.interval
     if interval is None:
-        return f"{metric['mean']:.3f}"
-    return f"{metric['mean']:.3f} [{interval['low']:.3f}, {interval['high']:.3f}]"
+        return f"{metric.mean:.3f}"
+    return f"{metric.mean:.3f} [{interval.low:.3f}, {interval.high:.3f}]"
 
 
-def _effective_n(metric: Mapping[str, Any]) -> str:
-    return "—" if metric["interval"] is None else f"{metric['interval']['n_eff']:.1f}"
+def _effective_n(metric: StabilitySummary) -> str:
+    return "—" if metric.interval is None else f"{metric.interval.n_eff:.1f}"
 
 
 def _percent(value: float | None) -> str:
     return "—" if value is None else f"{value * 100:.2f}%"
 
 
-def _components(doc: Mapping[str, Any] | None) -> list[str]:
-    if doc is None:
+def _components(components: VarianceComponents | None) -> list[str]:
+    if components is None:
         return ["—"] * 5
-    return [f"{doc['completion']:.6f}", f"{doc['item']:.6f}", f"{doc['total']:.6f}",
-            f"{doc['trials']:g}", str(doc["items"])]
+    return [f"{components.completion:.6f}", f"{components.item:.6f}",
+            f"{components.total:.6f}", f"{components.trials:g}", str(components.items)]
 
 
-def _reading(doc: Mapping[str, Any] | None) -> str:
+def _reading(components: VarianceComponents | None) -> str:
     """What another replicate buys, in plain words."""
-    if doc is None:
+    if components is None:
         return "no variance split: it needs two items and at least one item seen twice."
-    components = VarianceComponents.from_json(doc)
     shrink = -components.width_change_if_trials_scaled(2) * 100
     if components.total <= 0:
         return "every item scored the same in every replicate: there is no variance to split."
@@ -138,13 +132,13 @@ def _reading(doc: Mapping[str, Any] | None) -> str:
             "pay here before more items do.")
 
 
-def _answer(cell_doc: Mapping[str, Any] | None, test_type: str) -> str:
+def _answer(item: ItemCell | None, test_type: str) -> str:
     """The item's answer in one replicate: its mark and output(s). Several outputs (the
     repeats of an entry, the variants of a bias group) are shown by how they differ."""
-    if cell_doc is None:
+    if item is None:
         return "—"
-    mark = PASS if cell_doc["correct"] else FAIL
-    if cell_doc["error"]:
-        return f"{mark} error: {cell(cell_doc['error'], 60)}"
-    outputs = cell_doc["outputs"]
+    mark = PASS if item.correct else FAIL
+    if item.error:
+        return f"{mark} error: {cell(item.error, 60)}"
+    outputs = item.outputs
     return f"{mark} {cell(outputs[0], TEXT_LIMIT) if len(outputs) == 1 else distinct(outputs)}"

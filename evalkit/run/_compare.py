@@ -22,7 +22,8 @@ from dataclasses import dataclass
 from enum import StrEnum
 from typing import Any
 
-from evalkit.records import Mode, RunRecord, TypeNames, names
+from evalkit.records import ItemCell, Mode, RunRecord, SeriesItems, TypeNames, names
+from evalkit.stats import StabilityDocument
 from evalkit.tracking import RunReader
 
 FLOOR_MULTIPLE = 2.0
@@ -116,8 +117,9 @@ def load_side(reader: RunReader, reference: str) -> Side:
                 if n.accuracy in record.metrics}
     floors: Mapping[str, float] = {}
     if record.mode == Mode.REPLICATES:
-        items = {t: {item: _majority(cells) for item, cells in rows.items()}
-                 for t, rows in record.documents[names.STABILITY_ITEMS_ARTIFACT].items()}
+        series = SeriesItems.from_json(record.documents[names.STABILITY_ITEMS_ARTIFACT])
+        items = {t: {item: _majority(row) for item, row in rows.items()}
+                 for t, rows in series.types.items()}
         floors = shared_item_floors(record)
     else:
         assert record.evaluation is not None
@@ -136,15 +138,15 @@ def shared_item_floors(parent: RunRecord) -> dict[str, float]:
     pairs of replicates that observed at least one common item. A type whose replicates share
     no item has no floor (its stored rate of 0 over 0 items would wave any gap through)."""
     floors = {}
-    for metric in parent.documents[names.STABILITY_ARTIFACT]["metrics"]:
-        rates = [p["rate"] for p in metric["pairwise"] if p["shared"]]
+    for metric in StabilityDocument.from_json(parent.documents[names.STABILITY_ARTIFACT]).metrics:
+        rates = [p.rate for p in metric.pairwise if p.shared]
         if rates:
-            floors[TypeNames.of_accuracy(metric["metric"]).test_type] = max(rates)
+            floors[TypeNames.of_accuracy(metric.metric).test_type] = max(rates)
     return floors
 
 
-def _majority(cells: Sequence[Mapping[str, Any] | None]) -> bool | None:
-    votes = [c["correct"] for c in cells if c is not None]
+def _majority(cells: Sequence[ItemCell | None]) -> bool | None:
+    votes = [c.correct for c in cells if c is not None]
     right = sum(votes)
     if 2 * right == len(votes):
         return None

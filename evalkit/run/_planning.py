@@ -13,25 +13,22 @@ from __future__ import annotations
 import json
 import statistics
 from collections.abc import Mapping
-from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
 
 from evalkit._errors import TrackingError
 from evalkit.dataset import REPEATABILITY
-from evalkit.records import Mode, RunRecord, names
+from evalkit.records import ItemCell, Mode, RunRecord, SeriesItems, TypeNames, names
 from evalkit.reports import render_reports
 from evalkit.scorers import normalise
 from evalkit.stats import (
-    DECISION_CROSSOVER_P,
     Allocation,
-    ContrastInterval,
+    ContrastPlan,
     Disagreement,
-    VarianceComponents,
-    VoteTable,
+    MeasuredP,
+    Plan,
+    StabilityDocument,
     allocate,
-    bootstrap_coverage,
     disagreement,
     items_and_replicates_t_interval,
     nested_bootstrap_variance,
@@ -42,96 +39,6 @@ from evalkit.stats import (
     whole_replicate_bootstrap_variance,
 )
 from evalkit.tracking import Tracker, source_tags
-
-
-@dataclass(frozen=True)
-class MeasuredP:
-    source: str
-    """``repeats`` or ``replicates``."""
-    run_id: str
-    disagreement: Disagreement
-    table: VoteTable
-    """Vote errors at the measured p."""
-    conservative: VoteTable
-    """Vote errors at the upper end of p's 95% interval."""
-
-
-@dataclass(frozen=True)
-class ContrastPlan:
-    test_type: str
-    differences: tuple[float, ...]
-    """A_r: mean over shared items of (A minus B) in replicate r."""
-    items: int
-    t_interval: ContrastInterval
-    """Covers the difference on the evaluated items (they are held fixed)."""
-    population_interval: ContrastInterval | None
-    """Also resamples items: covers the difference on the population they were drawn from
-    (``None`` with a single shared item)."""
-    bootstrap: ContrastInterval
-    """Shown with its measured small-n coverage; it decides nothing."""
-    nested_variance: float
-    whole_replicate_variance: float
-    replicates_needed: int | None
-    """For the target half-width at the observed SD of A_r, when a half-width is given."""
-
-
-@dataclass(frozen=True)
-class Plan:
-    experiment: str
-    target_error: float
-    measured: tuple[MeasuredP, ...]
-    allocations: Mapping[str, Allocation]
-    allocation_run: str | None
-    against: str | None
-    contrasts: tuple[ContrastPlan, ...]
-    contrast_count: int
-    half_width: float | None
-
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "experiment": self.experiment, "target_error": self.target_error,
-            "decision_crossover_p": DECISION_CROSSOVER_P,
-            "measured_p": [{
-                "source": m.source, "run_id": m.run_id, "p": m.disagreement.p,
-                "minority": m.disagreement.minority,
-                "observations": m.disagreement.observations, "groups": m.disagreement.groups,
-                "ci_lower": m.disagreement.interval.low, "ci_upper": m.disagreement.interval.high,
-                "vote_error": _table_json(m.table), "vote_error_at_ci_upper":
-                    _table_json(m.conservative)} for m in self.measured],
-            "items_vs_replicates": {"run_id": self.allocation_run, "types": {
-                t: {"sigma2_item": a.sigma2, "tau2_replicate": a.tau2,
-                    "replicate_cost": a.replicate_cost, "item_cost": a.item_cost,
-                    "current_replicates": a.current_replicates, "optimum": a.optimum,
-                    "best_whole": a.best_whole, "variance_times_budget_floor": a.floor,
-                    "buy": a.buy, "advice": a.advice()}
-                for t, a in self.allocations.items()}},
-            "contrasts": None if self.against is None else {
-                "against": self.against, "contrasts": self.contrast_count,
-                "half_width": self.half_width,
-                "types": [{
-                    "test_type": c.test_type, "differences": list(c.differences),
-                    "items": c.items, "t_interval": _interval_json(c.t_interval),
-                    "t_interval_covers": "the difference on the evaluated items",
-                    "population_interval": None if c.population_interval is None
-                    else _interval_json(c.population_interval),
-                    "population_interval_covers": "the difference on the population of "
-                                                  "items (items and replicates resampled)",
-                    "bootstrap": _interval_json(c.bootstrap),
-                    "bootstrap_measured_coverage": bootstrap_coverage(c.bootstrap.n),
-                    "nested_bootstrap_variance": c.nested_variance,
-                    "whole_replicate_bootstrap_variance": c.whole_replicate_variance,
-                    "replicates_needed": c.replicates_needed} for c in self.contrasts]},
-        }
-
-
-def _table_json(table: VoteTable) -> dict[str, Any]:
-    return {"p": table.p, "target": table.target, "errors": table.errors,
-            "recommended": table.recommended}
-
-
-def _interval_json(interval: ContrastInterval) -> dict[str, Any]:
-    return {"estimate": interval.estimate, "low": interval.low, "high": interval.high,
-            "n": interval.n, "confidence": interval.confidence, "method": interval.method}
 
 
 def build_plan(tracker: Tracker, experiment: str, *, target_error: float = 0.01,
@@ -154,17 +61,17 @@ def build_plan(tracker: Tracker, experiment: str, *, target_error: float = 0.01,
     parent = reader.fetch(parent_run.run_id) if parent_run is not None else None
     allocations: dict[str, Allocation] = {}
     if parent is not None:
-        items = parent.documents[names.STABILITY_ITEMS_ARTIFACT]
+        items = SeriesItems.from_json(parent.documents[names.STABILITY_ITEMS_ARTIFACT])
         found = disagreement("replicates", [
-            [c["correct"] for c in row if c is not None]
-            for rows in items.values() for row in rows.values()])
+            [c.correct for c in row if c is not None]
+            for rows in items.types.values() for row in rows.values()])
         if found is not None:
             measured.append(_measured("replicates", parent.run_id, found, target_error, max_n))
-        for metric in parent.documents[names.STABILITY_ARTIFACT]["metrics"]:
-            if metric["components"] is not None:
-                allocations[metric["metric"].removesuffix("_accuracy")] = allocate(
-                    VarianceComponents.from_json(metric["components"]), replicate_cost,
-                    item_cost)
+        stability = StabilityDocument.from_json(parent.documents[names.STABILITY_ARTIFACT])
+        for metric in stability.metrics:
+            if metric.components is not None:
+                allocations[TypeNames.of_accuracy(metric.metric).test_type] = allocate(
+                    metric.components, replicate_cost, item_cost)
     if not measured:
         raise TrackingError(f"experiment {experiment!r} has no finished run with repeatability "
                             "entries and no replicate series: run make eval (with "
@@ -220,8 +127,8 @@ def _contrasts(a: RunRecord, b: RunRecord, contrast_count: int | None,
     """A minus B per shared test type, replicate r of A paired with replicate r of B."""
     if b.mode != Mode.REPLICATES:
         raise TrackingError(f"run {b.run_id} is not a replicate series' parent")
-    items_a = a.documents[names.STABILITY_ITEMS_ARTIFACT]
-    items_b = b.documents[names.STABILITY_ITEMS_ARTIFACT]
+    items_a = SeriesItems.from_json(a.documents[names.STABILITY_ITEMS_ARTIFACT]).types
+    items_b = SeriesItems.from_json(b.documents[names.STABILITY_ITEMS_ARTIFACT]).types
     shared_types = [t for t in items_a if t in items_b]
     k = contrast_count or len(shared_types)
     plans = []
@@ -233,7 +140,7 @@ def _contrasts(a: RunRecord, b: RunRecord, contrast_count: int | None,
                                 for r in range(n)))
         if n < 2 or not shared:
             continue
-        matrix = [[float(rows_a[i][r]["correct"]) - float(rows_b[i][r]["correct"])
+        matrix = [[float(_cell(rows_a[i][r]).correct) - float(_cell(rows_b[i][r]).correct)
                    for i in shared] for r in range(n)]
         differences = tuple(statistics.fmean(row) for row in matrix)
         t_interval = replicate_mean_t_interval(differences, k)
@@ -245,3 +152,8 @@ def _contrasts(a: RunRecord, b: RunRecord, contrast_count: int | None,
             None if half_width is None else replicates_for_half_width(
                 statistics.stdev(differences), half_width, k)))
     return tuple(plans)
+
+
+def _cell(cell: ItemCell | None) -> ItemCell:
+    assert cell is not None  # only items every replicate of both sides scored are shared
+    return cell

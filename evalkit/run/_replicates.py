@@ -19,7 +19,7 @@ from typing import Any
 
 from evalkit._errors import RunInterrupted
 from evalkit.config import EvalConfig
-from evalkit.records import MetricPoint, Mode, TypeNames, names
+from evalkit.records import MetricPoint, Mode, SeriesItems, TypeNames, names
 from evalkit.reports import render_reports
 from evalkit.run._call import Component
 from evalkit.run._evaluate import RUNS_DIR, warn_unsynced
@@ -28,15 +28,20 @@ from evalkit.run._prepare import PreparedEvaluation, RunRole, prepare
 from evalkit.run._progress import ProgressCallback
 from evalkit.run._selection import Selection
 from evalkit.run._stop import Stop
-from evalkit.stats import ReplicateStability, replicate_seed, replicate_stability
+from evalkit.stats import (
+    SEED_DERIVATION,
+    ReplicateStability,
+    StabilityDocument,
+    StabilitySummary,
+    replicate_seed,
+    replicate_stability,
+)
 from evalkit.tracking import Assessment, Tracker, stability_assessment
 
 logger = logging.getLogger("evalkit")
 
 LOCK_FILE = "replicates.lock.json"
 STABILITY_FILE = "stability.json"
-SEED_DERIVATION = ("int.from_bytes(sha256(f'{root_seed}:{pack_id}:{replicate}')"
-                   ".digest()[:8], 'big') >> 11")
 
 
 @dataclass(frozen=True)
@@ -135,16 +140,18 @@ def evaluate_replicates(config: EvalConfig, component: Component, selection: Sel
                 if replicate == len(seeds.seeds) - 1:  # the run that completes the series
                     child.traces.add_assessments(_stability_assessments(children))
         stability = _stability_of(prepared, children)
-        lock_doc = seeds.to_json()
+        document = StabilityDocument(seeds.pack_id, seeds.root_seed, seeds.seeds,
+                                     tuple(StabilitySummary.of(s) for s in stability))
         parent.log(_parent_metrics(stability, config.replicates), {
             names.VERDICT_TAG: "PASS" if all(c.passed for c in children) else "FAIL"})
-        parent.log_json(names.LOCK_ARTIFACT, lock_doc)
-        parent.log_json(names.STABILITY_ARTIFACT, _stability_doc(seeds, stability))
-        parent.log_json(names.STABILITY_ITEMS_ARTIFACT, _items_doc(children))
+        parent.log_json(names.LOCK_ARTIFACT, seeds.to_json())
+        parent.log_json(names.STABILITY_ARTIFACT, document.to_json())
+        parent.log_json(names.STABILITY_ITEMS_ARTIFACT,
+                        SeriesItems.of([c.scored for c in children]).to_json())
         written = parent.publish_reports(render_reports(parent.record()), config.reports_dir)
-        lock_path.write_text(_dump(lock_doc), encoding="utf-8")
+        lock_path.write_text(_dump(seeds.to_json()), encoding="utf-8")
         stability_path = config.reports_dir / STABILITY_FILE
-        stability_path.write_text(_dump(_stability_doc(seeds, stability)), encoding="utf-8")
+        stability_path.write_text(_dump(document.to_json()), encoding="utf-8")
     return ReplicatesOutcome(parent.id, config.experiment_name, tracker.tracking_uri,
                              tuple(children), stability, written, lock_path, stability_path,
                              parent.url)
@@ -189,34 +196,14 @@ def _parent_metrics(stability: Sequence[ReplicateStability],
     return points
 
 
-def _stability_doc(seeds: SeedLock,
-                   stability: Sequence[ReplicateStability]) -> dict[str, Any]:
-    return {"pack_id": seeds.pack_id, "root_seed": seeds.root_seed,
-            "derivation": SEED_DERIVATION, "seeds": list(seeds.seeds),
-            "metrics": [s.to_json() for s in stability]}
-
-
-def _items_doc(children: Sequence[EvaluationOutcome]) -> dict[str, Any]:
-    """test type -> item id -> one cell per replicate (what the report shows of each item)."""
-    doc: dict[str, dict[str, list[dict[str, Any] | None]]] = {}
-    for index, child in enumerate(children):
-        for result in child.scored.types:
-            cells = doc.setdefault(result.test_type, {})
-            for item in result.items:
-                row = cells.setdefault(item.id, [None] * len(children))
-                row[index] = {"correct": item.correct, "passed": item.passed,
-                              "outputs": list(item.outputs), "error": item.error}
-    return doc
-
-
 def _stability_assessments(children: Sequence[EvaluationOutcome]
                            ) -> dict[str, list[Assessment]]:
     """Entry id -> the stability of each item covering it, for the last replicate's traces."""
     verdicts: dict[str, list[Assessment]] = {}
-    for test_type, cells in _items_doc(children).items():
+    for test_type, rows in SeriesItems.of([c.scored for c in children]).types.items():
         members = {i.id: i.entry_ids for c in children
                    for i in c.scored.type_result(test_type).items}
-        for item_id, row in cells.items():
+        for item_id, row in rows.items():
             for entry_id in members[item_id]:
                 verdicts.setdefault(entry_id, []).append(stability_assessment(test_type, row))
     return verdicts

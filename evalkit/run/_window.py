@@ -30,7 +30,6 @@ from collections.abc import Callable, Mapping
 from functools import partial
 from typing import Any
 
-from evalkit._errors import RunInterrupted
 from evalkit._secrets import Redactor
 from evalkit.records import CallRecord
 from evalkit.run._books import (

@@ -33,11 +33,18 @@ from evalkit.stats._one_run import (
     latency_percentiles,
     wilson_interval,
 )
+from evalkit.stats._plan import ContrastPlan, MeasuredP, Plan
 from evalkit.stats._stability import (
     ReplicateStability,
     VarianceComponents,
     replicate_seed,
     replicate_stability,
+)
+from evalkit.stats._stability_document import (
+    SEED_DERIVATION,
+    FlipCounts,
+    StabilityDocument,
+    StabilitySummary,
 )
 from evalkit.stats._votes import (
     DECISION_CROSSOVER_P,
@@ -48,10 +55,12 @@ from evalkit.stats._votes import (
 )
 
 __all__ = [
-    "DECISION_CROSSOVER_P", "PLATEAU_RULE", "STABILITY_TOLERANCE_PP",
+    "DECISION_CROSSOVER_P", "PLATEAU_RULE", "SEED_DERIVATION", "STABILITY_TOLERANCE_PP",
     "WHOLE_REPLICATE_BOOTSTRAP_COVERAGE", "Allocation", "Calibration", "CalibrationPoint",
-    "ConfusionMatrix", "ContrastInterval", "Convergence", "Disagreement", "ReplicateStability",
-    "TypeMetrics", "VarianceComponents", "VoteTable", "WilsonInterval", "allocate",
+    "ConfusionMatrix", "ContrastInterval", "ContrastPlan", "Convergence", "Disagreement",
+    "FlipCounts", "MeasuredP", "Plan",
+    "ReplicateStability", "StabilityDocument", "StabilitySummary", "TypeMetrics",
+    "VarianceComponents", "VoteTable", "WilsonInterval", "allocate",
     "bootstrap_coverage", "chart_points", "confusion_matrix", "convergence",
     "cumulative_series", "disagreement", "items_and_replicates_t_interval",
     "latency_percentiles", "nested_bootstrap_variance", "replicate_mean_t_interval",

@@ -23,7 +23,9 @@ exactly when item variance dominates: the opposite of seeds/000's advice.
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping
 from dataclasses import dataclass
+from typing import Any
 
 from evalkit.stats._stability import VarianceComponents
 
@@ -58,6 +60,19 @@ class Allocation:
         return (f"optimum {self.optimum:.2f} replicates per item (best whole number "
                 f"{self.best_whole}) against {self.current_replicates:g} now: the next unit "
                 f"of budget should buy {self.buy}")
+
+    def to_json(self) -> dict[str, Any]:
+        return {"sigma2_item": self.sigma2, "tau2_replicate": self.tau2,
+                "replicate_cost": self.replicate_cost, "item_cost": self.item_cost,
+                "current_replicates": self.current_replicates, "optimum": self.optimum,
+                "best_whole": self.best_whole, "variance_times_budget_floor": self.floor,
+                "buy": self.buy, "advice": self.advice()}
+
+    @classmethod
+    def from_json(cls, doc: Mapping[str, Any]) -> Allocation:
+        return cls(doc["sigma2_item"], doc["tau2_replicate"], doc["replicate_cost"],
+                   doc["item_cost"], doc["current_replicates"], doc["optimum"],
+                   doc["best_whole"], doc["variance_times_budget_floor"])
 
 
 def variance_times_budget(sigma2: float, tau2: float, replicate_cost: float,

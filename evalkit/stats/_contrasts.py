@@ -40,6 +40,7 @@ import statistics
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from types import MappingProxyType
+from typing import Any
 
 import numpy as np
 from scipy.stats import norm
@@ -67,6 +68,15 @@ class ContrastInterval:
     confidence: float
     """Per-contrast confidence after the Bonferroni correction."""
     method: str
+
+    def to_json(self) -> dict[str, Any]:
+        return {"estimate": self.estimate, "low": self.low, "high": self.high, "n": self.n,
+                "confidence": self.confidence, "method": self.method}
+
+    @classmethod
+    def from_json(cls, doc: Mapping[str, Any]) -> ContrastInterval:
+        return cls(doc["estimate"], doc["low"], doc["high"], doc["n"], doc["confidence"],
+                   doc["method"])
 
 
 def bonferroni_tail(familywise_alpha: float, contrasts: int) -> float:

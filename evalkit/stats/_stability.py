@@ -148,31 +148,6 @@ class ReplicateStability:
         a common item (a floor measured on nothing is no floor)."""
         return max((p.rate for p in self.pairwise if p.shared), default=None)
 
-    def to_json(self) -> dict[str, Any]:
-        """The shape of seeds/000's worked example, with the flip statistics added."""
-        return {
-            "metric": self.metric,
-            "rates": {str(r): list(v) for r, v in self.rates.items()},
-            "mean": self.mean,
-            "sd": self.sd,
-            "spread": self.spread,
-            "unstable_items": self.unstable_items,
-            "repeated_items": self.repeated_items,
-            "components": self.components.to_json() if self.components else None,
-            "interval": None if self.interval is None else {
-                "p": self.interval.p, "n_eff": self.interval.n_eff,
-                "confidence": self.interval.confidence,
-                "low": self.interval.low, "high": self.interval.high},
-            "noise_floor": self.noise_floor,
-            "pairwise": [{"replicates": [p.first, p.second], "shared": p.shared,
-                          "disagree": p.disagree, "rate": p.rate} for p in self.pairwise],
-            "partition": {"always_right": len(self.partition.always_right),
-                          "always_wrong": len(self.partition.always_wrong),
-                          "changed": len(self.partition.changed),
-                          "seen_once": len(self.partition.seen_once),
-                          "changed_items": list(self.partition.changed)},
-        }
-
 
 def replicate_stability(metric: str, table: ReplicateTable,
                         confidence: float = 0.95) -> ReplicateStability:

@@ -17,9 +17,10 @@ from __future__ import annotations
 
 import math
 from collections import Counter
-from collections.abc import Hashable, Iterable, Sequence
+from collections.abc import Hashable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from enum import StrEnum
+from typing import Any
 
 from scipy.stats import binom
 
@@ -78,6 +79,15 @@ class VoteTable:
     errors: dict[str, tuple[float, ...]]
     """rule (and tie policy for majority) -> error for N = 1..max_n."""
     recommended: dict[str, int | None]
+
+    def to_json(self) -> dict[str, Any]:
+        return {"p": self.p, "target": self.target, "errors": self.errors,
+                "recommended": self.recommended}
+
+    @classmethod
+    def from_json(cls, doc: Mapping[str, Any]) -> VoteTable:
+        return cls(doc["p"], doc["target"], {r: tuple(e) for r, e in doc["errors"].items()},
+                   dict(doc["recommended"]))
 
 
 def vote_table(p: float, target: float, max_n: int = 20) -> VoteTable:

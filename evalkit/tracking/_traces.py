@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from evalkit.dataset import COMPARATIVE_TYPES
-from evalkit.records import ItemResult, ScoredRun, TypeNames, as_text, names
+from evalkit.records import ItemCell, ItemResult, ScoredRun, TypeNames, as_text, names
 
 
 @dataclass(frozen=True)
@@ -128,17 +128,16 @@ def prompt_use(test_type: str) -> str:
     return test_type if test_type in COMPARATIVE_TYPES else "expected"
 
 
-def stability_assessment(test_type: str,
-                         cells: Sequence[Mapping[str, Any] | None]) -> Assessment:
+def stability_assessment(test_type: str, cells: Sequence[ItemCell | None]) -> Assessment:
     """An item's stability across replicates (one cell per replicate, ``None`` when the item
     was not scored there): always right, always wrong, or changed, with each answer."""
-    correct = {c["correct"] for c in cells if c is not None}
+    correct = {c.correct for c in cells if c is not None}
     value = ("changed" if len(correct) > 1
              else "always right" if correct == {True} else "always wrong")
     answers = "; ".join(
         f"r{r}: " + ("not scored" if c is None else
-                     f"{'right' if c['correct'] else 'wrong'} "
-                     f"({_short(c['error'] or ' | '.join(as_text(o) for o in c['outputs']))})")
+                     f"{'right' if c.correct else 'wrong'} "
+                     f"({_short(c.error or ' | '.join(as_text(o) for o in c.outputs))})")
         for r, c in enumerate(cells))
     return Assessment(TypeNames.of(test_type).stability, value, answers, "CODE",
                       "evalkit.replicates")
