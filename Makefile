@@ -9,8 +9,8 @@ STAMP := $(VENV)/.installed
 DATASETS := $(wildcard datasets/*/)
 MLFLOW_PORT ?= 5000
 
-.PHONY: help install lint eval eval-replicates eval-calibrate run test test-llm test-adoption \
-	test-ui mutation dev-mlflow dev-mlflow-server clean
+.PHONY: help install lint eval eval-replicates eval-calibrate run test test-slow test-all \
+	test-llm test-adoption test-ui test-mlflow-versions mutation dev-mlflow dev-mlflow-server clean
 
 help:
 	@echo "make eval               lint the datasets, then evaluate every test type (python eval.py --type=all)"
@@ -19,7 +19,13 @@ help:
 	@echo "make eval-calibrate     find the REPEAT_COUNT where repeatability settles: report-calibration.md"
 	@echo "make run ARGS='...'     python eval.py with your own options, e.g. ARGS='--type=functional --groups=billing'"
 	@echo "make lint               lint every dataset under datasets/"
-	@echo "make test               run the test suite"
+	@echo "make test               the fast tests: in-process, minutes (what a change waits for)"
+	@echo "make test-all           everything: make test, then test-slow, test-llm, test-ui,"
+	@echo "                        test-adoption and test-mlflow-versions (what CI runs)"
+	@echo "make test-slow          end to end: subprocesses, real MLflow stores, the team server,"
+	@echo "                        a notebook"
+	@echo "make test-mlflow-versions  the MLflow API tests and a scaffold's make eval on the oldest"
+	@echo "                        and the newest MLflow evalkit supports"
 	@echo "make test-ui            the MLflow UI in headless Chromium over fresh runs (Playwright)"
 	@echo "make test-llm           run examples/eval_llm.py against a real local LLM (llama.cpp, offline)"
 	@echo "make test-adoption      the wheel in fresh virtualenvs: light install, evalkit init, make eval, the semantic extra"
@@ -58,13 +64,23 @@ eval-%: install
 run: install
 	$(BIN)/python eval.py $(ARGS)
 
+# Two tiers (markers in pyproject.toml). make test: every test not marked slow, llm or ui:
+# in-process, no MLflow store, no subprocess, no server. make test-slow: the rest of pytest's
+# tests but the real LLM and the browser, which have targets of their own.
 # JUnit XML for CI in the ignored cache folder; the terminal keeps pytest's one summary line.
 # pytest-xdist runs one worker per core; --dist loadfile keeps each test module on one worker,
 # so a module's shared fixtures (the example project, the team server) are built once and its
 # tests run in order. `make test PYTEST_WORKERS=0` runs in one process.
 PYTEST_WORKERS ?= auto
+PYTEST := $(BIN)/python -m pytest -n $(PYTEST_WORKERS) --dist loadfile
 test: install
-	$(BIN)/python -m pytest -n $(PYTEST_WORKERS) --dist loadfile --junitxml=.cache/junit.xml
+	$(PYTEST) --junitxml=.cache/junit.xml
+
+test-slow: install
+	$(PYTEST) -m slow --junitxml=.cache/junit-slow.xml
+
+# Everything CI runs after make lint, in one make: each target runs once.
+test-all: test test-slow test-llm test-ui test-adoption test-mlflow-versions
 
 # mutation: mutmut mutates the modules listed in pyproject.toml [tool.mutmut] and runs their fast
 # tests against each mutant, two at a time; then the kill rate per module (goal: 90%). Results
@@ -93,6 +109,15 @@ $(LLM_STAMP):
 test-llm: install $(LLM_STAMP)
 	EVALKIT_LLM_PYTHON=$(abspath $(LLM_VENV)/bin/python) EVALKIT_LLM_MODEL=$(abspath $(LLM_MODEL)) \
 		$(BIN)/python -m pytest -m llm tests/test_real_llm.py
+
+# test-mlflow-versions: the oldest and the newest MLflow that pyproject.toml admits, each in a
+# virtualenv of its own under .cache/mlflow (kept between runs): the tests of what evalkit asks
+# of MLflow (-m mlflow_api: traces, assessments, the reader, the private calls) and a fresh
+# scaffold's make eval (tools/test_mlflow_versions.sh).
+MLFLOW_OLDEST ?= 3.10.1
+MLFLOW_NEWEST ?= 3.17.2
+test-mlflow-versions: install
+	EVALKIT_BUILD_PYTHON=$(abspath $(BIN)/python) tools/test_mlflow_versions.sh $(MLFLOW_OLDEST) $(MLFLOW_NEWEST)
 
 # test-adoption: evalkit as a user adopts it: the wheel in virtualenvs under .cache/adoption
 # (kept between runs), evalkit init and make eval in a scaffold under /tmp (tools/test_adoption.sh).

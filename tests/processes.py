@@ -1,5 +1,6 @@
 """The one way tests run evalkit in a process of its own: an eval script (:func:`run_eval`,
-or :func:`start_eval` to signal it), or the ``evalkit`` command (:func:`run_evalkit`).
+or :func:`start_eval` to signal it), the ``evalkit`` command (:func:`run_evalkit`), or any
+other command in a project (:func:`run_command`, e.g. a scaffold's ``make eval``).
 
 Each runs with the folder as its working directory and the folder's own local store (unless
 ``env`` names another tracking URI), evalkit importable from this checkout, and no MLflow
@@ -60,11 +61,20 @@ def start_eval(folder: Path, *args: str, env: Mapping[str, str] | None = None,
 
 
 def run_evalkit(folder: Path, *args: str | Path, env: Mapping[str, str] | None = None,
-                timeout: float = 300) -> subprocess.CompletedProcess[str]:
+                timeout: float = 300, seed_store: bool = True
+                ) -> subprocess.CompletedProcess[str]:
     """The ``evalkit`` command, as ``python -m evalkit``."""
-    return subprocess.run([sys.executable, "-m", "evalkit", *map(str, args)], cwd=folder,
-                          capture_output=True, text=True, timeout=timeout,
-                          env=script_env(folder, env))
+    return run_command(folder, sys.executable, "-m", "evalkit", *args, env=env,
+                       timeout=timeout, seed_store=seed_store)
+
+
+def run_command(folder: Path, *argv: str | Path, env: Mapping[str, str] | None = None,
+                timeout: float = 300, seed_store: bool = True
+                ) -> subprocess.CompletedProcess[str]:
+    """Any command (``make eval`` in a scaffold) in ``folder``, with the environment of
+    :func:`script_env`."""
+    return subprocess.run([str(a) for a in argv], cwd=folder, capture_output=True, text=True,
+                          timeout=timeout, env=script_env(folder, env, seed_store=seed_store))
 
 
 def wait_for(condition: Callable[[], bool], what: str, timeout: float = 120) -> None:

@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import importlib.util
 import runpy
-import subprocess
 import sys
 from pathlib import Path
 from typing import Any
@@ -18,8 +17,8 @@ from evalkit import ConfigError, EvalConfig, Selection, evaluate
 from evalkit._distribution import SEMANTIC_EXTRA_COMMAND, VERSION
 from evalkit.tracking import Tracker
 from tests.builders import entry, write_dataset
-from tests.processes import run_evalkit, script_env
-from tests.test_cli import command_line, eval_script, evalkit_command  # noqa: F401 - a fixture
+from tests.commands import eval_script, evalkit_command
+from tests.processes import run_command, run_evalkit
 
 
 def test_semantic_run_without_the_extra_fails_before_any_run_or_call(
@@ -49,14 +48,14 @@ def test_semantic_run_without_the_extra_fails_before_any_run_or_call(
 
 
 def test_version_flag_prints_the_distribution_and_version(
-        command_line: None, capsys: pytest.CaptureFixture[str]) -> None:
+        capsys: pytest.CaptureFixture[str]) -> None:
     assert evalkit_command("--version") == 0
     assert capsys.readouterr().out == f"evalkit-mlflow {VERSION}\n"
 
 
 @pytest.mark.slow
 def test_python_dash_m_evalkit_is_the_command(tmp_path: Path) -> None:
-    done = run_evalkit(tmp_path, "--version")
+    done = run_evalkit(tmp_path, "--version", seed_store=False)
     assert done.returncode == 0, done.stderr
     assert done.stdout == f"evalkit-mlflow {VERSION}\n"
 
@@ -103,8 +102,7 @@ def test_constants_a_selection_needs_are_all_reported_together(tmp_path: Path,
     (["init", "--componet", "x"], "unrecognized arguments: --componet"),
 ])
 def test_misspelt_command_or_option_gets_a_suggestion(
-        args: list[str], hint: str, command_line: None,
-        capsys: pytest.CaptureFixture[str]) -> None:
+        args: list[str], hint: str, capsys: pytest.CaptureFixture[str]) -> None:
     assert evalkit_command(*args) == 2
     err = capsys.readouterr().err
     assert hint in err
@@ -112,8 +110,7 @@ def test_misspelt_command_or_option_gets_a_suggestion(
         in err
 
 
-def test_eval_script_refuses_an_option_prefix(command_line: None,
-                                              capsys: pytest.CaptureFixture[str]) -> None:
+def test_eval_script_refuses_an_option_prefix(capsys: pytest.CaptureFixture[str]) -> None:
     constants = {"EXPERIMENT_NAME": "a/b", "DATASET_PATH": "ds"}
     called: list[str] = []
     assert eval_script(constants, lambda e, c: called.append(e.id), "--typ=all") == 2
@@ -132,8 +129,8 @@ SCAFFOLD_ENTRIES = ["bias/name/ada.json", "bias/name/kwame.json",
 
 
 def test_init_scaffolds_a_runnable_evaluation(
-        tmp_path: Path, tracker: Tracker, command_line: None,
-        capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> None:
+        tmp_path: Path, tracker: Tracker, capsys: pytest.CaptureFixture[str],
+        monkeypatch: pytest.MonkeyPatch) -> None:
     repo = tmp_path / "my-repo"
     repo.mkdir()
     (repo / ".gitignore").write_text("node_modules/\nmlruns/", encoding="utf-8")
@@ -164,11 +161,10 @@ def test_init_scaffolds_a_runnable_evaluation(
 
 
 @pytest.mark.slow
-def test_init_then_make_eval_passes(tmp_path: Path, command_line: None) -> None:
+def test_init_then_make_eval_passes(tmp_path: Path) -> None:
     repo = tmp_path / "my-repo"
     assert evalkit_command("init", repo) == 0
-    make = subprocess.run(["make", "eval", f"PYTHON={sys.executable}"], cwd=repo,
-                          capture_output=True, text=True, timeout=300, env=script_env(repo))
+    make = run_command(repo, "make", "eval", f"PYTHON={sys.executable}")
     assert make.returncode == 0, make.stderr
     assert "7 entries, valid" in make.stdout
     assert "PASS  repeatability_accuracy 1.000" in make.stdout  # request_id is not compared
@@ -176,7 +172,7 @@ def test_init_then_make_eval_passes(tmp_path: Path, command_line: None) -> None:
 
 
 def test_init_refuses_to_overwrite_and_lists_every_conflict(
-        tmp_path: Path, command_line: None, capsys: pytest.CaptureFixture[str]) -> None:
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     (tmp_path / "eval.py").write_text("# mine\n", encoding="utf-8")
     (tmp_path / "Makefile").write_text("all:\n", encoding="utf-8")
     assert evalkit_command("init", tmp_path, "--component", "router") == 2
@@ -185,8 +181,7 @@ def test_init_refuses_to_overwrite_and_lists_every_conflict(
     assert sorted(p.name for p in tmp_path.iterdir()) == ["Makefile", "eval.py"]
 
 
-def test_ui_prints_a_tracking_servers_own_url(command_line: None,
-                                              capsys: pytest.CaptureFixture[str],
+def test_ui_prints_a_tracking_servers_own_url(capsys: pytest.CaptureFixture[str],
                                               monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("MLFLOW_TRACKING_URI", "http://127.0.0.1:5999")
     assert evalkit_command("ui") == 0

@@ -1,7 +1,7 @@
 """eval scripts and the evalkit command as users run them.
 
-Refusals (bad options, configuration errors, an unreachable store), --help and how signals
-become stop requests are tested in-process: ``run_eval_script`` and ``evalkit.cli.main`` return
+Refusals (bad options, configuration errors, an unreachable store), --help and SIGINT
+ignored at start are tested in-process: ``run_eval_script`` and ``evalkit.cli.main`` return
 the exit status (argparse ends a bad command line with ``SystemExit(2)``). Only what a process
 alone can show runs in one (``tests/processes.py``), in the slow tier: the exit status and the
 terminal's lines of a real run in a fresh interpreter (which never imports torch), and an
@@ -12,28 +12,24 @@ interrupted run. ``evalkit report`` against a real store, and the repository's o
 from __future__ import annotations
 
 import json
-import logging
-import os
 import re
 import runpy
 import shutil
 import signal
 import threading
 import xml.etree.ElementTree as ET
-from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from evalkit import EvalConfig, Selection, Stop, TrackingError, evaluate, run_eval_script
-from evalkit.cli import main
-from evalkit.cli._common import _PROCESS_DEFAULTS
+from evalkit import EvalConfig, Selection, Stop, TrackingError, evaluate
 from evalkit.cli._signals import stopping_on_signals
 from evalkit.records import names
 from evalkit.run import build_plan, evaluate_calibration, evaluate_replicates, record_plan
 from evalkit.tracking import Tracker
 from tests.builders import REPO, RecordingComponent, entry, write_dataset, write_eval_script
+from tests.commands import eval_script, evalkit_command
 from tests.processes import run_eval, start_eval, wait_for
 
 CONSTANTS = {"EXPERIMENT_NAME": "cli/tests", "DATASET_PATH": "ds", "EVAL_MIN_ACCURACY": 0.5}
@@ -41,46 +37,6 @@ ECHO = """
 def invoke_component(entry, call):
     return entry.expected_output if entry.id != "wrong" else "nope"
 """
-
-
-@pytest.fixture
-def command_line(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Iterator[None]:
-    """``main`` and ``run_eval_script`` called in this process: they set the process up as a
-    command line owns it (environment defaults, evalkit's log handler on stderr, which capsys
-    captures); all of it is put back afterwards. The default store is the test's own, so a
-    refusal can be seen to create none."""
-    logger = logging.getLogger("evalkit")
-    saved = (list(logger.handlers), logger.level, logger.propagate)
-    for name in _PROCESS_DEFAULTS:
-        original = os.environ.get(name)
-        monkeypatch.setenv(name, "")  # restored (or removed) at teardown
-        if original is None:
-            monkeypatch.delenv(name)
-        else:
-            monkeypatch.setenv(name, original)
-    monkeypatch.setenv("MLFLOW_TRACKING_URI", f"sqlite:///{tmp_path / 'mlflow.db'}")
-    yield
-    logger.handlers[:] = saved[0]
-    logger.setLevel(saved[1])
-    logger.propagate = saved[2]
-
-
-def exit_status(command: Callable[[], int]) -> int:
-    """The exit status of a command line run in-process, argparse's own exits included."""
-    try:
-        return command()
-    except SystemExit as exit:
-        assert isinstance(exit.code, int)
-        return exit.code
-
-
-def eval_script(constants: dict[str, Any], component: Any, *argv: str) -> int:
-    return exit_status(lambda: run_eval_script(constants, component, argv=list(argv),
-                                               script="eval.py"))
-
-
-def evalkit_command(*argv: str | Path) -> int:
-    return exit_status(lambda: main([str(a) for a in argv]))
 
 
 # --- refusals, in-process ------------------------------------------------------------------------
@@ -95,7 +51,7 @@ def evalkit_command(*argv: str | Path) -> int:
     (["--type=all", "--groups=nothing"], CONSTANTS, "nothing to evaluate"),
 ])
 def test_usage_and_configuration_errors_exit_2_before_any_run(
-        tmp_path: Path, command_line: None, capsys: pytest.CaptureFixture[str],
+        tmp_path: Path, capsys: pytest.CaptureFixture[str],
         args: list[str], constants: dict[str, Any], message: str) -> None:
     write_dataset(tmp_path / "ds", {"a": entry("functional")})
     component = RecordingComponent()
@@ -106,7 +62,7 @@ def test_usage_and_configuration_errors_exit_2_before_any_run(
 
 
 def test_an_unreachable_tracking_server_is_a_runtime_failure_before_any_call(
-        tmp_path: Path, command_line: None, capsys: pytest.CaptureFixture[str],
+        tmp_path: Path, capsys: pytest.CaptureFixture[str],
         monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("MLFLOW_TRACKING_URI", "http://127.0.0.1:9")  # nothing listens there
     write_dataset(tmp_path / "ds", {"a": entry("functional")})
@@ -120,7 +76,7 @@ def test_an_unreachable_tracking_server_is_a_runtime_failure_before_any_call(
 
 
 def test_help_documents_options_and_exit_statuses(
-        command_line: None, capsys: pytest.CaptureFixture[str]) -> None:
+        capsys: pytest.CaptureFixture[str]) -> None:
     assert eval_script(CONSTANTS, RecordingComponent(), "--help") == 0
     script_help = capsys.readouterr().out
     assert script_help.startswith("usage: eval.py ")
@@ -266,7 +222,7 @@ def test_sigterm_keeps_every_output_marks_the_run_killed_and_exits_130(tmp_path:
 
 @pytest.mark.slow
 def test_evalkit_report_renders_a_run_again_byte_for_byte(
-        tmp_path: Path, tracking_uri: str, command_line: None,
+        tmp_path: Path, tracking_uri: str,
         monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
     monkeypatch.setenv("MLFLOW_TRACKING_URI", tracking_uri)
     dataset = write_dataset(tmp_path / "ds", {

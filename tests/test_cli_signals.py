@@ -64,3 +64,17 @@ def test_a_window_that_hears_a_request_takes_it() -> None:
         assert stop.request() is True
     assert stop.request() is False  # no window: the run is past its calls
     assert heard == ["woken"]
+
+
+def test_a_signal_before_the_run_does_not_count_towards_the_three(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    ended: list[int] = []
+    monkeypatch.setattr(os, "_exit", ended.append)
+    stop = Stop()
+    with stopping_on_signals(stop):
+        with pytest.raises(KeyboardInterrupt):
+            os.kill(os.getpid(), signal.SIGINT)  # caught by the caller, before any run
+        with stop.open_run():
+            os.kill(os.getpid(), signal.SIGINT)
+            os.kill(os.getpid(), signal.SIGINT)
+    assert stop.abandons and ended == []

@@ -284,6 +284,32 @@ def invoke_component(entry, call):
 """
 
 
+def hostile_project(folder: Path, behaviours: list[str], **constants: Any) -> None:
+    write_dataset(folder / "ds", {b: entry("functional", input=b) for b in behaviours})
+    write_eval_script(folder, {"EXPERIMENT_NAME": "hostile/components", "DATASET_PATH": "ds",
+                               "EVAL_MIN_ACCURACY": 0.0, "MAX_CONCURRENCY": 8, **constants},
+                      COMPONENT)
+
+
+@pytest.mark.slow
+def test_a_call_that_never_returns_times_out_and_the_process_still_exits(
+        tmp_path: Path) -> None:
+    """Its thread can never be stopped: the run records the timeout and finishes, and the
+    process ends all the same (were it to wait for that thread, run_eval would time out)."""
+    hostile_project(tmp_path, ["ok0", "hang-unless-resumed"], CALL_TIMEOUT=1)
+    (tmp_path / "hang.flag").touch()
+    done = run_eval(tmp_path, "--type=functional", timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert "Traceback" not in done.stderr
+    (raw,) = (tmp_path / ".evalkit" / "runs").glob("*/raw-results.jsonl")
+    records = {r["entry_id"]: r for r in map(json.loads, raw.read_text().splitlines())}
+    assert records["ok0"]["output"] == "a"
+    assert records["hang-unless-resumed"]["error"].startswith(
+        "CallTimeout: no result within CALL_TIMEOUT = 1 s; the call was abandoned")
+    stored = Tracker(f"sqlite:///{tmp_path / 'mlflow.db'}").reader.stored(raw.parent.name)
+    assert stored.status == "FINISHED" and stored.metrics["component_errors"] == 1
+
+
 def stop_twice(process: Any, log: Path, stop_signal: signal.Signals) -> None:
     """Stop, then stop again once the first is acknowledged; the process then ends although
     its hung call never returns: the call was abandoned."""
@@ -302,10 +328,7 @@ def test_a_hung_call_two_stops_a_torn_line_and_two_resumes(tmp_path: Path) -> No
     call hangs; its last raw-results line torn; one resume while another works on the run;
     that resume stopped by SIGTERM twice; a last resume finishes the run."""
     oks = [f"ok{i}" for i in range(4)]
-    write_dataset(tmp_path / "ds", {b: entry("functional", input=b)
-                                    for b in [*oks, "hang-unless-resumed"]})
-    write_eval_script(tmp_path, {"EXPERIMENT_NAME": "hostile/components", "DATASET_PATH": "ds",
-                                 "EVAL_MIN_ACCURACY": 0.0, "MAX_CONCURRENCY": 8}, COMPONENT)
+    hostile_project(tmp_path, [*oks, "hang-unless-resumed"])
     (tmp_path / "hang.flag").touch()
     log = tmp_path / "eval.log"
     process = start_eval(tmp_path, "--type=functional", log=log,
@@ -341,6 +364,7 @@ def test_a_hung_call_two_stops_a_torn_line_and_two_resumes(tmp_path: Path) -> No
         second = run_eval(tmp_path, "--resume", run_id)
         assert second.returncode == 2
         assert f"run {run_id} is being worked on by another process" in second.stderr
+        assert f"holds .evalkit/runs/{run_id}/run.lock" in second.stderr  # names the lock
         assert "Traceback" not in second.stderr
         stop_twice(first, first_log, signal.SIGTERM)
     finally:
@@ -355,4 +379,4 @@ def test_a_hung_call_two_stops_a_torn_line_and_two_resumes(tmp_path: Path) -> No
     assert stored.tags["resume_calls_made"] == "1"  # the torn call was re-made by the first
     lines = raw.read_text().splitlines()
     assert [json.loads(line)["entry_id"] for line in lines] == [
-        *oks, "hang-unless-resumed"]
+        "hang-unless-resumed", *oks]  # each call once, in dataset order

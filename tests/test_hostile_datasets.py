@@ -24,7 +24,6 @@ import evalkit
 from evalkit.tracking import Tracker
 from tests.builders import config_for, entry, write_dataset
 from tests.lint_corpus_expected import Expected
-from tests.test_cli import command_line  # noqa: F401 - a fixture
 from tests.test_lint_corpus import (
     EvalDone,
     _assert_listed,
@@ -164,7 +163,7 @@ def test_lint_names_the_hostile_file(case: str, tmp_path: Path) -> None:
 
 
 @pytest.mark.parametrize("case", sorted(CASES))
-def test_eval_refuses_the_hostile_dataset(case: str, tmp_path: Path, command_line: None,
+def test_eval_refuses_the_hostile_dataset(case: str, tmp_path: Path,
                                           capsys: pytest.CaptureFixture[str]) -> None:
     root = _base(tmp_path)
     expected = CASES[case](root)
@@ -173,8 +172,7 @@ def test_eval_refuses_the_hostile_dataset(case: str, tmp_path: Path, command_lin
 
 
 def test_ref_to_a_silent_server_fails_fast_without_connecting(
-        tmp_path: Path, silent_server: SilentServer, command_line: None,
-        capsys: pytest.CaptureFixture[str]) -> None:
+        tmp_path: Path, silent_server: SilentServer, capsys: pytest.CaptureFixture[str]) -> None:
     """Were lint to fetch the $ref, it would hang on the server (the test fails when eval.py
     has not returned in 60 s) or at least be counted by it."""
     root = _base(tmp_path)

@@ -25,8 +25,8 @@ import pytest
 import evalkit
 from evalkit.tracking import Tracker
 from tests.builders import REPO
+from tests.commands import eval_script, evalkit_command
 from tests.lint_corpus_expected import EXPECTED, Expected
-from tests.test_cli import command_line, eval_script, evalkit_command  # noqa: F401 - a fixture
 
 BROKEN = REPO / "tests" / "broken_datasets"
 VALID = REPO / "tests" / "datasets" / "minimal_valid"
@@ -190,7 +190,7 @@ def test_minimal_valid_lints_clean() -> None:
     assert by_id["bias/casual"].bias_key == by_id["bias/formal"].bias_key == ("str", "register")
 
 
-def test_minimal_valid_cli_exits_0(command_line: None, capsys: pytest.CaptureFixture[str],
+def test_minimal_valid_cli_exits_0(capsys: pytest.CaptureFixture[str],
                                    monkeypatch: pytest.MonkeyPatch) -> None:
     done = _evalkit(capsys, monkeypatch, "lint", VALID)
     assert done.returncode == 0, done.stderr
@@ -202,8 +202,7 @@ def test_minimal_valid_cli_exits_0(command_line: None, capsys: pytest.CaptureFix
 
 
 @pytest.mark.parametrize("case", CLI_CASES)
-def test_cli_lint_lists_every_violation(case: str, command_line: None,
-                                        capsys: pytest.CaptureFixture[str],
+def test_cli_lint_lists_every_violation(case: str, capsys: pytest.CaptureFixture[str],
                                         monkeypatch: pytest.MonkeyPatch) -> None:
     done = _evalkit(capsys, monkeypatch, "lint", case, cwd=BROKEN)
     assert done.returncode == 3, done.stderr
@@ -211,7 +210,7 @@ def test_cli_lint_lists_every_violation(case: str, command_line: None,
     assert len(_violation_lines(done.stderr)) == len(EXPECTED[case])
 
 
-def test_cli_lints_all_cases_at_once(command_line: None, capsys: pytest.CaptureFixture[str],
+def test_cli_lints_all_cases_at_once(capsys: pytest.CaptureFixture[str],
                                      monkeypatch: pytest.MonkeyPatch) -> None:
     done = _evalkit(capsys, monkeypatch, "lint",
                     *(BROKEN.relative_to(REPO) / case for case in CASES))
@@ -223,8 +222,7 @@ def test_cli_lints_all_cases_at_once(command_line: None, capsys: pytest.CaptureF
     assert len(_violation_lines(done.stderr)) == sum(map(len, EXPECTED.values()))
 
 
-def test_cli_lints_valid_and_broken_together(command_line: None,
-                                             capsys: pytest.CaptureFixture[str],
+def test_cli_lints_valid_and_broken_together(capsys: pytest.CaptureFixture[str],
                                              monkeypatch: pytest.MonkeyPatch) -> None:
     done = _evalkit(capsys, monkeypatch, "lint", VALID, BROKEN / "no_readme")
     assert done.returncode == 3
@@ -247,7 +245,7 @@ class EvalDone(Done):
 
 
 def _run_eval(capsys: pytest.CaptureFixture[str], dataset: Path, *args: str) -> EvalDone:
-    """eval.py over ``dataset``, in-process; its store is the test's own (``command_line``),
+    """eval.py over ``dataset``, in-process; its store is the test's own,
     so whether a run was created shows as whether ``mlflow.db`` exists."""
     calls: list[tuple[str, int]] = []
 
@@ -271,8 +269,7 @@ def _assert_nothing_run(tmp_path: Path, done: EvalDone) -> None:
 
 @pytest.mark.parametrize("case", CASES)
 def test_invalid_dataset_makes_no_call_and_no_mlflow_run(
-        case: str, tmp_path: Path, command_line: None,
-        capsys: pytest.CaptureFixture[str]) -> None:
+        case: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     dataset = tmp_path / "dataset"
     shutil.copytree(BROKEN / case, dataset)
     done = _run_eval(capsys, Path("dataset"), "--type=all")
@@ -286,7 +283,7 @@ def test_invalid_dataset_makes_no_call_and_no_mlflow_run(
 
 @pytest.mark.slow
 def test_control_valid_dataset_is_called_and_recorded(
-        tmp_path: Path, command_line: None, capsys: pytest.CaptureFixture[str]) -> None:
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     """The same harness on the valid dataset does see the call and the run, so the test above
     cannot pass merely because nothing could be observed. (Slow: the run goes to a real store,
     the one the test above would find created.)"""

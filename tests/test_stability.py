@@ -8,7 +8,13 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from evalkit.stats import VarianceComponents, replicate_seed, replicate_stability, wilson_interval
+from evalkit.stats import (
+    StabilitySummary,
+    VarianceComponents,
+    replicate_seed,
+    replicate_stability,
+    wilson_interval,
+)
 from evalkit.stats._stability import effective_interval, variance_components
 
 
@@ -41,7 +47,7 @@ def test_seed_worked_example() -> None:
                                                                            "anova_moment")
     # The seed's reading: four trials halve completion, 10% off the interval width.
     assert components.width_change_if_trials_scaled(2) == pytest.approx(-0.10, abs=0.001)
-    document = result.to_json()
+    document = StabilitySummary.of(result).to_json()
     assert document["rates"] == {"0": [188, 200], "1": [191, 200]}
     assert document["components"]["completion"] == pytest.approx(0.01375)
 

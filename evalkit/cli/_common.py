@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
 import re
 import sys
 import traceback
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 
 from evalkit._errors import EvalkitError, ExitStatus
 from evalkit._secrets import Redactor
@@ -69,15 +70,30 @@ _PROCESS_DEFAULTS = {
 """Settings of this process that a user's environment may override."""
 
 
-def configure_process() -> None:
-    """The command line owns its process: its environment defaults and evalkit's log lines
-    (``evalkit: ...`` on stderr)."""
-    for name, value in _PROCESS_DEFAULTS.items():
-        os.environ.setdefault(name, value)
+@contextlib.contextmanager
+def process_configured() -> Iterator[None]:
+    """The command line owns its process while it runs: its environment defaults and
+    evalkit's log lines (``evalkit: ...`` on stderr). All of it is put back when the command
+    returns, so that a command called from Python (a test, ``evalkit resume`` running a
+    script) leaves the calling process as it found it."""
+    added = [name for name in _PROCESS_DEFAULTS if name not in os.environ]
+    os.environ.update({name: _PROCESS_DEFAULTS[name] for name in added})
     logger = logging.getLogger("evalkit")
+    handler = None
     if not logger.handlers:
         handler = logging.StreamHandler(sys.stderr)
         handler.setFormatter(logging.Formatter("evalkit: %(message)s"))
         logger.addHandler(handler)
+    level, propagate = logger.level, logger.propagate
+    if handler is not None:
         logger.setLevel(logging.INFO)
         logger.propagate = False
+    try:
+        yield
+    finally:
+        for name in added:
+            os.environ.pop(name, None)
+        if handler is not None:
+            logger.removeHandler(handler)
+            logger.setLevel(level)
+            logger.propagate = propagate

@@ -1,19 +1,22 @@
 """Showing a run's progress: :class:`ProgressDisplay`, the progress callback the command line
 hands to a run, and the one a notebook passes to show progress in its cell.
 
-The live display is rich's (a maintained library already installed with MLflow): on a
-terminal it is redrawn in place, fitted to the terminal's width at every refresh, so a narrow
-or resized terminal is never left with stale lines; in a Jupyter notebook rich renders it as
-the cell's output. In CI (the ``CI`` variable set) or when stderr is not a terminal, a plain
-line is logged every tenth of the calls instead.
+On a terminal the live line is rich's (a maintained library already installed with MLflow):
+redrawn in place, fitted to the terminal's width at every refresh, so a narrow or resized
+terminal is never left with stale lines. In a Jupyter notebook the line is one display of the
+cell, updated in place through IPython's own display (rich's live display there needs
+ipywidgets, and warns without it). In CI (the ``CI`` variable set) or when stderr is not a
+terminal, a plain line is logged every tenth of the calls instead.
 """
 
 from __future__ import annotations
 
 import logging
+import math
 import os
 import sys
 import threading
+import time
 from datetime import timedelta
 from typing import Any, TextIO
 
@@ -22,6 +25,8 @@ from evalkit.run import Progress
 logger = logging.getLogger("evalkit")
 
 _MIN_BAR = 10
+_CELL_REFRESH_S = 0.2
+"""At most five redraws a second in a notebook cell (each is a message to the notebook)."""
 
 
 def clock_text(seconds: float | None) -> str:
@@ -58,15 +63,20 @@ def fitted_line(progress: Progress, width: int) -> str:
 
 class ProgressDisplay:
     """A progress callback that shows each :class:`~evalkit.run.Progress` (see the module
-    docstring). ``live`` forces the live display on or off (default: on a terminal outside
-    CI, or in a notebook)."""
+    docstring). ``live`` forces the terminal's live display on or off (default: on a terminal
+    outside CI); in a notebook the line is the cell's."""
 
     def __init__(self, stream: TextIO | None = None, *, live: bool | None = None,
                  console: Any = None) -> None:
         self._stream = stream or sys.stderr
         self._console = console
-        self._live_wanted = _wants_live(self._stream) if live is None else live
+        self._notebook = live is None and _in_notebook()
+        self._live_wanted = (self._stream.isatty() and not os.environ.get("CI")
+                             if live is None else live)
         self._live: Any = None
+        self._cell: Any = None
+        """The notebook display that holds the line."""
+        self._cell_drawn_at = -math.inf
         self._last: Progress | None = None
         self._next_plain: int | None = None
         """The call count at which the next plain line is logged."""
@@ -78,7 +88,9 @@ class ProgressDisplay:
             step = max(1, progress.calls_total // 10)
             if self._next_plain is None:
                 self._next_plain = step
-            if self._live_wanted:
+            if self._notebook:
+                self._show_in_cell(progress)
+            elif self._live_wanted:
                 self._draw(progress.finished)
             elif not progress.finished and (progress.calls_done >= self._next_plain
                                             or progress.calls_done == progress.calls_total):
@@ -99,6 +111,19 @@ class ProgressDisplay:
             self._live.stop()
             self._live = None
 
+    def _show_in_cell(self, progress: Progress) -> None:
+        from IPython.display import display
+
+        now = time.monotonic()
+        if self._cell is None:
+            self._cell = display({"text/plain": plain_line(progress)}, raw=True,
+                                 display_id=True)
+        elif progress.finished or now - self._cell_drawn_at >= _CELL_REFRESH_S:
+            self._cell.update({"text/plain": plain_line(progress)}, raw=True)
+        else:
+            return
+        self._cell_drawn_at = now
+
     def line(self, width: int) -> str:
         return "" if self._last is None else fitted_line(self._last, width)
 
@@ -116,10 +141,11 @@ class _Fitted:
         yield Text(self._display.line(options.max_width), no_wrap=True, overflow="crop")
 
 
-def _wants_live(stream: TextIO) -> bool:
-    """A live display on a terminal outside CI, or in a Jupyter notebook."""
-    if "ipykernel" in sys.modules:
-        from rich.console import Console
+def _in_notebook() -> bool:
+    """Whether this process is a Jupyter kernel running a cell."""
+    if "ipykernel" not in sys.modules:
+        return False
+    from IPython import get_ipython
 
-        return bool(Console().is_jupyter)
-    return stream.isatty() and not os.environ.get("CI")
+    shell = get_ipython()
+    return shell is not None and getattr(shell, "kernel", None) is not None

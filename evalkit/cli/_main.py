@@ -11,7 +11,7 @@ from pathlib import Path
 
 from evalkit._distribution import DISTRIBUTION, VERSION
 from evalkit._errors import ExitStatus
-from evalkit.cli._common import EXIT_STATUSES, configure_process, guarded
+from evalkit.cli._common import EXIT_STATUSES, guarded, process_configured
 from evalkit.cli._init import scaffold
 from evalkit.cli._parser import Parser
 from evalkit.cli._ui import serve_ui
@@ -127,12 +127,12 @@ def main(argv: Sequence[str] | None = None) -> int:
                     "tracking server, print the server's URL (it serves its own UI).")
     ui.add_argument("--port", type=int, default=5000, help="port (default: 5000)")
     args = parser.parse_args(argv)
-    configure_process()
     handlers: dict[str, Callable[[argparse.Namespace], int]] = {
         "init": _init, "ui": lambda a: serve_ui(os.environ.get("MLFLOW_TRACKING_URI"), a.port),
         "lint": _lint, "report": _report, "compare": _compare, "history": _history,
         "plan": _plan, "sync": _sync, "resume": _resume}
-    return guarded(lambda: handlers[args.command](args))
+    with process_configured():
+        return guarded(lambda: handlers[args.command](args))
 
 
 def _init(args: argparse.Namespace) -> int:

@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from evalkit._errors import ExitStatus
-from evalkit.cli._common import EXIT_STATUSES, configure_process, guarded
+from evalkit.cli._common import EXIT_STATUSES, guarded, process_configured
 from evalkit.cli._display import ProgressDisplay
 from evalkit.cli._outputs import RunSummary, write_json, write_junit
 from evalkit.cli._parser import Parser
@@ -82,9 +82,8 @@ def run_eval_script(constants: Mapping[str, Any], component: Component,
         parser.error("the following arguments are required: --type (or --resume RUN_ID)")
     if args.resume is not None and (args.test_type or args.groups or args.human_review):
         parser.error("--resume takes the run's own --type, --groups and --human-review")
-    configure_process()
     stop = Stop()
-    with stopping_on_signals(stop):
+    with process_configured(), stopping_on_signals(stop):
         status = guarded(lambda: _run(constants, component, script, args,
                                       {"stop": stop, "progress": ProgressDisplay()}))
     if status == ExitStatus.INTERRUPTED:

@@ -41,14 +41,14 @@ def stopping_on_signals(stop: Stop) -> Iterator[None]:
 
     def handle(signum: int, frame: FrameType | None) -> None:
         nonlocal received
+        if not stop.run_open and not received:
+            raise KeyboardInterrupt
         received += 1
         if received >= 3:
             sys.stderr.write("evalkit: stopped without closing the run; its raw results are "
                              "kept on disk (--resume continues it)\n")
             sys.stderr.flush()
             os._exit(ExitStatus.INTERRUPTED)
-        if not stop.run_open:
-            raise KeyboardInterrupt
         if not stop.request() and received == 2:
             logger.warning("already stopping: closing the run (signal again to stop without "
                            "closing it)")

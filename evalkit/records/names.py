@@ -23,9 +23,16 @@ class Mode(StrEnum):
 
     @classmethod
     def of(cls, tags: Mapping[str, str]) -> Mode:
-        """The mode a run's tags declare (``evaluation`` when there is no ``mode`` tag)."""
+        """The mode a run's tags declare (``evaluation`` when there is no ``mode`` tag); a
+        value evalkit never writes is a :class:`ValueError` naming it."""
         value = tags.get(MODE_TAG)
-        return cls(value) if value else cls.EVALUATION
+        if not value:
+            return cls.EVALUATION
+        try:
+            return cls(value)
+        except ValueError:
+            raise ValueError(f"a run tagged {MODE_TAG}={value!r} was not made by evalkit (its "
+                             f"modes: {', '.join(cls)})") from None
 
 
 # --- tags ------------------------------------------------------------------------------------

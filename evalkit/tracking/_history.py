@@ -40,7 +40,7 @@ class HistoryRow:
     git_commit: str
     verdict: str
     """PASS/FAIL when the run finished; otherwise its MLflow status (KILLED, FAILED, ...)."""
-    mode: Mode
+    mode: str
     """``evaluation``, ``replicates`` or ``calibration``."""
 
     def to_json(self) -> dict[str, Any]:
@@ -80,7 +80,7 @@ def _row(run: StoredRun) -> HistoryRow:
         git_commit=tags.get(names.GIT_COMMIT_TAG, "unknown"),
         verdict=tags.get(names.VERDICT_TAG, run.status) if run.status == "FINISHED"
         else run.status,
-        mode=Mode.of(tags))
+        mode=tags.get(names.MODE_TAG) or Mode.EVALUATION)
 
 
 WIDTH = 100

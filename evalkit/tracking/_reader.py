@@ -78,7 +78,7 @@ class RunReader:
         parent) and planning runs (they evaluate nothing) left out."""
         return [run for run in self.runs(experiment_name)
                 if names.PARENT_RUN_TAG not in run.tags
-                and Mode.of(run.tags) != Mode.PLANNING]
+                and run.tags.get(names.MODE_TAG) != Mode.PLANNING]
 
     def resolve(self, reference: str, mode: Mode | None = None) -> str:
         """A run id as given, the one run whose id starts with ``reference`` (4 or more hex
@@ -90,7 +90,8 @@ class RunReader:
                 self._backend.experiment_id(reference, create=False) is None:
             return self._run_with_prefix(reference)
         for run in self.evaluation_runs(reference):
-            if run.status == "FINISHED" and (mode is None or Mode.of(run.tags) == mode):
+            if run.status == "FINISHED" and (mode is None
+                                             or run.tags.get(names.MODE_TAG) == mode):
                 return run.run_id
         kind = f"{mode} run" if mode else "run"
         raise TrackingError(f"experiment {reference!r} has no finished {kind}"

@@ -30,7 +30,7 @@ from evalkit.tracking._backend import Backend
 from evalkit.tracking._journal import LoggedPoint, RunJournal, Series, TrackingOffline
 from evalkit.tracking._links import run_url
 from evalkit.tracking._raw import RawResultsLog, RunFiles
-from evalkit.tracking._reader import RunReader, journal_record
+from evalkit.tracking._reader import journal_record
 from evalkit.tracking._run_traces import NoTraces, RunTraces
 from evalkit.tracking._table import results_table, table_json
 
@@ -158,10 +158,10 @@ class TrackedRun:
                            "stay in the run's params", err)
 
     def record(self) -> RunRecord:
-        """The run read back whole, as a report renders it."""
-        if self.offline:
-            return journal_record(self.journal)
-        return RunReader(self._backend).fetch(self.id)
+        """The run as it has written itself, whole, for its reports: what the journal holds
+        is what the store took (``evalkit report`` renders the same bytes from the store),
+        without downloading it back."""
+        return journal_record(self.journal)
 
     def write(self, action: Callable[[], object]) -> None:
         """Send one write to the store; if a tracking server has become unreachable, go on
