@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import pytest
 
+from evalkit.records import ItemCell
 from evalkit.run import FLOOR_MULTIPLE, MetricComparison, Side, compare, noise_gate
 from evalkit.run import ComparisonVerdict as Verdict
 from evalkit.run._compare import _majority
@@ -78,7 +79,7 @@ def test_comparison_json() -> None:
 ])
 def test_an_item_counts_by_strict_majority_and_a_tie_is_undecided(
         votes: list[bool], majority: bool | None) -> None:
-    cells = [{"correct": v} for v in votes]
+    cells = [ItemCell(v, v, ("out",), None) for v in votes]
     assert _majority(cells) is majority
     assert _majority([*cells, None]) is majority  # a replicate without the item has no vote
 

@@ -3,7 +3,7 @@ and the contrast intervals say what they cover."""
 
 from __future__ import annotations
 
-from typing import Any
+from dataclasses import replace
 
 import numpy as np
 import pytest
@@ -16,18 +16,25 @@ from evalkit.run import Side, compare, shared_item_floors
 from evalkit.stats import (
     WHOLE_REPLICATE_BOOTSTRAP_COVERAGE,
     ContrastInterval,
+    StabilityDocument,
+    StabilitySummary,
     bootstrap_coverage,
     items_and_replicates_t_interval,
     replicate_mean_t_interval,
     replicate_stability,
     whole_replicate_bootstrap,
 )
+from evalkit.stats._stability import PairDisagreement
 
 
-def _parent(pairwise: dict[str, list[dict[str, Any]]]) -> RunRecord:
-    metrics = [{"metric": f"{t}_accuracy", "pairwise": pairs} for t, pairs in pairwise.items()]
+def _parent(pairwise: dict[str, list[PairDisagreement]]) -> RunRecord:
+    """A series' parent whose stability.json holds these pairwise disagreements per type."""
+    lone = StabilitySummary.of(replicate_stability("x", {"a": {0: True}}))
+    metrics = tuple(replace(lone, metric=f"{t}_accuracy", pairwise=tuple(pairs))
+                    for t, pairs in pairwise.items())
+    document = StabilityDocument("pack", 0, (1, 2, 3), metrics)
     return RunRecord("p", "parent", "1", "exp", 0, "FINISHED", {}, {"mode": "replicates"}, {},
-                     {}, None, {STABILITY_ARTIFACT: {"metrics": metrics}})
+                     {}, None, {STABILITY_ARTIFACT: document.to_json()})
 
 
 def test_replicates_sharing_no_item_measure_no_floor() -> None:
@@ -40,16 +47,14 @@ def test_replicates_sharing_no_item_measure_no_floor() -> None:
 
 def test_floor_counts_only_pairs_that_shared_items() -> None:
     floors = shared_item_floors(_parent({
-        "functional": [{"replicates": [0, 1], "shared": 0, "disagree": 0, "rate": 0.0}],
-        "smoke": [{"replicates": [0, 1], "shared": 0, "disagree": 0, "rate": 0.0},
-                  {"replicates": [0, 2], "shared": 10, "disagree": 1, "rate": 0.1},
-                  {"replicates": [1, 2], "shared": 10, "disagree": 3, "rate": 0.3}]}))
+        "functional": [PairDisagreement(0, 1, 0, 0)],
+        "smoke": [PairDisagreement(0, 1, 0, 0), PairDisagreement(0, 2, 10, 1),
+                  PairDisagreement(1, 2, 10, 3)]}))
     assert floors == {"smoke": 0.3}
 
 
 def test_compare_refuses_a_gap_when_the_floor_shared_no_item() -> None:
-    floors = shared_item_floors(_parent({
-        "functional": [{"replicates": [0, 1], "shared": 0, "disagree": 0, "rate": 0.0}]}))
+    floors = shared_item_floors(_parent({"functional": [PairDisagreement(0, 1, 0, 0)]}))
     a = Side("a", "A", {"functional": 0.9}, {"functional": {"x": True}}, floors)
     b = Side("b", "B", {"functional": 0.1}, {"functional": {"x": False}}, {})
     (result,) = compare(a, b)

@@ -173,7 +173,7 @@ def test_judge_scorers_share_one_endpoint_and_record_every_setting(
 
     for latency in (10.0, 20.0):
         judge.stats.record(latency)
-    judge.stats.record(retry=True)
+    judge.stats.record(wait_s=0.5)
     judge.stats.record(failure=True)
     run = ScoredRun((TypeResult("functional", "llm_judge", (
         ItemResult("a", False, True, "q", "a", ("x",), ("a",), invalid_judgement=True),

@@ -9,6 +9,7 @@ from __future__ import annotations
 import pytest
 
 from evalkit.stats import (
+    StabilitySummary,
     VarianceComponents,
     allocate,
     latency_percentiles,
@@ -199,7 +200,7 @@ def test_stability_json_by_hand() -> None:
     table = {"a": {0: True, 1: True}, "b": {0: True, 1: False}, "c": {0: False, 1: False},
              "d": {0: True}}
     result = replicate_stability("correct", table)
-    doc = result.to_json()
+    doc = StabilitySummary.of(result).to_json()
     assert result.components is not None and result.interval is not None
     interval = result.interval
     assert doc == {
@@ -219,7 +220,7 @@ def test_stability_json_by_hand() -> None:
         "partition": {"always_right": 1, "always_wrong": 1, "changed": 1, "seen_once": 1,
                       "changed_items": ["b"]},
     }
-    lone = replicate_stability("correct", {"a": {0: True}}).to_json()
+    lone = StabilitySummary.of(replicate_stability("correct", {"a": {0: True}})).to_json()
     assert lone["components"] is None and lone["interval"] is None
     assert lone["sd"] is None and lone["noise_floor"] is None and lone["pairwise"] == []
 
