@@ -275,7 +275,7 @@ def test_a_failing_follow_up_neither_stops_the_run_nor_hangs_it(
         outputs = window(lambda item, call: "x", concurrency=2).run(
             plan, log, follow_ups=lambda outputs: [boom])
     assert [o.first.output for o in outputs] == ["x"] * 4
-    assert caplog.text.count("a follow-up job failed") == 4
+    assert caplog.messages == ["a follow-up job failed; its entry is scored after the calls"] * 4
 
 
 def test_the_workers_end_with_the_window(tmp_path: Path) -> None:
@@ -374,6 +374,27 @@ def test_a_call_past_its_timeout_is_recorded_and_the_window_goes_on(tmp_path: Pa
     assert quick.output == "a" and quick.error is None
 
 
+def test_a_lone_hung_call_is_timed_out_with_nothing_else_to_wake_the_window(
+        tmp_path: Path) -> None:
+    # The only call in flight has run exactly its CALL_TIMEOUT and then hangs: no result will
+    # arrive, so the window must look at the clock on its own to record it.
+    plan = plan_of(tmp_path, {"hangs": entry("functional")})
+    release, clock = threading.Event(), FakeClock()
+
+    def component(item: Entry, call: Call) -> str:
+        clock.advance(0.2)
+        release.wait(120)
+        return "late"
+
+    try:
+        with RawResultsLog(tmp_path / "raw.jsonl") as log:
+            outputs = window(component, call_timeout=0.2, clock=clock).run(plan, log)
+    finally:
+        release.set()
+    error = outputs[0].first.error
+    assert error is not None and error.startswith("CallTimeout")
+
+
 def test_a_call_waits_for_a_free_place_before_its_timeout_starts(tmp_path: Path) -> None:
     # One place: the second call starts when the first ends; its CALL_TIMEOUT counts from then.
     # Counted from the window's start, b would end past its deadline: 1.6 s > 1.1 s.
@@ -406,17 +427,23 @@ def test_a_component_raising_keyboard_interrupt_stops_the_window(tmp_path: Path)
 
 
 def test_calls_run_on_daemon_threads_named_for_the_window(tmp_path: Path) -> None:
-    # Daemon: a call that never returns cannot keep the process from exiting.
+    # Daemon: a call that never returns cannot keep the process from exiting; nor can the
+    # window's own thread, where each result is kept.
     plan = plan_of(tmp_path, {f"e{i}": entry("functional") for i in range(3)})
     seen: set[tuple[str, bool]] = set()
+    keeping: set[tuple[str, bool]] = set()
 
     def component(item: Entry, call: Call) -> str:
         seen.add((threading.current_thread().name, threading.current_thread().daemon))
         return "a"
 
+    def on_call(record: CallRecord) -> None:
+        keeping.add((threading.current_thread().name, threading.current_thread().daemon))
+
     with RawResultsLog(tmp_path / "raw.jsonl") as log:
-        window(component, concurrency=2).run(plan, log)
+        window(component, concurrency=2).run(plan, log, on_call=on_call)
     assert seen == {("evalkit-call", True)}
+    assert keeping == {("evalkit-window", True)}
 
 
 # --- the same window for an async def component -------------------------------------------
@@ -443,25 +470,26 @@ def test_async_calls_overlap_up_to_the_bound_and_come_back_in_order(tmp_path: Pa
 
 
 def test_an_async_call_past_its_timeout_is_cancelled_and_recorded(tmp_path: Path) -> None:
-    plan = plan_of(tmp_path, {"slow": entry("functional"), "quick": entry("functional")})
+    # One place: "late" starts only once "hangs" was given up, and by then it was cancelled.
+    plan = plan_of(tmp_path, {"hangs": entry("functional"), "late": entry("functional")})
     cancelled, clock = threading.Event(), FakeClock()
 
-    async def component(item: Entry, call: Call) -> str:
-        if item.id == "slow":
+    async def component(item: Entry, call: Call) -> Any:
+        if item.id == "hangs":
             clock.advance(0.3)
             try:
                 await asyncio.sleep(30)
             except asyncio.CancelledError:
                 cancelled.set()
                 raise
-        return "a"
+        await asyncio.sleep(0)
+        return {"hangs was cancelled": cancelled.is_set()}
 
     with RawResultsLog(tmp_path / "raw.jsonl") as log:
-        outputs = window(component, concurrency=2, call_timeout=0.2, clock=clock).run(plan, log)
-    quick, slow = (o.first for o in outputs)
-    assert slow.error is not None and slow.error.startswith("CallTimeout")
-    assert quick.output == "a"
-    assert cancelled.wait(5)
+        outputs = window(component, call_timeout=0.2, clock=clock).run(plan, log)
+    hangs, late = (o.first for o in outputs)
+    assert hangs.error is not None and hangs.error.startswith("CallTimeout")
+    assert late.output == {"hangs was cancelled": True}
 
 
 def test_an_async_stop_keeps_the_calls_in_flight_and_starts_none(tmp_path: Path) -> None:

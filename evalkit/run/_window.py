@@ -51,8 +51,9 @@ logger = logging.getLogger("evalkit")
 
 _POLL_SECONDS = 0.2
 """How often the window looks at the clock while nothing finishes (deadlines)."""
-_WAKE: tuple[Task, Any] = ((-2, 0), None)
-"""Put in the window's queue by a stop request: it only wakes the window."""
+_WAKE: tuple[Task, Any] = ((-1, -1), None)
+"""Put in the window's queue by a stop request: it only wakes the window (no task has this
+key: follow-up jobs count up from (-1, 0))."""
 
 
 class CallWindow:
