@@ -61,8 +61,12 @@ def tracking_uri(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
 
 
 @pytest.fixture(autouse=True)
-def _no_default_store(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
-    """No test writes to a store it did not name: an unset MLFLOW_TRACKING_URI points at the
-    test's own folder."""
-    if "MLFLOW_TRACKING_URI" not in os.environ:
+def _no_default_store(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch,
+                      tmp_path: Path) -> None:
+    """No test writes to a store it did not name: a slow test's default store is the
+    session's real one (``tracking_uri``), a fast test's a path in its own folder (which it
+    never creates: fast tests track in memory)."""
+    if request.node.get_closest_marker("slow") is not None:
+        request.getfixturevalue("tracking_uri")
+    elif "MLFLOW_TRACKING_URI" not in os.environ:
         monkeypatch.setenv("MLFLOW_TRACKING_URI", f"sqlite:///{tmp_path / 'mlflow.db'}")

@@ -14,8 +14,10 @@ from typing import Any
 
 import pytest
 
-from evalkit.records import ItemResult, ScoredRun, TypeResult, names
+from evalkit.records import ItemCell, ItemResult, ScoredRun, SeriesItems, TypeResult, names
 from evalkit.run import Side, load_side
+from evalkit.stats import FlipCounts, StabilityDocument, StabilitySummary
+from evalkit.stats._stability import PairDisagreement
 from evalkit.tracking import MemoryBackend, RunReader
 from evalkit.tracking._journal import LoggedPoint
 
@@ -58,27 +60,33 @@ def evaluation(**types: tuple[ItemResult, ...]) -> dict[str, Any]:
         TypeResult(t, "exact", items) for t, items in types.items())).to_json()}
 
 
-def pairs(*rates: tuple[float, int]) -> list[dict[str, Any]]:
-    return [{"replicates": [0, k + 1], "shared": shared, "disagree": round(rate * shared),
-             "rate": rate} for k, (rate, shared) in enumerate(rates)]
+def summary(metric: str, *pairs: tuple[int, int]) -> StabilitySummary:
+    """A metric's statistics as a series stores them; only its pairs matter here: (items the
+    two replicates shared, how many of them they disagreed on)."""
+    return StabilitySummary(
+        metric, {}, 0.5, None, 0.0, 0, 0, None, None, None,
+        tuple(PairDisagreement(0, k + 1, shared, disagree)
+              for k, (shared, disagree) in enumerate(pairs)),
+        FlipCounts(0, 0, 0, 0, ()))
 
 
-def cells(*verdicts: bool | None) -> list[dict[str, Any] | None]:
-    return [None if v is None else {"correct": v} for v in verdicts]
+def cells(*verdicts: bool | None) -> tuple[ItemCell | None, ...]:
+    return tuple(None if v is None else ItemCell(v, v, ("a" if v else "b",), None)
+                 for v in verdicts)
 
 
 REPLICATE_DOCUMENTS = {
-    names.STABILITY_ARTIFACT: {"metrics": [
-        # The largest rate over pairs that shared an item: 0.2 (0.5 shared none).
-        {"metric": "functional_accuracy", "pairwise": pairs((0.1, 10), (0.5, 0), (0.2, 10))},
+    names.STABILITY_ARTIFACT: StabilityDocument("pack", 0, (11, 12, 13), (
+        # The largest rate over pairs that shared an item: 0.2 (2 of 10).
+        summary("functional_accuracy", (10, 1), (0, 0), (10, 2)),
         # Replicates that shared no item: no floor at all, not a floor of 0.
-        {"metric": "smoke_accuracy", "pairwise": pairs((0.0, 0))},
+        summary("smoke_accuracy", (0, 0)),
         # A type that is not among the run's test types has no floor on this side.
-        {"metric": "bias_accuracy", "pairwise": pairs((0.4, 6))}]},
-    names.STABILITY_ITEMS_ARTIFACT: {
+        summary("bias_accuracy", (6, 2)))).to_json(),
+    names.STABILITY_ITEMS_ARTIFACT: SeriesItems({
         "functional": {"x": cells(True, True, False), "tie": cells(True, False),
                        "y": cells(None, False, False), "z": cells(False, True, True, None)},
-        "smoke": {"s": cells(True, True, True)}},
+        "smoke": {"s": cells(True, True, True)}}).to_json(),
 }
 
 

@@ -1,71 +1,140 @@
 """Every command against a tracking server that is dead, or that accepts connections and never
-answers: one line naming the URI and the fix, exit 4, within seconds, no MLflow traceback and
-no wrong "run not found". Credentials in MLFLOW_TRACKING_URI are accepted and never shown."""
+answers: one line naming the URI and the fix, exit 4, no MLflow traceback and no wrong "run
+not found", after one bounded health check and no request of MLflow's own (whose retries
+would take minutes). Credentials in MLFLOW_TRACKING_URI are accepted and never shown; an
+unexpected error is one redacted line.
+
+The commands run in this process, as the command line runs them (fast); one eval script runs
+as a process of its own, for its exit status and what reaches its terminal, and one against a
+real server with credentials (slow).
+"""
 
 from __future__ import annotations
 
 import base64
 import socket
-import subprocess
-import sys
-import time
-from collections.abc import Iterator
+import threading
+import urllib.request
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
-import mlflow
 import pytest
 
-from evalkit.cli import main
-from evalkit.tracking._store import _health_request, _with_password_masked
-from tests.conftest import entry, run_script, script_env, write_dataset, write_eval_script
+from evalkit import Call, Entry
+from evalkit.cli._common import TRACEBACK_VARIABLE
+from evalkit.tracking import MemoryBackend, Tracker
+from evalkit.tracking import _connection as connection
+from tests.builders import entry, write_dataset, write_eval_script
+from tests.commands import eval_script, evalkit_command
+from tests.processes import run_eval, wait_for
 from tools.team_server import MlflowServer, free_port
 
 RUN_ID = "0123456789abcdef0123456789abcdef"
 PASSWORD = "hunter2-Pa55word"
-# Run in this process (the same code as the command line, without seconds of imports each).
 READERS = {
     "history": ["history", "hostile/tracking"],
     "compare": ["compare", "hostile/a", "hostile/b"],
     "plan": ["plan", "hostile/tracking"],
     "report": ["report", RUN_ID],
 }
-# Run as users run them: the eval script in a subprocess.
-COMMANDS = {
-    "evalkit resume": ["-m", "evalkit", "resume", RUN_ID],
-    "eval.py --resume": ["eval.py", "--resume", RUN_ID],
-    "eval.py --type": ["eval.py", "--type=functional"],
-}
+SCRIPT_COMMANDS = ["eval.py --type", "eval.py --resume", "evalkit resume"]
+COMPONENT = """
+def invoke_component(entry, call):
+    with open(CALLS_LOG, "a") as log:
+        log.write(entry.id + "\\n")
+    return 'a'
+"""
 
 
-@pytest.fixture(scope="module")
-def project(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    folder = tmp_path_factory.mktemp("hostile-tracking")
-    write_dataset(folder / "ds", {"e": entry("functional")})
-    write_eval_script(folder, {"EXPERIMENT_NAME": "hostile/tracking", "DATASET_PATH": "ds",
-                               "EVAL_MIN_ACCURACY": 0.5},
-                      "def invoke_component(entry, call):\n    return 'a'\n")
-    return folder
+class SilentServer:
+    """Accepts connections and reads each request, never answering (a server that hangs);
+    keeps the request lines it was sent."""
+
+    def __init__(self) -> None:
+        self._listener = socket.create_server(("127.0.0.1", 0))
+        self.uri = f"http://127.0.0.1:{self._listener.getsockname()[1]}"
+        self.requests: list[str] = []
+        self._held: list[socket.socket] = []
+        threading.Thread(target=self._accept, daemon=True).start()
+
+    def _accept(self) -> None:
+        while True:
+            try:
+                connection, _ = self._listener.accept()
+            except OSError:  # closed
+                return
+            self._held.append(connection)
+            threading.Thread(target=self._read, args=(connection,), daemon=True).start()
+
+    def _read(self, connection: socket.socket) -> None:
+        with connection.makefile("rb") as stream:
+            try:
+                line = stream.readline()
+            except OSError:
+                return
+        if line:
+            self.requests.append(line.decode("latin-1").split(" HTTP/")[0])
+
+    def close(self) -> None:
+        self._listener.close()
+        for held in self._held:
+            held.close()
 
 
-@pytest.fixture(scope="module")
-def silent_server() -> Iterator[str]:
-    """A listening socket that never accepts: connections complete, requests are never
-    answered (the kernel's backlog holds them)."""
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as listener:
-        listener.bind(("127.0.0.1", 0))
-        listener.listen(128)
-        yield f"http://127.0.0.1:{listener.getsockname()[1]}"
+@pytest.fixture
+def silent_server() -> Iterator[SilentServer]:
+    server = SilentServer()
+    yield server
+    server.close()
 
 
 def dead_server() -> str:
     return f"http://127.0.0.1:{free_port()}"
 
 
-def run(folder: Path, args: list[str], uri: str) -> tuple[subprocess.CompletedProcess[str], float]:
-    started = time.monotonic()
-    done = subprocess.run([sys.executable, *args], cwd=folder, capture_output=True, text=True,
-                          env=script_env(folder, {"MLFLOW_TRACKING_URI": uri}), timeout=120)
-    return done, time.monotonic() - started
+@pytest.fixture
+def terminal(monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+             ) -> Callable[[], tuple[str, str]]:
+    """What a command printed (stdout, stderr: its log lines included), and the health
+    check's timeout shortened: a silent server is waited on for that long, and only that long
+    (what the server was sent is asserted, not how long it took)."""
+    monkeypatch.delenv(TRACEBACK_VARIABLE, raising=False)
+    monkeypatch.setattr(connection, "_HEALTH_TIMEOUT_SECONDS", 0.2)
+    capsys.readouterr()
+    return capsys.readouterr
+
+
+@pytest.fixture
+def project(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """An eval script and its dataset; the working folder, as for a user."""
+    folder = tmp_path / "project"
+    folder.mkdir()
+    write_dataset(folder / "ds", {"e": entry("functional")})
+    write_eval_script(folder, {"EXPERIMENT_NAME": "hostile/tracking", "DATASET_PATH": "ds",
+                               "EVAL_MIN_ACCURACY": 0.5, "CALLS_LOG": "calls.log"}, COMPONENT)
+    monkeypatch.chdir(folder)
+    return folder
+
+
+def calls_made(folder: Path) -> list[str]:
+    log = folder / "calls.log"
+    return log.read_text().splitlines() if log.exists() else []
+
+
+def run_script_command(project: Path, command: str) -> int:
+    """An eval script command, in this process as the command line runs it."""
+    if command == "evalkit resume":
+        return evalkit_command("resume", RUN_ID, "--script", project / "eval.py")
+    constants = {"EXPERIMENT_NAME": "hostile/tracking", "DATASET_PATH": "ds",
+                 "EVAL_MIN_ACCURACY": 0.5}
+    args = ["--type=functional"] if command == "eval.py --type" else ["--resume", RUN_ID]
+
+    def component(item: Entry, call: Call) -> str:
+        with (project / "calls.log").open("a") as log:
+            log.write(item.id + "\n")
+        return "a"
+
+    return eval_script(constants, component, *args)
 
 
 def assert_one_line_naming(uri: str, stdout: str, stderr: str) -> None:
@@ -76,78 +145,149 @@ def assert_one_line_naming(uri: str, stdout: str, stderr: str) -> None:
     assert "not found" not in stderr
 
 
+def server_uri(kind: str, silent: SilentServer) -> str:
+    return silent.uri if kind == "silent" else dead_server()
+
+
+def assert_health_check_only(server: str, silent: SilentServer) -> None:
+    """A silent server was asked for its health, once, and nothing of MLflow's."""
+    if server == "silent":
+        wait_for(lambda: bool(silent.requests), "the health check to reach the server")
+    assert silent.requests == (["GET /health"] if server == "silent" else [])
+
+
 @pytest.mark.parametrize("server", ["dead", "silent"])
 @pytest.mark.parametrize("command", list(READERS))
-def test_every_reading_command_fails_in_seconds_with_one_line(
-        tmp_path: Path, silent_server: str, server: str, command: str,
-        monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
-    uri = silent_server if server == "silent" else dead_server()
+def test_every_reading_command_fails_after_one_health_check_with_one_line(
+        project: Path, silent_server: SilentServer, server: str, command: str,
+        monkeypatch: pytest.MonkeyPatch, terminal: Callable[[], tuple[str, str]]) -> None:
+    uri = server_uri(server, silent_server)
     monkeypatch.setenv("MLFLOW_TRACKING_URI", uri)
-    started = time.monotonic()
-    assert main(READERS[command]) == 4
-    assert time.monotonic() - started < 10  # the health check gives up after 5 s
-    out, err = capsys.readouterr()
-    assert_one_line_naming(uri, out, err)
+    assert evalkit_command(*READERS[command]) == 4
+    assert_one_line_naming(uri, *terminal())
+    assert_health_check_only(server, silent_server)
+    assert not (project / "mlflow.db").exists()
 
 
 @pytest.mark.parametrize("server", ["dead", "silent"])
-@pytest.mark.parametrize("command", list(COMMANDS))
-def test_every_eval_script_command_fails_in_seconds_with_one_line(
-        project: Path, silent_server: str, server: str, command: str) -> None:
-    uri = silent_server if server == "silent" else dead_server()
-    done, elapsed = run(project, COMMANDS[command], uri)
-    assert done.returncode == 4, done.stderr
-    # The health check gives up after 5 s; the rest is starting Python and importing MLflow,
-    # seconds on a loaded 2-core machine (a hang, or MLflow's own retries, take minutes).
-    assert elapsed < 30
-    assert_one_line_naming(uri, done.stdout, done.stderr)
+@pytest.mark.parametrize("command", SCRIPT_COMMANDS)
+def test_every_eval_script_command_fails_after_one_health_check_before_any_call(
+        project: Path, silent_server: SilentServer, server: str, command: str,
+        monkeypatch: pytest.MonkeyPatch, terminal: Callable[[], tuple[str, str]]) -> None:
+    uri = server_uri(server, silent_server)
+    monkeypatch.setenv("MLFLOW_TRACKING_URI", uri)
+    assert run_script_command(project, command) == 4
+    assert_one_line_naming(uri, *terminal())
+    assert_health_check_only(server, silent_server)
+    assert calls_made(project) == []
+    assert not (project / "mlflow.db").exists() and not (project / ".evalkit").exists()
 
 
-def test_credentials_in_a_dead_uri_are_never_shown(project: Path) -> None:
+@pytest.mark.parametrize("command", ["history", "eval.py --type"])
+def test_credentials_in_a_dead_uri_are_never_shown(
+        project: Path, command: str, monkeypatch: pytest.MonkeyPatch,
+        terminal: Callable[[], tuple[str, str]]) -> None:
     uri = dead_server().replace("http://", f"http://evalkit:{PASSWORD}@")
-    for args in (["-m", "evalkit", *READERS["history"]], COMMANDS["eval.py --type"]):
-        done, _ = run(project, args, uri)
-        assert done.returncode == 4
-        assert PASSWORD not in done.stdout + done.stderr
-        assert "evalkit:***@127.0.0.1" in done.stderr
+    monkeypatch.setenv("MLFLOW_TRACKING_URI", uri)
+    status = (evalkit_command(*READERS["history"]) if command == "history"
+              else run_script_command(project, command))
+    assert status == 4
+    out, err = terminal()
+    assert PASSWORD not in out + err
+    assert_one_line_naming(uri.replace(PASSWORD, "***"), out, err)
+    assert "evalkit:***@127.0.0.1" in err
 
 
 def test_the_health_check_sends_uri_credentials_as_basic_auth() -> None:
-    request = _health_request(f"http://ann%40corp:{PASSWORD}@127.0.0.1:5000/mlflow/")
+    request = connection._health_request(f"http://ann%40corp:{PASSWORD}@127.0.0.1:5000/mlflow/")
     assert request.full_url == "http://127.0.0.1:5000/mlflow/health"
     assert request.get_header("Authorization") == \
         "Basic " + base64.b64encode(f"ann@corp:{PASSWORD}".encode()).decode()
-    assert _with_password_masked(f"http://ann:{PASSWORD}@h:1/x") == (
-        "http://ann:***@h:1/x", PASSWORD)
-    assert _with_password_masked("sqlite:///mlflow.db") == ("sqlite:///mlflow.db", None)
+    masked = connection.Connection.to(f"http://ann:{PASSWORD}@h:1/x")
+    assert (masked.shown, masked.password) == ("http://ann:***@h:1/x", PASSWORD)
+    assert masked.hide_password(f"failed: {PASSWORD} refused") == "failed: *** refused"
+    local = connection.Connection.to("sqlite:///mlflow.db")
+    assert (local.shown, local.password, local.is_remote) == ("sqlite:///mlflow.db", None, False)
+
+
+def test_the_health_check_is_one_request_of_5_seconds_at_most(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    asked: list[tuple[str, float]] = []
+
+    def hanging(request: urllib.request.Request, timeout: float) -> None:
+        asked.append((request.full_url, timeout))
+        raise TimeoutError("timed out")
+
+    monkeypatch.setattr(urllib.request, "urlopen", hanging)
+    server = connection.Connection.to("http://127.0.0.1:5000/mlflow")
+    assert not server.answers()
+    assert asked == [("http://127.0.0.1:5000/mlflow/health", 5.0)]
+    assert connection.Connection.to("sqlite:///mlflow.db").answers()  # nothing asked
+    assert len(asked) == 1
+
+
+class Exploding(MemoryBackend):
+    """A store whose library fails in a way nobody foresaw, quoting what it was given."""
+
+    def experiment_id(self, name: str, create: bool = True) -> str | None:
+        raise KeyError(f"tok-abcdef123456 at http://ann:{PASSWORD}@127.0.0.1:1/api")
+
+
+def test_an_unexpected_error_under_a_command_is_one_redacted_line(
+        project: Path, monkeypatch: pytest.MonkeyPatch,
+        terminal: Callable[[], tuple[str, str]]) -> None:
+    monkeypatch.setenv("SERVICE_TOKEN", "tok-abcdef123456")
+    monkeypatch.setattr("evalkit.cli._main.Tracker",
+                        lambda *args, **kwargs: Tracker(backend=Exploding()))
+    assert evalkit_command(*READERS["history"]) == 4
+    out, err = terminal()
+    assert err.count("\n") == 1 and "Traceback" not in out + err
+    assert err.startswith("error: unexpected KeyError: ")
+    assert "tok-abcdef123456" not in err and "[REDACTED:SERVICE_TOKEN]" in err
+    assert PASSWORD not in err and "ann:***@127.0.0.1" in err
+    monkeypatch.setenv(TRACEBACK_VARIABLE, "1")  # for a bug report
+    assert evalkit_command(*READERS["history"]) == 4
+    assert "Traceback" in terminal()[1]
+
+
+# --- processes of their own, real servers (slow) ------------------------------------------------
+
+@pytest.mark.slow
+def test_an_eval_script_against_a_dead_server_exits_4_with_one_line(project: Path) -> None:
+    uri = dead_server().replace("http://", f"http://evalkit:{PASSWORD}@")
+    done = run_eval(project, "--type=functional", env={"MLFLOW_TRACKING_URI": uri})
+    assert done.returncode == 4, done.stderr
+    assert_one_line_naming(uri.replace(PASSWORD, "***"), done.stdout, done.stderr)
+    assert PASSWORD not in done.stdout + done.stderr
+    assert calls_made(project) == []
 
 
 @pytest.mark.slow
 def test_a_server_uri_with_credentials_is_accepted_and_the_password_kept_secret(
-        tmp_path: Path) -> None:
+        tmp_path: Path, project: Path, monkeypatch: pytest.MonkeyPatch,
+        terminal: Callable[[], tuple[str, str]]) -> None:
     server = MlflowServer(f"sqlite:///{tmp_path / 'server.db'}", tmp_path / "artifacts",
                           free_port())
     server.start()
     try:
-        folder = tmp_path / "project"
-        folder.mkdir()
-        write_dataset(folder / "ds", {"e": entry("functional")})
-        write_eval_script(folder, {"EXPERIMENT_NAME": "hostile/creds", "DATASET_PATH": "ds",
-                                   "EVAL_MIN_ACCURACY": 0.5},
-                          "def invoke_component(entry, call):\n    return 'a'\n")
         uri = server.uri.replace("http://", f"http://evalkit:{PASSWORD}@")
-        done = run_script(folder, "--type=functional", env={"MLFLOW_TRACKING_URI": uri})
+        done = run_eval(project, "--type=functional", env={"MLFLOW_TRACKING_URI": uri})
         assert done.returncode == 0, done.stderr
-        history, _ = run(folder, ["-m", "evalkit", "history", "hostile/creds"], uri)
-        assert history.returncode == 0, history.stderr
-        shown = done.stdout + done.stderr + history.stdout + history.stderr
+        assert calls_made(project) == ["e"]
+        monkeypatch.setenv("MLFLOW_TRACKING_URI", uri)
+        assert evalkit_command("history", "hostile/tracking") == 0
+        out, err = terminal()
+        shown = done.stdout + done.stderr + out + err
         # printed without its credentials (shown_uri), never with the password
         assert PASSWORD not in shown and server.uri in shown
-        client = mlflow.MlflowClient(server.uri)
-        (run_,) = client.search_runs(
-            [client.get_experiment_by_name("hostile/creds").experiment_id])
-        assert PASSWORD not in repr(run_.data.params) + repr(run_.data.tags)
-        report = (folder / "reports" / "report-functional.md").read_text()
-        assert PASSWORD not in report
+        reader = Tracker(server.uri).reader
+        (run,) = reader.runs("hostile/tracking")
+        assert run.status == "FINISHED"
+        assert PASSWORD not in repr(run.params) + repr(run.tags)
+        reports = [reader.read_text(run.run_id, f"reports/{name}")
+                   for name in ("report-functional.md", "summary.md")]
+        reports += [p.read_text() for p in (project / "reports").iterdir()]
+        assert [r for r in reports if PASSWORD in r] == []
     finally:
         server.stop()
+

@@ -12,6 +12,7 @@ MLflow supported.
 from __future__ import annotations
 
 import inspect
+import json
 import uuid
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -80,26 +81,31 @@ def test_a_finished_span_is_an_mlflow_span_with_evalkits_ids_and_attributes() ->
     assert [e.attributes["exception.message"] for e in call.events] == ["Boom: no"]
     again = private.finished_span(trace_id, "call 0", "e1", 1_000, 5_000, "UNKNOWN", {}, None)
     assert again.span_id == call.span_id  # written again, found again
-    assert root.to_otel_proto().name == "e1"  # what log_spans sends a server
 
 
 def test_the_sql_store_internals_insert_assessments_uses() -> None:
     from mlflow.entities import AssessmentSource, Feedback
+    from mlflow.store.db.utils import _get_managed_session_maker
     from mlflow.store.tracking.dbmodels.models import SqlAssessments
     from mlflow.store.tracking.sqlalchemy_store import SqlAlchemyStore
 
     assert inspect.isclass(SqlAlchemyStore)  # is_sql_store
-    accepts(SqlAssessments.from_mlflow_entity, object())
-    columns = {c.name for c in SqlAssessments.__table__.columns}
-    assert {"experiment_id", "trace_timestamp_ms"} <= columns
-    # the session maker is the store's own attribute, made when it opens the database
+    # the session maker is the store's own attribute, made when it opens the database...
     assert "self.ManagedSessionMaker" in inspect.getsource(SqlAlchemyStore.__init__)
+    # ...and evalkit's session is a write session: ManagedSessionMaker(read_only=False)
+    accepts(_get_managed_session_maker(None, "sqlite"), read_only=False)
+    accepts(SqlAssessments.from_mlflow_entity, object())
     row = SqlAssessments.from_mlflow_entity(Feedback(
         name="functional", value=True, rationale="PASS",
         source=AssessmentSource(source_type="CODE", source_id="evalkit.exact"),
         trace_id=trace_id_for("run", "e1")))
     assert (row.name, row.trace_id, row.source_type) == (
         "functional", trace_id_for("run", "e1"), "CODE")
+    row.experiment_id, row.trace_timestamp_ms = 1, 1_700_000_000_000  # as evalkit does
+    unfilled = [c.name for c in SqlAssessments.__table__.columns
+                if not c.nullable and c.default is None and c.server_default is None
+                and getattr(row, c.name) is None]
+    assert unfilled == [], f"a row evalkit inserts leaves required columns empty: {unfilled}"
 
 
 def test_dataset_records_upsert_on_the_clients_store() -> None:
@@ -128,6 +134,14 @@ def test_an_mlflow_client_holds_its_tracking_client() -> None:
     assert client._tracking_client._log_url("run-id") is None
     assert mlflow.MlflowClient("http://127.0.0.1:9")._tracking_client._log_url is not \
         client._tracking_client._log_url  # this client only
+
+
+def test_a_runs_linked_prompts_tag_and_its_updater_are_where_evalkit_looks() -> None:
+    from mlflow.tracing.constant import TraceTagKey
+    from mlflow.tracing.utils.prompt import update_linked_prompts_tag
+
+    assert TraceTagKey.LINKED_PROMPTS == "mlflow.linkedPrompts"
+    accepts(update_linked_prompts_tag, None, [])
 
 
 # --- what they do, against real stores (slow) ---------------------------------------------------
@@ -202,9 +216,11 @@ def test_assessments_inserted_in_one_transaction_are_read_back(tracking_uri: str
 
 
 @pytest.mark.slow
-def test_upserted_dataset_records_come_back(tracking_uri: str) -> None:
+def test_upserted_dataset_records_come_back(tracking_uri: str,
+                                            monkeypatch: pytest.MonkeyPatch) -> None:
     import mlflow
 
+    monkeypatch.setenv("MLFLOW_TRACKING_URI", tracking_uri)  # where a dataset reads its records
     client = mlflow.MlflowClient(tracking_uri)
     experiment_id, _ = new_run(client)
     dataset = client.create_dataset(name=f"private-{uuid.uuid4().hex[:8]}",
@@ -216,6 +232,20 @@ def test_upserted_dataset_records_come_back(tracking_uri: str) -> None:
     assert set(records) == {"e1", "e2"}  # the same input twice stays two records
     assert records["e2"].inputs == {"entry_id": "e2", "input": "same"}
     assert records["e2"].expectations == {"expected_output": "out e2"}
+
+
+@pytest.mark.slow
+def test_a_prompt_is_linked_to_a_run_of_the_clients_own_store(tmp_path: Path) -> None:
+    import mlflow
+
+    # a store that is not the process-wide one (MLFLOW_TRACKING_URI names another)
+    client = mlflow.MlflowClient(f"sqlite:///{tmp_path / 'own.db'}")
+    _, run_id = new_run(client)
+    prompt = client.register_prompt(name=f"p-{uuid.uuid4().hex[:8]}", template="Say {{x}}.")
+    private.link_prompt_to_run(client, run_id, prompt)
+    private.link_prompt_to_run(client, run_id, prompt)  # a second link adds nothing
+    linked = json.loads(client.get_run(run_id).data.tags["mlflow.linkedPrompts"])
+    assert linked == [{"name": prompt.name, "version": str(prompt.version)}]
 
 
 @pytest.fixture(scope="module")
@@ -283,5 +313,6 @@ def test_every_private_interface_is_tested_here() -> None:
                   and not name.startswith("_")}
     assert documented == {"tracing_client", "log_spans", "finished_span", "span_id",
                           "is_sql_store", "insert_assessments", "upsert_dataset_records",
-                          "quiet_run_urls"}, "add a test of the new private interface"
+                          "link_prompt_to_run", "quiet_run_urls"}, \
+        "add a test of the new private interface"
     assert Path(private.__file__).name == "_mlflow_private.py"

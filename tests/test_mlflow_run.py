@@ -186,3 +186,37 @@ def test_secrets_in_the_environment_never_reach_mlflow_or_reports(
                          default=str)]
     assert [text for text in texts if secret in text] == []
     assert any("[REDACTED:PROVIDER_API_KEY]" in text for text in texts)
+
+
+def test_an_evaluation_writes_only_to_the_store_it_was_given(
+        tmp_path: Path, tracking_uri: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A tracker given its store explicitly (a notebook, a service) leaves the process's
+    default store alone, even when the dataset is registered already (the second run)."""
+    elsewhere = tmp_path / "elsewhere" / "mlflow.db"
+    monkeypatch.setenv("MLFLOW_TRACKING_URI", f"sqlite:///{elsewhere}")
+    dataset = write_dataset(tmp_path / "ds", {"e": entry("functional")})
+    config = config_for(tmp_path, dataset)
+    for _ in range(2):
+        evaluate(config, RecordingComponent(), Selection.parse("all", None, False),
+                 tracker=Tracker(tracking_uri), runs_dir=tmp_path / ".evalkit" / "runs")
+    assert not elsewhere.exists()
+
+
+def test_a_judged_run_links_its_prompts_in_the_store_it_was_given(
+        tmp_path: Path, tracking_uri: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    from tests.openai_stub import OpenAIStub
+
+    elsewhere = tmp_path / "elsewhere" / "mlflow.db"
+    monkeypatch.setenv("MLFLOW_TRACKING_URI", f"sqlite:///{elsewhere}")
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-test-prompts")
+    dataset = write_dataset(tmp_path / "ds", {"e": entry("functional")})
+    with OpenAIStub() as stub:
+        monkeypatch.setenv("OPENAI_BASE_URL", stub.base_url)
+        config = config_for(tmp_path, dataset, SCORER="llm_judge", JUDGE_MODEL="stub-judge")
+        outcome = evaluate(config, RecordingComponent(), Selection.parse("all", None, False),
+                           tracker=Tracker(tracking_uri),
+                           runs_dir=tmp_path / ".evalkit" / "runs")
+    tags = mlflow.MlflowClient(tracking_uri).get_run(outcome.run_id).data.tags
+    assert [p["name"] for p in json.loads(tags.get("mlflow.linkedPrompts", "[]"))] == [
+        "evalkit-judge-expected"]
+    assert not elsewhere.exists()

@@ -11,12 +11,11 @@ from typing import Any
 import pytest
 
 from evalkit import Call, Entry, EvalConfig, Selection, evaluate
-from evalkit.cli import main
-from evalkit.cli._common import _PROCESS_DEFAULTS
 from evalkit.reports import render_reports
 from evalkit.run import build_plan, evaluate_calibration, evaluate_replicates, record_plan
 from evalkit.tracking import Tracker
 from tests.builders import entry, write_dataset
+from tests.commands import evalkit_command
 
 STABLE = [f"stable-{i}" for i in range(7)]
 LATE = [f"late-{i}" for i in range(3)]
@@ -185,8 +184,9 @@ def sampled(entry: Entry, call: Call) -> Any:
 
 @pytest.mark.slow
 def test_plan_command_on_a_local_store(tmp_path: Path, tracking_uri: str,
-                                       monkeypatch: pytest.MonkeyPatch,
-                                       capsys: pytest.CaptureFixture[str]) -> None:
+                                       capsys: pytest.CaptureFixture[str],
+                                       monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("MLFLOW_TRACKING_URI", tracking_uri)  # the command's store
     dataset = write_dataset(tmp_path / "ds", {
         **{f"r{i}": entry("repeatability") for i in range(5)},
         **{f"f{i}": entry("functional") for i in range(10)}})
@@ -199,10 +199,8 @@ def test_plan_command_on_a_local_store(tmp_path: Path, tracking_uri: str,
     evaluate(config, sampled, Selection("all"), tracker=tracker, runs_dir=tmp_path / "runs")
     evaluate_replicates(config, sampled, Selection("all"), tracker=tracker,
                         runs_dir=tmp_path / "runs")
-    for name, value in _PROCESS_DEFAULTS.items():  # the command sets them for its process
-        monkeypatch.setenv(name, value)
     capsys.readouterr()
-    assert main(["plan", "plan/cli", "--json"]) == 0  # reports/ in the working folder
+    assert evalkit_command("plan", "plan/cli", "--json") == 0  # reports/ in the working folder
     document = json.loads(capsys.readouterr().out)
     assert [m["source"] for m in document["measured_p"]] == ["repeats", "replicates"]
     for m in document["measured_p"]:

@@ -19,7 +19,6 @@ import shutil
 import signal
 import socket
 import subprocess
-import sys
 import time
 import urllib.error
 import urllib.request
@@ -30,6 +29,8 @@ from typing import Any
 
 import mlflow
 import pytest
+
+from tests.processes import run_eval
 
 pytestmark = pytest.mark.llm
 
@@ -122,19 +123,12 @@ def llm_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
         _stop(server)
 
 
-def _run_eval(project: Path, base_url: str, api_key: str,
-              tracking_uri: str) -> subprocess.CompletedProcess[str]:
-    env = {k: v for k, v in os.environ.items()
-           if not k.startswith(("MLFLOW_", "OPENAI_", "EVALKIT_LLM_"))}
-    env.update({
+def _run_eval(project: Path, base_url: str, api_key: str) -> subprocess.CompletedProcess[str]:
+    """The script as a user runs it, in a process of its own, against the project's own
+    store; the server on loopback bypasses any proxy of the environment."""
+    return run_eval(project, "--type=all", script=str(SCRIPT), timeout=EVAL_TIMEOUT, env={
         "OPENAI_BASE_URL": f"{base_url}/v1", "OPENAI_API_KEY": api_key,
-        "MLFLOW_TRACKING_URI": tracking_uri,
-        "PYTHONPATH": os.pathsep.join(p for p in (str(REPO), env.get("PYTHONPATH")) if p),
-        "NO_PROXY": NO_PROXY, "no_proxy": NO_PROXY,
-    })
-    return subprocess.run([sys.executable, str(SCRIPT), "--type=all"], cwd=project, env=env,
-                          stdin=subprocess.DEVNULL, capture_output=True, text=True,
-                          timeout=EVAL_TIMEOUT)
+        "NO_PROXY": NO_PROXY, "no_proxy": NO_PROXY})
 
 
 def _dataset_entries(dataset: Path) -> list[dict[str, Any]]:
@@ -158,10 +152,10 @@ def test_eval_llm_runs_end_to_end_against_a_real_model(
     shutil.copy2(REPO / SCRIPT, tmp_path / SCRIPT)
     shutil.copytree(REPO / DATASET, tmp_path / DATASET)
     api_key = "sk-local-" + uuid.uuid4().hex  # unique: any trace of it is a leak
-    tracking_uri = f"sqlite:///{tmp_path / 'mlflow.db'}"
+    tracking_uri = f"sqlite:///{tmp_path / 'mlflow.db'}"  # the project's own (run_eval's)
 
     started = time.monotonic()
-    result = _run_eval(tmp_path, llm_server, api_key, tracking_uri)
+    result = _run_eval(tmp_path, llm_server, api_key)
     elapsed = time.monotonic() - started
     console = result.stdout + result.stderr
     # Thresholds are 0: anything but 0 is broken plumbing, never a weak model.

@@ -16,8 +16,6 @@ from typing import Any
 import pytest
 
 from evalkit import Call, Entry, EvalConfig, Selection
-from evalkit.cli import main
-from evalkit.cli._common import _PROCESS_DEFAULTS
 from evalkit.records import Mode, names
 from evalkit.reports import render_reports
 from evalkit.run import (
@@ -32,6 +30,7 @@ from evalkit.run._replicates import LOCK_FILE, SeedLock, seeds_for
 from evalkit.stats import replicate_seed
 from evalkit.tracking import Tracker, history, render_history
 from tests.builders import entry, write_dataset
+from tests.commands import evalkit_command
 from tools.team_server import MlflowServer, free_port
 
 ENTRIES = {f"q{i:02d}": entry("functional") for i in range(24)}
@@ -301,21 +300,20 @@ def test_history_folds_a_series_into_its_parent_newest_first(tmp_path: Path,
 # --- the commands, on real stores (slow) --------------------------------------------------------
 
 @pytest.fixture
-def command(monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> Any:
+def command(capsys: pytest.CaptureFixture[str]) -> Any:
     """``evalkit ARGS`` in this process against ``MLFLOW_TRACKING_URI``: (status, stdout)."""
-    for name, value in _PROCESS_DEFAULTS.items():  # the command sets them for its process
-        monkeypatch.setenv(name, value)
-
     def run(*args: str) -> tuple[int, str]:
         capsys.readouterr()
-        status = main(list(args))
+        status = evalkit_command(*args)
         return status, capsys.readouterr().out
     return run
 
 
 @pytest.mark.slow
 def test_compare_and_history_commands_on_the_local_store(
-        tmp_path: Path, tracking_uri: str, command: Any) -> None:
+        tmp_path: Path, tracking_uri: str, command: Any,
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("MLFLOW_TRACKING_URI", tracking_uri)  # the commands' store
     tracker = Tracker(tracking_uri)
     untraced = {"TRACE_CALLS": False}  # what the commands read is the runs, not their traces
     run_pack(tmp_path, tracker, 0.7, "cli/a", replicated=False, **untraced)
@@ -362,10 +360,10 @@ def test_history_lists_runs_from_a_tracking_server(
     cfg = EvalConfig.from_constants({
         "EXPERIMENT_NAME": "hist/server", "DATASET_PATH": str(dataset),
         "REPORTS_DIR": str(tmp_path / "reports"), "EVAL_MIN_ACCURACY": 0.5}, "eval.py")
+    monkeypatch.setenv("MLFLOW_TRACKING_URI", mlflow_server)  # as its users export it
     for _ in range(2):
-        evaluate(cfg, lambda item, call: "a", Selection("all"), tracker=Tracker(mlflow_server),
+        evaluate(cfg, lambda item, call: "a", Selection("all"), tracker=Tracker(),
                  runs_dir=tmp_path / "runs")
-    monkeypatch.setenv("MLFLOW_TRACKING_URI", mlflow_server)
     status, out = command("history", "hist/server", "--json")
     assert status == 0
     rows = json.loads(out)

@@ -22,13 +22,13 @@ import mlflow
 import pytest
 
 from evalkit import Call, ConfigError, Entry, EvalConfig, RunInterrupted, Selection, evaluate
-from evalkit.cli import main
-from evalkit.cli._common import _PROCESS_DEFAULTS
+from evalkit._errors import TrackingError
 from evalkit.reports import render_reports
 from evalkit.run import Stop, resume
 from evalkit.tracking import MemoryBackend, Tracker, TrackingOffline, history
 from evalkit.tracking._memory import MemoryTraceStore
 from tests.builders import entry, write_dataset, write_eval_script
+from tests.commands import evalkit_command
 from tests.processes import run_evalkit, start_eval, wait_for
 from tests.test_traces import assert_memory_traces_match_results, assert_traces_match_results
 from tools.team_server import TeamServer
@@ -84,9 +84,8 @@ class FlakyServer(MemoryBackend):
 
     def check_reachable(self) -> None:
         if self.down:
-            from evalkit.tracking._connection import Connection
-
-            Connection.to("http://127.0.0.1:9").check_reachable()  # the real error, refused
+            raise TrackingError(f"cannot reach the MLflow tracking server at "
+                                f"{self.tracking_uri} (Connection refused)")
 
     def answers(self) -> bool:
         return not self.down
@@ -111,7 +110,7 @@ class Outage:
     """Counts the component's calls; the ``at``-th takes the server down (and, with
     ``stop``, then asks the run to stop), the way an outage strikes mid-run."""
 
-    def __init__(self, server: Any, at: int, stop: Stop | None = None) -> None:
+    def __init__(self, server: FlakyServer, at: int, stop: Stop | None = None) -> None:
         self.server, self.at, self.stop = server, at, stop
         self.calls: list[tuple[str, int]] = []
         self.lock = threading.Lock()
@@ -121,10 +120,7 @@ class Outage:
             self.calls.append((item.id, call.repeat))
             now = len(self.calls) == self.at
         if now:
-            if isinstance(self.server, FlakyServer):
-                self.server.down = True
-            else:
-                self.server.mlflow.stop()
+            self.server.down = True
             if self.stop is not None:
                 self.stop.request()
 
@@ -134,15 +130,15 @@ def right_when_0_to_6(item: Entry, call: Call) -> str:
 
 
 def project_config(tmp_path: Path, experiment: str, entries: int = 12,
-                   **constants: Any) -> EvalConfig:
+                   reports: str = "reports", **constants: Any) -> EvalConfig:
     """``entries`` functional entries (right when the id ends in 0-6) and one repeatability
-    entry of three repeats."""
+    entry of three repeats; the reports in ``tmp_path/reports``."""
     dataset = write_dataset(tmp_path / "ds", {
         **{f"e{i:02d}": entry("functional") for i in range(entries)},
         "rep": entry("repeatability")})
     return EvalConfig.from_constants({
         "EXPERIMENT_NAME": experiment, "DATASET_PATH": str(dataset),
-        "REPORTS_DIR": str(tmp_path / "reports"), "EVAL_MIN_ACCURACY": 0.5, "REPEAT_COUNT": 3,
+        "REPORTS_DIR": str(tmp_path / reports), "EVAL_MIN_ACCURACY": 0.5, "REPEAT_COUNT": 3,
         "EVAL_MIN_ACCURACY_REPEATABILITY": 0.5, "MAX_CONCURRENCY": 1, **constants}, "eval.py")
 
 
@@ -253,10 +249,10 @@ def interrupted(tmp_path: Path, tracker: Tracker, config: EvalConfig, after: int
 
 def test_an_interrupted_run_resumes_with_only_the_missing_calls(tmp_path: Path,
                                                                 tracker: Tracker) -> None:
-    reference = evaluate(project_config(tmp_path / "reference", "team/resume"),
+    reference = evaluate(project_config(tmp_path, "team/resume", reports="reference"),
                          right_when_0_to_6, Selection("all"), tracker=tracker,
                          runs_dir=tmp_path / "runs")
-    config = project_config(tmp_path / "interrupted", "team/resume")
+    config = project_config(tmp_path, "team/resume", reports="interrupted")
     run_id, before = interrupted(tmp_path, tracker, config, 5, right_when_0_to_6)
     assert tracker.reader.stored(run_id).status == "KILLED"
     assert len(before) == 5
@@ -287,8 +283,7 @@ def test_an_interrupted_run_resumes_with_only_the_missing_calls(tmp_path: Path,
                 if not line.startswith(("- **Date:**", "- **MLflow:**"))]
 
     for name in ("report-functional.md", "report-repeatability.md"):
-        assert body(tmp_path / "interrupted" / "reports" / name) == \
-            body(tmp_path / "reference" / "reports" / name)
+        assert body(tmp_path / "interrupted" / name) == body(tmp_path / "reference" / name)
     with pytest.raises(ConfigError, match="nothing to resume"):
         resume(config, component, run_id, tracker=tracker, runs_dir=tmp_path / "runs")
 
@@ -353,14 +348,11 @@ def team_up(team: TeamServer) -> Iterator[TeamServer]:
 
 
 @pytest.fixture
-def command(monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> Any:
+def command(capsys: pytest.CaptureFixture[str]) -> Any:
     """``evalkit ARGS`` in this process: (status, stdout, stderr)."""
-    for name, value in _PROCESS_DEFAULTS.items():  # the command sets them for its process
-        monkeypatch.setenv(name, value)
-
     def run(*args: str) -> tuple[int, str, str]:
         capsys.readouterr()
-        status = main(list(args))
+        status = evalkit_command(*args)
         out, err = capsys.readouterr()
         return status, out, err
     return run
@@ -373,7 +365,8 @@ def test_a_full_evaluation_against_the_team_server(
     from evalkit.run import evaluate_replicates
 
     config = project_config(tmp_path, "team/full", REPLICATES=2)
-    tracker = Tracker(team_up.tracking_uri)
+    monkeypatch.setenv("MLFLOW_TRACKING_URI", team_up.tracking_uri)  # as its users export it
+    tracker = Tracker()
     single = evaluate(config, right_when_0_to_6, Selection("all"), tracker=tracker,
                       runs_dir=tmp_path / "runs")
     series = evaluate_replicates(config, right_when_0_to_6, Selection("all"), tracker=tracker,
@@ -396,7 +389,6 @@ def test_a_full_evaluation_against_the_team_server(
     assert len(table["data"]) == 13 and "correct" in table["columns"]
     assert_traces_match_results(team_up.tracking_uri, single.run_id)
     # Reports rendered back through the server equal the ones written at the end of the run.
-    monkeypatch.setenv("MLFLOW_TRACKING_URI", team_up.tracking_uri)
     status, _, err = command("report", single.run_id, "--output", str(tmp_path / "again"))
     assert status == 0, err
     for name in ("report-functional.md", "report-repeatability.md"):

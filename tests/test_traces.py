@@ -19,7 +19,7 @@ import mlflow
 import pytest
 
 from evalkit import Call, Entry, EvalConfig, Selection, evaluate
-from evalkit.records import ItemResult, ReviewerVerdict, ScoredRun, TypeResult, names
+from evalkit.records import ItemCell, ItemResult, ReviewerVerdict, ScoredRun, TypeResult, names
 from evalkit.reports import render_reports
 from evalkit.run import evaluate_replicates
 from evalkit.tracking import MemoryBackend, Tracker, stability_assessment
@@ -171,8 +171,8 @@ def test_trace_calls_false_writes_no_trace(tmp_path: Path, tracker: Tracker) -> 
 
 
 def test_stability_names_the_items_that_flip() -> None:
-    right = {"correct": True, "outputs": ["a"], "error": None}
-    wrong = {"correct": False, "outputs": ["b"], "error": None}
+    right = ItemCell(True, True, ("a",), None)
+    wrong = ItemCell(False, False, ("b",), None)
     assert stability_assessment("functional", [right, right]).value == "always right"
     assert stability_assessment("functional", [wrong, None]).value == "always wrong"
     changed = stability_assessment("functional", [right, wrong])
@@ -233,8 +233,10 @@ def team(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
 @pytest.mark.slow
 @pytest.mark.parametrize("store", ["local", "team server"])
 def test_200_entries_x_5_repeats_at_concurrency_16_give_one_trace_each(
-        tmp_path: Path, request: pytest.FixtureRequest, store: str) -> None:
-    tracking_uri = request.getfixturevalue("tracking_uri" if store == "local" else "team")
+        tmp_path: Path, request: pytest.FixtureRequest, store: str, tracking_uri: str) -> None:
+    # (the local store asked for by name: conftest makes it the process default only then)
+    if store == "team server":
+        tracking_uri = request.getfixturevalue("team")
     dataset = write_dataset(tmp_path / "ds", {f"e{i:03d}": entry("repeatability")
                                               for i in range(200)})
     config = EvalConfig.from_constants({
@@ -318,6 +320,9 @@ def test_a_judged_run_registers_its_prompts_and_traces_the_judge(
     from tests.openai_stub import OpenAIStub
 
     monkeypatch.setenv("OPENAI_API_KEY", "sk-test-traces")
+    # the process's own store too, as for eval.py: MLflow links a prompt to a run through the
+    # process's tracking store (tests/test_mlflow_run.py holds the case where they differ)
+    monkeypatch.setenv("MLFLOW_TRACKING_URI", tracking_uri)
     dataset = write_dataset(tmp_path / "ds", {"e1": entry("functional"),
                                               "e2": entry("repeatability")})
     with OpenAIStub() as stub:

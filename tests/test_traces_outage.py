@@ -1,6 +1,10 @@
-"""Traces and assessments survive an outage: a run, or a replicate series, that loses its team
-server (PostgreSQL + MLflow on loopback) mid-run ends as a bundle, and after ``evalkit sync``
-the server holds one trace per entry with every verdict, as an uninterrupted run would."""
+"""Traces and assessments survive an outage: a run, or a replicate series, that loses its
+tracking server mid-run ends as a bundle, and after ``evalkit sync`` the server holds one trace
+per entry with every verdict, as an uninterrupted run would.
+
+What goes into the bundles and comes out of sync is checked against a server in memory that
+stops answering on cue (fast); the same through a real team server (PostgreSQL + MLflow on
+loopback), whose stored traces sync must not duplicate, is slow."""
 
 from __future__ import annotations
 
@@ -9,19 +13,25 @@ import threading
 from collections import Counter
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import mlflow
 import pytest
 
 from evalkit import Call, Entry, EvalConfig, Selection, evaluate
-from evalkit.cli import main
+from evalkit.cli._common import _PROCESS_DEFAULTS
 from evalkit.run import evaluate_replicates
 from evalkit.tracking import Tracker, TrackingOffline
-from tests.conftest import entry, write_dataset
-from tests.test_traces import assert_traces_match_results, traces_of
+from tests.builders import entry, write_dataset
+from tests.commands import evalkit_command
+from tests.test_team_server import FlakyServer
+from tests.test_traces import (
+    assert_memory_traces_match_results,
+    assert_traces_match_results,
+    memory_assessments,
+    traces_of,
+)
 from tools.team_server import TeamServer
-
-pytestmark = pytest.mark.slow
 
 
 @pytest.fixture(scope="module")
@@ -30,19 +40,32 @@ def team(tmp_path_factory: pytest.TempPathFactory) -> Iterator[TeamServer]:
         yield server
 
 
-class Outage:
-    """Counts the component's calls; the ``at``-th stops the MLflow server (the database
-    survives), the way an outage strikes a run mid-way. The other calls go on meanwhile."""
+@pytest.fixture
+def bounded_retries(monkeypatch: pytest.MonkeyPatch) -> None:
+    """MLflow's HTTP retries bounded as the command line bounds them for its process: an
+    evaluation called from Python leaves MLflow's defaults, about four minutes of retries per
+    request to a server that stopped."""
+    for name, value in _PROCESS_DEFAULTS.items():
+        monkeypatch.setenv(name, value)
 
-    def __init__(self, team: TeamServer, at: int) -> None:
-        self.team, self.at, self.calls, self.lock = team, at, 0, threading.Lock()
+
+class Outage:
+    """Counts the component's calls; the ``at``-th stops the server (a team server's MLflow
+    process, its database surviving; or a server in memory), the way an outage strikes a run
+    mid-way. The other calls go on meanwhile."""
+
+    def __init__(self, server: TeamServer | FlakyServer, at: int) -> None:
+        self.server, self.at, self.calls, self.lock = server, at, 0, threading.Lock()
 
     def tick(self) -> None:
         with self.lock:
             self.calls += 1
             now = self.calls == self.at
         if now:
-            self.team.mlflow.stop()
+            if isinstance(self.server, FlakyServer):
+                self.server.down = True
+            else:
+                self.server.mlflow.stop()
 
 
 def restart(team: TeamServer) -> None:
@@ -54,11 +77,75 @@ def sync(bundles: list[Path], team: TeamServer, monkeypatch: pytest.MonkeyPatch)
     """The server back, then ``evalkit sync`` (the command's own code, in this process)."""
     restart(team)
     monkeypatch.setenv("MLFLOW_TRACKING_URI", team.tracking_uri)
-    assert main(["sync", *map(str, bundles)]) == 0
+    assert evalkit_command("sync", *bundles) == 0
 
 
+SERIES = {"steady": entry("functional"), "flaky": entry("functional"),
+          "wrong": entry("functional")}
+STABILITY = {
+    "steady": [("always right", "r0: right (a); r1: right (a); r2: right (a)")],
+    "flaky": [("changed", "r0: right (a); r1: wrong (b); r2: right (a)")],
+    "wrong": [("always wrong", "r0: wrong (b); r1: wrong (b); r2: wrong (b)")]}
+
+
+def series_config(tmp_path: Path, experiment: str) -> EvalConfig:
+    return EvalConfig.from_constants({
+        "EXPERIMENT_NAME": experiment, "DATASET_PATH": str(write_dataset(tmp_path / "ds",
+                                                                         SERIES)),
+        "REPORTS_DIR": str(tmp_path / "reports"), "EVAL_MIN_ACCURACY": 0.0,
+        "REPLICATES": 3, "MAX_CONCURRENCY": 1}, "eval.py")
+
+
+def series_answer(outage: Outage) -> Any:
+    def answer(item: Entry, call: Call) -> str:
+        outage.tick()
+        right = item.id == "steady" or (item.id == "flaky" and call.replicate != 1)
+        return "a" if right else "b"
+    return answer
+
+
+def test_a_series_that_went_offline_gets_every_trace_and_its_stability_after_sync(
+        tmp_path: Path) -> None:
+    server = FlakyServer()
+    tracker = Tracker(backend=server, bundles_dir=tmp_path / "bundles")
+    outage = Outage(server, 2)  # during replicate 0; the server stays down for 1 and 2
+    with pytest.raises(TrackingOffline) as offline:
+        evaluate_replicates(series_config(tmp_path, "outage/replicates"),
+                            series_answer(outage), Selection("functional"), tracker=tracker,
+                            runs_dir=tmp_path / "runs")
+    assert len(offline.value.bundles) == 4  # the three replicates and the parent
+    assert outage.calls == 3 * 3  # every replicate made all its calls
+    parent_id = json.loads((offline.value.bundles[-1] / "bundle.json").read_text())["run_id"]
+    known = set(server.journals)  # the parent and replicate 0 began before the outage
+
+    server.down = False
+    synced = [tracker.upload(bundle) for bundle in offline.value.bundles]
+    assert synced[-1] == parent_id and synced[0] in known
+    assert not set(synced[1:3]) & known  # begun offline: created by sync
+    children = {int(tracker.reader.stored(r).tags["replicate"]): r for r in synced[:3]}
+    assert sorted(children) == [0, 1, 2]
+    for run_id in [parent_id, *children.values()]:
+        stored = tracker.reader.stored(run_id)
+        assert stored.status == "FINISHED"
+        if run_id != parent_id:
+            assert stored.tags["mlflow.parentRunId"] == parent_id
+            assert_memory_traces_match_results(server, run_id)
+    stability = {entry_id: [(a.value, a.rationale) for a in held["functional_stability"]]
+                 for entry_id, held in memory_assessments(tracker, children[2]).items()}
+    assert stability == STABILITY
+    for earlier in (0, 1):  # only the replicate that completes the series carries them
+        assert all("functional_stability" not in held
+                   for held in memory_assessments(tracker, children[earlier]).values())
+    for bundle in offline.value.bundles:  # a second sync adds nothing
+        tracker.upload(bundle)
+    assert {e: [(a.value, a.rationale) for a in held["functional_stability"]]
+            for e, held in memory_assessments(tracker, children[2]).items()} == STABILITY
+
+
+@pytest.mark.slow
 def test_200_entries_x_5_repeats_at_concurrency_16_keep_every_trace_through_an_outage(
-        tmp_path: Path, team: TeamServer, monkeypatch: pytest.MonkeyPatch) -> None:
+        tmp_path: Path, team: TeamServer, monkeypatch: pytest.MonkeyPatch,
+        bounded_retries: None) -> None:
     dataset = write_dataset(tmp_path / "ds", {f"e{i:03d}": entry("repeatability")
                                               for i in range(200)})
     config = EvalConfig.from_constants({
@@ -91,24 +178,14 @@ def test_200_entries_x_5_repeats_at_concurrency_16_keep_every_trace_through_an_o
     assert run.info.status == "FINISHED" and "traces_missing" not in run.data.metrics
 
 
+@pytest.mark.slow
 def test_a_replicate_series_that_went_offline_gets_its_stability_after_sync(
-        tmp_path: Path, team: TeamServer, monkeypatch: pytest.MonkeyPatch) -> None:
-    dataset = write_dataset(tmp_path / "ds", {"steady": entry("functional"),
-                                              "flaky": entry("functional"),
-                                              "wrong": entry("functional")})
-    config = EvalConfig.from_constants({
-        "EXPERIMENT_NAME": "outage/replicates", "DATASET_PATH": str(dataset),
-        "REPORTS_DIR": str(tmp_path / "reports"), "EVAL_MIN_ACCURACY": 0.0,
-        "REPLICATES": 3, "MAX_CONCURRENCY": 1}, "eval.py")
+        tmp_path: Path, team: TeamServer, monkeypatch: pytest.MonkeyPatch,
+        bounded_retries: None) -> None:
     outage = Outage(team, 2)  # during replicate 0; the server stays down for 1 and 2
-
-    def answer(item: Entry, call: Call) -> str:
-        outage.tick()
-        right = item.id == "steady" or (item.id == "flaky" and call.replicate != 1)
-        return "a" if right else "b"
-
     with pytest.raises(TrackingOffline) as offline:
-        evaluate_replicates(config, answer, Selection("functional"),
+        evaluate_replicates(series_config(tmp_path, "outage/replicates"),
+                            series_answer(outage), Selection("functional"),
                             tracker=Tracker(team.tracking_uri), runs_dir=tmp_path / "runs")
     assert len(offline.value.bundles) == 4  # the three replicates and the parent
     sync(offline.value.bundles, team, monkeypatch)
@@ -127,10 +204,7 @@ def test_a_replicate_series_that_went_offline_gets_its_stability_after_sync(
     stability = {t.info.tags["evalkit.entry_id"]: [
         (a.value, a.rationale) for a in t.info.assessments if a.name == "functional_stability"]
         for t in traces_of(team.tracking_uri, children[2].info.run_id)}
-    assert stability == {
-        "steady": [("always right", "r0: right (a); r1: right (a); r2: right (a)")],
-        "flaky": [("changed", "r0: right (a); r1: wrong (b); r2: right (a)")],
-        "wrong": [("always wrong", "r0: wrong (b); r1: wrong (b); r2: wrong (b)")]}
+    assert stability == STABILITY
     for earlier in (0, 1):  # only the replicate that completes the series carries them
         assert not [a for t in traces_of(team.tracking_uri, children[earlier].info.run_id)
                     for a in t.info.assessments if a.name == "functional_stability"]

@@ -13,6 +13,7 @@ import json
 import os
 import re
 import shutil
+import signal
 import subprocess
 import sys
 import time
@@ -24,8 +25,9 @@ from typing import Any
 import mlflow
 import pytest
 
-from tests.conftest import REPO
+from tests.builders import REPO
 from tests.openai_stub import OpenAIStub, RecordedRequest, Reply, ok
+from tests.processes import run_eval
 from tools.team_server import free_port
 
 pytestmark = pytest.mark.ui
@@ -33,10 +35,13 @@ pytestmark = pytest.mark.ui
 SHOTS = REPO / ".cache" / "ui" / "screenshots"
 
 
-def _env(store: str, extra: dict[str, str] | None = None) -> dict[str, str]:
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("MLFLOW_", "OPENAI_"))}
-    env.update(MLFLOW_TRACKING_URI=store, PYTHONPATH=str(REPO), **(extra or {}))
-    return env
+@pytest.fixture(scope="module")
+def ui_python() -> str:
+    """The Python of the cached UI venv (Playwright), which `make test-ui` names."""
+    python = os.environ.get("EVALKIT_UI_PYTHON")
+    if not python:
+        pytest.skip("EVALKIT_UI_PYTHON is not set: run `make test-ui`")
+    return python
 
 
 def judge_fails_jupiter(request: RecordedRequest) -> Reply:
@@ -46,22 +51,18 @@ def judge_fails_jupiter(request: RecordedRequest) -> Reply:
 
 
 @pytest.fixture(scope="module")
-def logged(tmp_path_factory: pytest.TempPathFactory) -> dict[str, str]:
-    """The two runs, in one local store: their run and experiment ids."""
+def logged(tmp_path_factory: pytest.TempPathFactory, ui_python: str) -> dict[str, str]:
+    """The two runs, in one local store (the project's own): their run and experiment ids."""
     project = tmp_path_factory.mktemp("ui-project")
     shutil.copy2(REPO / "eval.py", project / "eval.py")
     for folder in ("examples", "datasets"):
         shutil.copytree(REPO / folder, project / folder)
     store = f"sqlite:///{project / 'mlflow.db'}"
-    example = subprocess.run([sys.executable, "eval.py", "--type=all", "--groups=billing"],
-                             cwd=project, env=_env(store), capture_output=True, text=True,
-                             timeout=600)
+    example = run_eval(project, "--type=all", "--groups=billing", timeout=600)
     assert example.returncode in (0, 1), example.stderr[-3000:]
     with OpenAIStub(judge_fails_jupiter) as stub:
-        judged = subprocess.run(
-            [sys.executable, "examples/eval_llm.py", "--type=all"], cwd=project,
-            env=_env(store, {"OPENAI_BASE_URL": stub.base_url, "OPENAI_API_KEY": "sk-ui-test"}),
-            capture_output=True, text=True, timeout=600)
+        judged = run_eval(project, "--type=all", script="examples/eval_llm.py", timeout=600,
+                          env={"OPENAI_BASE_URL": stub.base_url, "OPENAI_API_KEY": "sk-ui-test"})
     assert judged.returncode in (0, 1), judged.stderr[-3000:]
     client = mlflow.MlflowClient(store)
     ids = {"store": store, "project": str(project)}
@@ -80,7 +81,8 @@ def ui(logged: dict[str, str]) -> Iterator[str]:
     server = subprocess.Popen(
         [str(Path(sys.executable).with_name("mlflow")), "ui", "--backend-store-uri",
          logged["store"], "--host", "127.0.0.1", "--port", str(port)],
-        cwd=logged["project"], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        cwd=logged["project"], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+        start_new_session=True)  # stopped with its workers, by its process group
     base = f"http://127.0.0.1:{port}"
     try:
         deadline = time.monotonic() + 180
@@ -94,14 +96,11 @@ def ui(logged: dict[str, str]) -> Iterator[str]:
                 time.sleep(1)
         yield base
     finally:
-        server.terminate()
+        os.killpg(server.pid, signal.SIGTERM)
         server.wait(timeout=30)
 
 
-def browse(pages: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
-    python = os.environ.get("EVALKIT_UI_PYTHON")
-    if not python:
-        pytest.skip("EVALKIT_UI_PYTHON is not set: run `make test-ui`")
+def browse(python: str, pages: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
     done = subprocess.run([python, str(REPO / "tests" / "ui_browse.py"), str(SHOTS)],
                           input=json.dumps(pages), capture_output=True, text=True, timeout=900)
     assert done.returncode == 0, done.stderr[-3000:]
@@ -150,14 +149,14 @@ def leaves(value: Any) -> list[str]:
 
 
 @pytest.fixture(scope="module")
-def pages(logged: dict[str, str], ui: str) -> dict[str, dict[str, Any]]:
+def pages(logged: dict[str, str], ui: str, ui_python: str) -> dict[str, dict[str, Any]]:
     """Every page the tests read, rendered in one browser session."""
     run, experiment = logged["example_run"], logged["example_experiment"]
     entries = int(float(logged["example_entries"]))
     judged_entries = int(float(logged["judged_entries"]))
     example = shown_trace(logged["store"], run, failing=False)
     judged = shown_trace(logged["store"], logged["judged_run"], failing=True)
-    texts = browse([
+    texts = browse(ui_python, [
         {"name": "run", "url": f"{ui}/#/experiments/{experiment}/runs/{run}",
          "wait_for": "evalkit verdict"},
         {"name": "evaluation-pane",

@@ -51,10 +51,15 @@ def register_evaluation_dataset(client: Any, experiment_id: str, params: Mapping
         return False
     source = Path(params[names.DATASET_PATH_PARAM])
     name = f"{source.name}-{digest[:12]}"
-    found = client.search_datasets(filter_string=f"name = '{name}'", max_results=1)
+    by_name = f"name = '{name}'"
+    if client.search_datasets(experiment_ids=[experiment_id], filter_string=by_name,
+                              max_results=1):
+        return False
+    # Registered by another experiment's run: add this experiment. (Asked by search, not by
+    # the dataset's experiment_ids, which MLflow reads from the process-wide store.)
+    found = client.search_datasets(filter_string=by_name, max_results=1)
     if found:
-        if experiment_id not in (found[0].experiment_ids or []):
-            client.add_dataset_to_experiments(found[0].dataset_id, [experiment_id])
+        client.add_dataset_to_experiments(found[0].dataset_id, [experiment_id])
         return False
     dataset = client.create_dataset(name=name, experiment_id=experiment_id, tags={
         "evalkit.dataset_digest": digest, "evalkit.source": str(source.resolve())})
@@ -81,7 +86,7 @@ def register_prompts(client: Any, run_id: str,
             latest = client.register_prompt(
                 name=name, template=template, tags={PROMPT_SHA_TAG: sha},
                 commit_message=f"evalkit: content sha256 {sha[:16]}")
-        client.link_prompt_version_to_run(run_id, latest)
+        private.link_prompt_to_run(client, run_id, latest)
         uris.append(latest.uri)
     return uris
 

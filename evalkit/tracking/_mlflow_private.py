@@ -18,6 +18,9 @@ MLflow release moves or reshapes any of them, on the oldest and the newest MLflo
 - Evaluation-dataset records are upserted through the client's store
   (:func:`upsert_dataset_records`): the public ``EvaluationDataset.merge_records`` writes to
   the process-wide tracking URI.
+- A judge prompt is linked to its run by the run's ``mlflow.linkedPrompts`` tag
+  (:func:`link_prompt_to_run`): the public ``link_prompt_version_to_run`` of a local store
+  reads and writes that tag in the process-wide tracking store, not the client's.
 - MLflow prints a run's URL to stdout when the run ends, credentials in the URI included;
   :func:`quiet_run_urls` stops that for evalkit's own client (evalkit prints the run's URL
   itself, without credentials) without setting the process's environment.
@@ -124,6 +127,19 @@ def upsert_dataset_records(client: Any, dataset_id: str,
     """The store's own ``upsert_dataset_records`` under the client's tracking URI."""
     client._tracking_client.store.upsert_dataset_records(dataset_id=dataset_id,
                                                           records=list(records))
+
+
+def link_prompt_to_run(client: Any, run_id: str, prompt_version: Any) -> None:
+    """Add ``prompt_version`` to the run's ``mlflow.linkedPrompts`` tag
+    (``TraceTagKey.LINKED_PROMPTS``, in the format of ``update_linked_prompts_tag``), which
+    is what the UI and ``list_logged_prompts`` read, in the client's own store."""
+    from mlflow.tracing.constant import TraceTagKey
+    from mlflow.tracing.utils.prompt import update_linked_prompts_tag
+
+    current = client.get_run(run_id).data.tags.get(TraceTagKey.LINKED_PROMPTS)
+    updated = update_linked_prompts_tag(current, [prompt_version])
+    if updated != current:
+        client.set_tag(run_id, TraceTagKey.LINKED_PROMPTS, updated)
 
 
 def quiet_run_urls(client: Any) -> None:
