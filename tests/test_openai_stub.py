@@ -308,9 +308,9 @@ def test_exit_does_not_wait_for_a_handler_that_sleeps() -> None:
     exited = threading.Event()
 
     def use_and_leave() -> None:
-        with stub, client_for(stub, timeout=0.2) as client:
-            with pytest.raises(openai.APITimeoutError):
-                ask(client)
+        with stub, client_for(stub, timeout=0.2) as client, \
+                pytest.raises(openai.APITimeoutError):
+            ask(client)
         exited.set()
 
     threading.Thread(target=use_and_leave, daemon=True).start()
