@@ -114,7 +114,7 @@ test-llm: install $(LLM_STAMP)
 # virtualenv of its own under .cache/mlflow (kept between runs): the tests of what evalkit asks
 # of MLflow (-m mlflow_api: traces, assessments, the reader, the private calls) and a fresh
 # scaffold's make eval (tools/test_mlflow_versions.sh).
-MLFLOW_OLDEST ?= 3.10.1
+MLFLOW_OLDEST ?= 3.14.0
 MLFLOW_NEWEST ?= 3.17.2
 test-mlflow-versions: install
 	EVALKIT_BUILD_PYTHON=$(abspath $(BIN)/python) tools/test_mlflow_versions.sh $(MLFLOW_OLDEST) $(MLFLOW_NEWEST)

@@ -10,10 +10,9 @@ import json
 import threading
 import time
 from pathlib import Path
+from typing import Any
 
-import nbformat
 import pytest
-from nbclient import NotebookClient
 
 from tests.builders import REPO, entry, write_dataset
 
@@ -63,14 +62,16 @@ print(json.dumps({"status": tracker.reader.stored(again.run_id).status,
 '''
 
 
-def notebook() -> nbformat.NotebookNode:
+def notebook() -> Any:
+    import nbformat  # the dev extra's: imported here, so collecting needs no notebook tools
+
     nb = nbformat.v4.new_notebook()
     nb.cells = [nbformat.v4.new_code_cell(source) for source in
                 (SETUP, FULL_RUN, INTERRUPTED_RUN, RESUME)]
     return nb
 
 
-def text_of(cell: nbformat.NotebookNode) -> str:
+def text_of(cell: Any) -> str:
     parts = []
     for output in cell.get("outputs", []):
         parts.append(output.get("text", ""))
@@ -81,6 +82,8 @@ def text_of(cell: nbformat.NotebookNode) -> str:
 
 def test_a_notebook_shows_progress_and_a_kernel_interrupt_stops_a_run_resumably(
         tmp_path: Path) -> None:
+    from nbclient import NotebookClient
+
     write_dataset(tmp_path / "ds", {f"e{i}": entry("functional") for i in range(8)})
     nb = notebook()
     client = NotebookClient(nb, timeout=300, kernel_name="python3", allow_errors=True,

@@ -37,6 +37,19 @@ for version in "$@"; do
     PATH="$venv/bin:$PATH" evalkit init . --component "mlflow-${version//./-}"
     PATH="$venv/bin:$PATH" make eval
     test -f mlflow.db || { echo "the run is not in the local store mlflow.db" >&2; exit 1; }
+    # An exit status of 0 is not enough: every entry's trace and its verdicts must be there.
+    "$venv/bin/python" - <<'PY'
+import mlflow
+client = mlflow.MlflowClient("sqlite:///mlflow.db")
+(run,) = client.search_runs([e.experiment_id for e in client.search_experiments()])
+traces = client.search_traces(locations=[run.info.experiment_id], run_id=run.info.run_id)
+entries = int(run.data.metrics["entries"])
+assert "traces_missing" not in run.data.metrics, run.data.metrics["traces_missing"]
+assert len(traces) == entries, f"{len(traces)} traces for {entries} entries"
+assert len({t.info.tags["evalkit.entry_id"] for t in traces}) == entries, "entry ids repeat"
+assert all(t.info.assessments for t in traces), "a trace without its verdicts"
+print(f"{entries} entries: {entries} traces, each with its own entry id and its verdicts")
+PY
   ) || { rm -rf "$project"; fail "MLflow $version: make eval in a fresh scaffold"; }
   rm -rf "$project"
 done

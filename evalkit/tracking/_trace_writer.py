@@ -14,7 +14,8 @@ calls:
 Nothing goes through MLflow's asynchronous export queue, which drops traces when it fills
 (why, and the private calls this takes: :mod:`evalkit.tracking._mlflow_private`). Raw results
 keep each call's latency, not its clock time: every trace starts at the run's start, and each
-call span lasts its measured latency.
+call span lasts its measured latency (starting a nanosecond after the span before it, so that
+spans list in call order).
 """
 
 from __future__ import annotations
@@ -105,21 +106,22 @@ def _entity(trace_id: str, assessment: Assessment, run_id: str) -> Any:
 
 
 def _call_spans(context: RunContext, entry: EntryTrace) -> list[Any]:
-    """The entry's root span and one span per component call."""
+    """The entry's root span and one span per component call. Each call span starts a
+    nanosecond after the one before it, so that every MLflow release lists them in call
+    order (3.14 to 3.16 order spans that start together at random)."""
     start = context.start_time_ms * 1_000_000
-    end = start + int(max((c.latency_ms for c in entry.calls), default=0.0) * 1_000_000)
     replicate, seed = context.tags.get(names.REPLICATE_TAG), context.tags.get(names.SEED_TAG)
     common = {"inputs": entry.input}
     # the trace is an error when no call gave an output
     failed = entry.calls[0].error if entry.calls and all(c.error for c in entry.calls) else None
     spans = [private.finished_span(
-        entry.trace_id, entry.entry_id, None, start, end, "CHAIN",
+        entry.trace_id, entry.entry_id, None, start, _root_end(start, entry), "CHAIN",
         {**common, "outputs": response_of(entry)}, failed,
         trace_tags={"mlflow.traceName": entry.entry_id, names.ENTRY_ID_TRACE_TAG: entry.entry_id})]
-    for call in entry.calls:
+    for order, call in enumerate(entry.calls, 1):
         spans.append(private.finished_span(
-            entry.trace_id, f"call {call.repeat}", entry.entry_id, start,
-            start + int(call.latency_ms * 1_000_000), "UNKNOWN", {
+            entry.trace_id, f"call {call.repeat}", entry.entry_id, start + order,
+            start + order + int(call.latency_ms * 1_000_000), "UNKNOWN", {
                 **common, "evalkit.repeat": call.repeat, "evalkit.replicate": replicate,
                 "evalkit.seed": seed, "evalkit.latency_ms": round(call.latency_ms, 3),
                 "evalkit.error": call.error, **({} if call.error else {"outputs": call.output})},
@@ -128,13 +130,21 @@ def _call_spans(context: RunContext, entry: EntryTrace) -> list[Any]:
 
 
 def _judge_spans(context: RunContext, entry: EntryTrace) -> list[Any]:
-    """One span per judge call that judged the entry."""
+    """One span per judge call that judged the entry, after the call spans, until the end of
+    the entry's root span."""
     start = context.start_time_ms * 1_000_000
-    end = start + int(max((c.latency_ms for c in entry.calls), default=0.0) * 1_000_000)
-    return [private.finished_span(entry.trace_id, f"judge {use} {index}", entry.entry_id, start,
-                                  end, "LLM", {
+    end = _root_end(start, entry)
+    first = start + len(entry.calls) + 1
+    return [private.finished_span(entry.trace_id, f"judge {use} {index}", entry.entry_id,
+                                  first + index, max(end, first + index), "LLM", {
                                       "inputs": entry.input,
                                       "evalkit.judge_model": context.params.get(
                                           names.JUDGE_MODEL_PARAM),
                                       "evalkit.prompt_use": use, "outputs": reply}, None)
             for index, (use, reply) in enumerate(entry.judge_replies)]
+
+
+def _root_end(start: int, entry: EntryTrace) -> int:
+    """The root span ends with the last of its call spans (each a nanosecond later)."""
+    return start + len(entry.calls) + int(
+        max((c.latency_ms for c in entry.calls), default=0.0) * 1_000_000)
