@@ -75,6 +75,8 @@ class Evaluation:
         self.outputs: list[EntryOutputs] = []
         self.scored = ScoredRun(())
         self.metrics: tuple[TypeMetrics, ...] = ()
+        self._judging = EarlyJudging(prepared.scorers)
+        """The judge's verdicts given while the calls run."""
 
     def complete(self) -> EvaluationOutcome:
         """Calls, scores, reports: the whole evaluation."""
@@ -111,7 +113,6 @@ class Evaluation:
         scorers.reset_judge_stats()
         progress = ProgressCounter({e: n for e, n in missing.items() if n}, self._progress,
                                    retries=scorers.judge_retries)
-        self._judging = EarlyJudging(scorers)
         redact = self.prepared.redactor.value  # what traces show: redacted once per entry
         run.traces.begin({p.entry.id: (redact(p.entry.input), redact(p.entry.expected_output))
                           for p in plan.items}, {e: n for e, n in missing.items() if n})
