@@ -283,10 +283,12 @@ def test_invalid_dataset_makes_no_call_and_no_mlflow_run(
 
 @pytest.mark.slow
 def test_control_valid_dataset_is_called_and_recorded(
-        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+        tmp_path: Path, capsys: pytest.CaptureFixture[str],
+        monkeypatch: pytest.MonkeyPatch) -> None:
     """The same harness on the valid dataset does see the call and the run, so the test above
     cannot pass merely because nothing could be observed. (Slow: the run goes to a real store,
     the one the test above would find created.)"""
+    monkeypatch.setenv("MLFLOW_TRACKING_URI", f"sqlite:///{tmp_path / 'mlflow.db'}")
     shutil.copytree(VALID, tmp_path / "dataset")
     done = _run_eval(capsys, Path("dataset"), "--type=functional")
     assert done.returncode == 0, done.stdout + done.stderr
