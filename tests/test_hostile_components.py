@@ -319,7 +319,7 @@ def stop_twice(process: Any, log: Path, stop_signal: signal.Signals) -> None:
     assert process.poll() is None  # still waiting for the hung call, as it says
     process.send_signal(stop_signal)
     process.wait(timeout=120)
-    assert "abandoned 1 call(s) in flight; they will be made by --resume" in log.read_text()
+    assert "abandoned 1 call(s) in flight; a resume makes them again" in log.read_text()
 
 
 @pytest.mark.slow

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import re
+import time
 import uuid
 from pathlib import Path
 from typing import Any
@@ -220,3 +221,22 @@ def test_a_judged_run_links_its_prompts_in_the_store_it_was_given(
     assert [p["name"] for p in json.loads(tags.get("mlflow.linkedPrompts", "[]"))] == [
         "evalkit-judge-expected"]
     assert not elsewhere.exists()
+
+
+def test_a_metrics_latest_value_is_the_one_mlflow_picks(tracking_uri: str,
+                                                        tmp_path: Path) -> None:
+    """The journal (which renders a run's own reports, and a bundle's) and the store agree
+    on each key's latest value: the highest (step, timestamp, value), not the last logged."""
+    from evalkit.records import MetricPoint
+
+    tracker = Tracker(tracking_uri)
+    with tracker.run("mlflow/latest", "latest", {}, {}) as run:
+        run.log([MetricPoint("later_step_first", 1.0, 5)])
+        time.sleep(0.01)  # a later timestamp
+        run.log([MetricPoint("later_step_first", 2.0, 0)])  # logged last, a lower step
+        run.log([MetricPoint("same_step", 3.0, 2), MetricPoint("same_step", 1.5, 2)])
+        run.log([MetricPoint("in_order", 1.0, 0), MetricPoint("in_order", 4.0, 1)])
+        journal = run.journal.latest_metrics()
+    stored = mlflow.MlflowClient(tracking_uri).get_run(run.id).data.metrics
+    assert journal == {k: stored[k] for k in journal}
+    assert journal == {"later_step_first": 1.0, "same_step": 3.0, "in_order": 4.0}

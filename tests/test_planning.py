@@ -10,9 +10,25 @@ from typing import Any
 
 import pytest
 
-from evalkit import Call, Entry, EvalConfig, Selection, evaluate
+from evalkit import (
+    Call,
+    ConfigError,
+    Entry,
+    EvalConfig,
+    RunInterrupted,
+    Selection,
+    TrackingError,
+    evaluate,
+)
 from evalkit.reports import render_reports
-from evalkit.run import build_plan, evaluate_calibration, evaluate_replicates, record_plan
+from evalkit.run import (
+    Stop,
+    build_plan,
+    evaluate_calibration,
+    evaluate_replicates,
+    record_plan,
+    resume,
+)
 from evalkit.tracking import Tracker
 from tests.builders import entry, write_dataset
 from tests.commands import evalkit_command
@@ -96,6 +112,22 @@ def seeded(entry: Entry, call: Call) -> Any:
     return "a"
 
 
+def test_a_stopped_calibration_says_to_run_it_again_not_to_resume_it(
+        tmp_path: Path, tracker: Tracker) -> None:
+    stop = Stop()
+
+    def component(entry: Entry, call: Call) -> Any:
+        stop.request()
+        return "a"
+
+    with pytest.raises(RunInterrupted) as stopped:
+        evaluate_calibration(calibration_config(tmp_path, MAX_CONCURRENCY=1), component,
+                             Selection("all"), tracker=tracker, runs_dir=tmp_path / "runs",
+                             stop=stop)
+    assert "--resume" not in str(stopped.value)
+    assert str(stopped.value).endswith("a calibration run is not resumed: run --calibrate again")
+
+
 def test_plan_measures_p_from_repeats_and_replicates(tmp_path: Path,
                                                      tracker: Tracker) -> None:
     dataset = write_dataset(tmp_path / "ds", {
@@ -139,6 +171,30 @@ def test_plan_measures_p_from_repeats_and_replicates(tmp_path: Path,
     assert tracker.reader.stored(run_id).tags["mode"] == "planning"
     history = [r.run_id for r in tracker.reader.evaluation_runs("plan/p")]
     assert run_id not in history  # a plan is not an evaluation
+
+
+def test_a_run_someone_else_logged_in_the_experiment_is_left_out(
+        tmp_path: Path, tracker: Tracker) -> None:
+    dataset = write_dataset(tmp_path / "ds", {f"r{i}": entry("repeatability") for i in range(3)})
+    config = EvalConfig.from_constants({
+        "EXPERIMENT_NAME": "plan/shared", "DATASET_PATH": str(dataset),
+        "REPORTS_DIR": str(tmp_path / "reports"), "EVAL_MIN_ACCURACY": 0.0, "REPEAT_COUNT": 3,
+        "EVAL_MIN_ACCURACY_REPEATABILITY": 0.0}, "eval.py")
+    ours = evaluate(config, lambda item, call: "ab"[call.repeat % 2], Selection("repeatability"),
+                    tracker=tracker, runs_dir=tmp_path / "runs")
+    with pytest.raises(RunInterrupted), tracker.run(  # newest, and unfinished: resumable?
+            "plan/shared", "a-training-run", {}, {"mode": "training"}) as theirs:
+        raise RunInterrupted("a user's own run, logged by their code")
+
+    assert [r.run_id for r in tracker.reader.evaluation_runs("plan/shared")] == [ours.run_id]
+    [repeats] = build_plan(tracker, "plan/shared").measured
+    assert repeats.run_id == ours.run_id
+    with pytest.raises(TrackingError, match=f"run {theirs.id} is tagged mode='training': it "
+                                            "was not made by evalkit"):
+        tracker.reader.fetch(theirs.id)
+    with pytest.raises(ConfigError, match=f"run {theirs.id} was not made by evalkit"):
+        resume(config, lambda item, call: "a", theirs.id, tracker=tracker,
+               runs_dir=tmp_path / "runs")
 
 
 def test_contrast_between_two_systems_over_replicates(tmp_path: Path,
@@ -212,3 +268,21 @@ def test_plan_command_on_a_local_store(tmp_path: Path, tracking_uri: str,
     planning = tracker.reader.stored(document["run_id"])
     assert planning.status == "FINISHED" and planning.tags["mode"] == "planning"
     assert tracker.reader.read_text(document["run_id"], "reports/report-planning.md") == report
+
+
+def test_the_calibration_chart_leaves_the_callers_matplotlib_backend_alone(
+        tmp_path: Path) -> None:
+    import matplotlib
+
+    from evalkit.reports._chart import plot_calibration
+    from evalkit.stats import Calibration, CalibrationPoint
+
+    original = matplotlib.get_backend()
+    matplotlib.use("svg")  # a notebook's own choice, say
+    try:
+        plot_calibration(Calibration(4, tuple(CalibrationPoint(k, 9 - k, 10)
+                                              for k in (2, 3, 4))), tmp_path / "chart.png")
+        assert matplotlib.get_backend() == "svg"
+    finally:
+        matplotlib.use(original)
+    assert (tmp_path / "chart.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"

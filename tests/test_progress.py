@@ -123,15 +123,18 @@ def test_narrow_terminals_get_shorter_forms() -> None:
     assert fitted_line(progress, 5) == "2/3  "
 
 
-def test_plain_progress_logs_every_tenth(caplog: pytest.LogCaptureFixture) -> None:
+def test_plain_progress_logs_every_tenth_of_each_run_of_a_series(
+        caplog: pytest.LogCaptureFixture) -> None:
     caplog.set_level(logging.INFO, logger="evalkit")
     stream = io.StringIO()
-    counter = ProgressCounter({f"e{i}": 1 for i in range(40)},
-                              ProgressDisplay(stream, live=False))
-    for i in range(40):
-        counter.call_done(f"e{i}", error=False)
-    counter.finish()
+    display = ProgressDisplay(stream, live=False)  # one display for every replicate
+    for calls in (40, 20):
+        counter = ProgressCounter({f"e{i}": 1 for i in range(calls)}, display)
+        for i in range(calls):
+            counter.call_done(f"e{i}", error=False)
+        counter.finish()
     lines = [r.getMessage() for r in caplog.records]
-    assert [line.split(",")[0] for line in lines] == [f"calls {n}/40" for n in range(4, 41, 4)]
+    assert [line.split(",")[0] for line in lines] == (
+        [f"calls {n}/40" for n in range(4, 41, 4)] + [f"calls {n}/20" for n in range(2, 21, 2)])
     assert "elapsed" in lines[-1] and lines[-1].endswith("ETA 0:00:00")
     assert stream.getvalue() == ""  # nothing drawn: the lines go to the log

@@ -15,7 +15,7 @@ from typing import Any
 
 import pytest
 
-from evalkit import Call, Entry, EvalConfig, Selection
+from evalkit import Call, Entry, EvalConfig, RunInterrupted, Selection, Stop
 from evalkit.records import Mode, names
 from evalkit.reports import render_reports
 from evalkit.run import (
@@ -28,7 +28,7 @@ from evalkit.run import (
 )
 from evalkit.run._replicates import LOCK_FILE, SeedLock, seeds_for
 from evalkit.stats import replicate_seed
-from evalkit.tracking import Tracker, history, render_history
+from evalkit.tracking import MemoryBackend, Tracker, history, render_history
 from tests.builders import entry, write_dataset
 from tests.commands import evalkit_command
 from tools.team_server import MlflowServer, free_port
@@ -109,6 +109,43 @@ def test_replicates_make_a_parent_with_nested_children(tmp_path: Path, tracker: 
             "components"} <= set(metric)
     assert metric["components"]["estimator"] == "anova_moment"
     assert document["seeds"] == seeds
+
+
+class StopAfterReplicate0(MemoryBackend):
+    """Requests a stop as soon as replicate 0 has finished: between two replicates."""
+
+    def __init__(self, stop: Stop) -> None:
+        super().__init__()
+        self.stop = stop
+
+    def set_status(self, run_id: str, status: str) -> None:
+        super().set_status(run_id, status)
+        if status == "FINISHED" and self.journals[run_id].tags.get("replicate") == "0":
+            self.stop.request()
+
+
+@pytest.mark.parametrize("between", [False, True])
+def test_a_stopped_series_says_to_run_it_again_not_to_resume_it(
+        tmp_path: Path, between: bool) -> None:
+    stop = Stop()
+    tracker = Tracker(backend=StopAfterReplicate0(stop) if between else MemoryBackend())
+
+    def component(item: Entry, call: Call) -> str:
+        if not between and item.id == "q05":  # inside replicate 0
+            stop.request()
+        return "a"
+
+    cfg = config(tmp_path, "rep/stopped", REPLICATES=3, MAX_CONCURRENCY=1)
+    with pytest.raises(RunInterrupted) as stopped:
+        evaluate_replicates(cfg, component, Selection("functional"), tracker=tracker,
+                            runs_dir=tmp_path / "runs", stop=stop)
+    message = str(stopped.value)
+    assert "--resume" not in message
+    assert message.endswith("a replicate series is not resumed: run --replicates again (the "
+                            "same ROOT_SEED gives the same seeds)")
+    statuses = {r.run_name.split("-")[0]: r.status
+                for r in tracker.reader.runs("rep/stopped")}
+    assert statuses == {"replicates": "KILLED", "r0": "FINISHED" if between else "KILLED"}
 
 
 def test_stability_report_lists_unstable_items_and_rerenders_from_the_store(

@@ -228,10 +228,43 @@ def test_a_run_stopped_during_an_outage_leaves_its_whole_bundle(tmp_path: Path,
     assert flaky.artifact(run_id, "raw/raw-results.jsonl").decode().splitlines() == raw
 
 
-def interrupted(tmp_path: Path, tracker: Tracker, config: EvalConfig, after: int,
-                component: Callable[[Entry, Call], Any]) -> tuple[str, list[tuple[str, int]]]:
-    """A run stopped once ``after`` calls are made: its id and the calls it made."""
+def test_a_resume_after_the_outage_supersedes_the_bundle_it_left(tmp_path: Path,
+                                                                  server: Tracker) -> None:
+    flaky = server.backend
+    assert isinstance(flaky, FlakyServer)
+    config = project_config(tmp_path, "team/resumed", entries=10)
     stop = Stop()
+    outage = Outage(flaky, at=3, stop=stop)
+
+    def component(item: Entry, call: Call) -> str:
+        outage.tick(item, call)
+        return "a"
+
+    with pytest.raises(RunInterrupted):
+        evaluate(config, component, Selection("all"), tracker=server,
+                 runs_dir=tmp_path / "runs", stop=stop)
+    (bundle,) = server.unsynced_bundles()
+    run_id = bundle.name
+    flaky.down = False
+    resume(config, lambda item, call: "a", run_id, tracker=server, runs_dir=tmp_path / "runs")
+    assert server.reader.stored(run_id).status == "FINISHED"
+    raw = flaky.artifact(run_id, "raw/raw-results.jsonl")
+    assert len(raw.splitlines()) == 10 + 3
+    assert server.unsynced_bundles() == []  # nothing left to upload: the run holds it all
+
+    with pytest.raises(TrackingError, match=f"run {run_id} was resumed and finished after the "
+                                            "bundle .* was saved: the bundle is out of date"):
+        server.upload(bundle)  # named by hand, the old bundle still changes nothing
+    assert server.reader.stored(run_id).status == "FINISHED"
+    assert flaky.artifact(run_id, "raw/raw-results.jsonl") == raw
+
+
+def interrupted(tmp_path: Path, tracker: Tracker, config: EvalConfig, after: int,
+                component: Callable[[Entry, Call], Any], stop: Stop | None = None
+                ) -> tuple[str, list[tuple[str, int]]]:
+    """A run stopped (by ``stop``) once ``after`` calls are made: its id and the calls it
+    made."""
+    stop = stop or Stop()
     made: list[tuple[str, int]] = []
 
     def stopping(item: Entry, call: Call) -> Any:
@@ -253,7 +286,8 @@ def test_an_interrupted_run_resumes_with_only_the_missing_calls(tmp_path: Path,
                          right_when_0_to_6, Selection("all"), tracker=tracker,
                          runs_dir=tmp_path / "runs")
     config = project_config(tmp_path, "team/resume", reports="interrupted")
-    run_id, before = interrupted(tmp_path, tracker, config, 5, right_when_0_to_6)
+    stop = Stop()  # the same one for the resume, as a notebook keeps its own
+    run_id, before = interrupted(tmp_path, tracker, config, 5, right_when_0_to_6, stop)
     assert tracker.reader.stored(run_id).status == "KILLED"
     assert len(before) == 5
 
@@ -263,7 +297,8 @@ def test_an_interrupted_run_resumes_with_only_the_missing_calls(tmp_path: Path,
         after.append((item.id, call.repeat))
         return right_when_0_to_6(item, call)
 
-    resumed = resume(config, component, run_id, tracker=tracker, runs_dir=tmp_path / "runs")
+    resumed = resume(config, component, run_id, tracker=tracker, runs_dir=tmp_path / "runs",
+                     stop=stop)  # spent with the run it stopped: this one runs to its end
     everything = [(f"e{i:02d}", 0) for i in range(12)] + [("rep", r) for r in range(3)]
     assert sorted(before + after) == sorted(everything)  # each call made exactly once
     stored = tracker.reader.stored(run_id)

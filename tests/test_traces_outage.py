@@ -142,6 +142,34 @@ def test_a_series_that_went_offline_gets_every_trace_and_its_stability_after_syn
             for e, held in memory_assessments(tracker, children[2]).items()} == STABILITY
 
 
+class DownAfterReplicate0(FlakyServer):
+    """Goes down once replicate 0 has finished: between two runs, no write has failed yet."""
+
+    def set_status(self, run_id: str, status: str) -> None:
+        super().set_status(run_id, status)
+        if status == "FINISHED" and self.journals[run_id].tags.get("replicate") == "0":
+            self.down = True
+
+
+def test_a_series_whose_server_goes_down_between_two_replicates_goes_on_offline(
+        tmp_path: Path) -> None:
+    server = DownAfterReplicate0()
+    tracker = Tracker(backend=server, bundles_dir=tmp_path / "bundles")
+    outage = Outage(server, 10**6)  # never strikes: the server goes down on its own
+    with pytest.raises(TrackingOffline) as offline:
+        evaluate_replicates(series_config(tmp_path, "outage/between"), series_answer(outage),
+                            Selection("functional"), tracker=tracker,
+                            runs_dir=tmp_path / "runs")
+    assert outage.calls == 3 * 3  # replicates 1 and 2 still made all their calls
+    assert len(offline.value.bundles) == 3  # replicates 1 and 2 (begun offline), the parent
+    assert str(offline.value).endswith(
+        "evalkit sync " + " ".join(str(b) for b in offline.value.bundles))
+    server.down = False
+    synced = [tracker.upload(bundle) for bundle in offline.value.bundles]
+    assert all(tracker.reader.stored(r).status == "FINISHED" for r in synced)
+    assert sorted(int(tracker.reader.stored(r).tags["replicate"]) for r in synced[:2]) == [1, 2]
+
+
 @pytest.mark.slow
 def test_200_entries_x_5_repeats_at_concurrency_16_keep_every_trace_through_an_outage(
         tmp_path: Path, team: TeamServer, monkeypatch: pytest.MonkeyPatch,

@@ -12,7 +12,7 @@ import pytest
 
 from evalkit import ConfigError, RunInterrupted, TrackingError
 from evalkit.records import CallRecord, MetricPoint, ScoredRun, names
-from evalkit.tracking import Assessment, Tracker
+from evalkit.tracking import Assessment, MemoryBackend, Tracker
 
 
 def start(tracker: Tracker, tmp_path: Path, traced: bool = False) -> Any:
@@ -35,6 +35,55 @@ def test_the_exit_sets_the_status_and_uploads_the_raw_results(
     assert stored.params == {"P": "1"} and stored.tags["mode_free"] == "yes"
     raw = tracker.reader.read_text(run.id, names.RAW_RESULTS_ARTIFACT)
     assert [json.loads(line)["output"] for line in raw.splitlines()] == ["out"]
+
+
+class RawUploadFails(MemoryBackend):
+    """A store whose first upload of raw results fails with ``error``."""
+
+    def __init__(self, error: BaseException) -> None:
+        super().__init__()
+        self.error: BaseException | None = error
+
+    def log_artifact(self, run_id: str, path: str, content: Path | bytes) -> None:
+        if path.startswith(f"{names.RAW_ARTIFACT_DIR}/") and self.error is not None:
+            error, self.error = self.error, None
+            raise error
+        super().log_artifact(run_id, path, content)
+
+
+@pytest.mark.parametrize(("error", "status"), [
+    (OSError(28, "No space left on device"), "FAILED"), (KeyboardInterrupt(), "KILLED")])
+def test_a_run_whose_closing_fails_still_ends_with_a_final_status(
+        tmp_path: Path, error: BaseException, status: str) -> None:
+    tracker = Tracker(backend=RawUploadFails(error))
+    with pytest.raises(type(error)), start(tracker, tmp_path) as run:
+        run.raw.append(CallRecord("e", 0, "out", None, 1.0))
+    assert tracker.reader.stored(run.id).status == status  # never left RUNNING
+    with tracker.reopen(run.id, tmp_path / "runs") as again:  # the lock went with it
+        assert list(again.recorded) == [("e", 0)]
+    assert tracker.reader.stored(run.id).status == "FINISHED"
+
+
+class ParamsRefused(MemoryBackend):
+    """A store that creates a run, then fails on its params with ``error``."""
+
+    def __init__(self, error: BaseException) -> None:
+        super().__init__()
+        self.error = error
+
+    def log_batch(self, run_id: str, **logged: Any) -> None:
+        raise self.error
+
+
+@pytest.mark.parametrize(("error", "raised", "status"), [
+    (OSError("database is locked"), TrackingError, "FAILED"),
+    (KeyboardInterrupt(), KeyboardInterrupt, "KILLED")])
+def test_a_run_that_cannot_be_started_is_not_left_running(
+        error: BaseException, raised: type[BaseException], status: str) -> None:
+    backend = ParamsRefused(error)
+    with pytest.raises(raised):
+        Tracker(backend=backend).run("tests/run", "a-run", {"P": "1"}, {})
+    assert [j.status for j in backend.journals.values()] == [status]
 
 
 def test_a_second_holder_of_the_same_run_is_refused(tracker: Tracker, tmp_path: Path) -> None:

@@ -30,6 +30,24 @@ def raw_order(path: Path) -> list[tuple[str, int]]:
     return [(r["entry_id"], r["repeat"]) for r in map(json.loads, path.open())]
 
 
+def finished_within(seconds: float, run: Any) -> list[Any]:
+    """``run()``'s outcome (what it returned or raised), failing the test if it is still
+    running after ``seconds``: a window that waits forever fails here, not at the timeout."""
+    outcome: list[Any] = []
+
+    def target() -> None:
+        try:
+            outcome.append(run())
+        except BaseException as err:  # noqa: BLE001 - the outcome under test
+            outcome.append(err)
+
+    thread = threading.Thread(target=target, daemon=True)
+    thread.start()
+    thread.join(timeout=seconds)
+    assert not thread.is_alive(), f"still running after {seconds} s"
+    return outcome
+
+
 def window(component: Any, *, adapters: dict[str, Any] | None = None,
            redactor: Redactor | None = None, **settings: Any) -> CallWindow:
     return CallWindow.of(component, adapters or {}, redactor or Redactor(), **settings)
@@ -184,6 +202,17 @@ def test_a_stop_starts_no_new_call_and_keeps_those_in_flight(
     assert "stopping: waiting for 1 call(s) in flight to finish and be kept" in caplog.text
 
 
+def test_a_stop_is_spent_once_the_run_it_stopped_has_ended() -> None:
+    stop = Stop()
+    stop.request()  # before the run opens (a service shutting down while it prepares)
+    with stop.open_run():
+        assert stop.requested and stop.run_open
+        with stop.open_run():  # a replicate inside its series
+            stop.request()
+        assert stop.abandons and stop.run_open  # the series is still open: still its
+    assert not stop.requested and not stop.run_open  # clear for the next run
+
+
 def test_a_stop_before_the_window_starts_nothing(tmp_path: Path) -> None:
     plan = plan_of(tmp_path, {f"e{i}": entry("functional") for i in range(3)})
     stop = Stop()
@@ -218,7 +247,7 @@ def test_a_second_stop_abandons_the_call_in_flight_and_says_so(
     assert caplog.messages == [
         "stopping: waiting for 1 call(s) in flight to finish and be kept (stop again, e.g. "
         "Ctrl-C, to abandon them)",
-        "abandoned 1 call(s) in flight; they will be made by --resume"]
+        "abandoned 1 call(s) in flight; a resume makes them again"]
     assert raw_order(tmp_path / "raw.jsonl") == [("quick", 0)]
 
 
@@ -264,18 +293,64 @@ def test_an_entry_gets_its_follow_ups_once_when_its_last_call_is_in(tmp_path: Pa
     assert sorted(ran) == ["a", "b"]
 
 
+class ProviderGaveUp(BaseException):
+    """What a provider's SDK may raise: neither an Exception nor a KeyboardInterrupt."""
+
+
+@pytest.mark.parametrize("error", [RuntimeError("judge exploded"), SystemExit(3),
+                                   ProviderGaveUp("no more")])
 def test_a_failing_follow_up_neither_stops_the_run_nor_hangs_it(
-        tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+        tmp_path: Path, caplog: pytest.LogCaptureFixture, error: BaseException) -> None:
     plan = plan_of(tmp_path, {f"e{i}": entry("functional") for i in range(4)})
 
     def boom() -> None:
-        raise RuntimeError("judge exploded")
+        raise error
 
-    with RawResultsLog(tmp_path / "raw.jsonl") as log, caplog.at_level(logging.ERROR):
-        outputs = window(lambda item, call: "x", concurrency=2).run(
-            plan, log, follow_ups=lambda outputs: [boom])
+    def run() -> list[EntryOutputs]:
+        with RawResultsLog(tmp_path / "raw.jsonl") as log:
+            return window(lambda item, call: "x", concurrency=2).run(
+                plan, log, follow_ups=lambda outputs: [boom])
+
+    with caplog.at_level(logging.ERROR):
+        [outputs] = finished_within(30, run)
     assert [o.first.output for o in outputs] == ["x"] * 4
     assert caplog.messages == ["a follow-up job failed; its entry is scored after the calls"] * 4
+
+
+def test_a_failure_of_evalkit_itself_around_a_call_fails_the_run_instead_of_hanging_it(
+        tmp_path: Path) -> None:
+    plan = plan_of(tmp_path, {"a": entry("functional")})
+    calls = window(lambda item, call: "x")
+
+    def broken_invoke(**kwargs: Any) -> Any:
+        raise SystemExit("a bug around the call")
+
+    calls._calls._call = broken_invoke  # type: ignore[attr-defined]
+
+    def run() -> list[EntryOutputs]:
+        with RawResultsLog(tmp_path / "raw.jsonl") as log:
+            return calls.run(plan, log)
+
+    outcome = finished_within(30, run)
+    assert [type(e) for e in outcome] == [SystemExit]
+    assert str(outcome[0]) == "a bug around the call"
+
+
+def test_a_failure_whose_message_raises_even_a_base_exception_is_a_placeholder(
+        tmp_path: Path) -> None:
+    class Unprintable(Exception):
+        def __str__(self) -> str:
+            raise SystemExit("no message")
+
+    def component(item: Entry, call: Call) -> str:
+        raise Unprintable
+
+    def run() -> list[EntryOutputs]:
+        with RawResultsLog(tmp_path / "raw.jsonl") as log:
+            return window(component).run(plan_of(tmp_path, {"a": entry("functional")}), log)
+
+    [[outputs]] = finished_within(30, run)
+    assert outputs.first.error == "Unprintable: <the message could not be rendered: SystemExit>"
 
 
 def test_the_workers_end_with_the_window(tmp_path: Path) -> None:

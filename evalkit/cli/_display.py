@@ -75,7 +75,7 @@ class ProgressDisplay:
                              if live is None else live)
         self._live: Any = None
         self._cell: Any = None
-        """The notebook display that holds the line."""
+        """The notebook display that holds the line (one per run of a series)."""
         self._cell_drawn_at = -math.inf
         self._last: Progress | None = None
         self._next_plain: int | None = None
@@ -96,6 +96,8 @@ class ProgressDisplay:
                                             or progress.calls_done == progress.calls_total):
                 logger.info(plain_line(progress))
                 self._next_plain = progress.calls_done + step
+            if progress.finished:  # the next run of a series (a replicate) starts afresh
+                self._next_plain = self._cell = None
 
     def _draw(self, finished: bool) -> None:
         if self._live is None:

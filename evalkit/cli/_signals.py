@@ -49,7 +49,12 @@ def stopping_on_signals(stop: Stop) -> Iterator[None]:
                              "kept on disk (--resume continues it)\n")
             sys.stderr.flush()
             os._exit(ExitStatus.INTERRUPTED)
-        if not stop.request() and received == 2:
+        if stop.request():
+            return  # the call window heard it, and says what it does
+        if received == 1:
+            logger.warning("stopping: every call is made; the run stops after the step it is "
+                           "on (signal twice more to stop without closing it)")
+        else:
             logger.warning("already stopping: closing the run (signal again to stop without "
                            "closing it)")
 

@@ -22,17 +22,23 @@ class Mode(StrEnum):
     PLANNING = "planning"
 
     @classmethod
-    def of(cls, tags: Mapping[str, str]) -> Mode:
-        """The mode a run's tags declare (``evaluation`` when there is no ``mode`` tag); a
-        value evalkit never writes is a :class:`ValueError` naming it."""
+    def declared(cls, tags: Mapping[str, str]) -> Mode | None:
+        """The mode a run's tags declare (``evaluation`` when there is no ``mode`` tag);
+        ``None`` for a value evalkit never writes: a run someone else logged."""
         value = tags.get(MODE_TAG)
         if not value:
             return cls.EVALUATION
-        try:
-            return cls(value)
-        except ValueError:
-            raise ValueError(f"a run tagged {MODE_TAG}={value!r} was not made by evalkit (its "
-                             f"modes: {', '.join(cls)})") from None
+        return cls._value2member_map_.get(value)  # type: ignore[return-value]
+
+    @classmethod
+    def of(cls, tags: Mapping[str, str]) -> Mode:
+        """The mode of a run evalkit made (readers check :meth:`declared` first: any other
+        is a :class:`ValueError` naming the tag)."""
+        mode = cls.declared(tags)
+        if mode is None:
+            raise ValueError(f"a run tagged {MODE_TAG}={tags.get(MODE_TAG)!r} was not made by "
+                             f"evalkit (its modes: {', '.join(cls)})")
+        return mode
 
 
 # --- tags ------------------------------------------------------------------------------------

@@ -8,14 +8,13 @@ from evalkit.stats import Calibration
 
 
 def plot_calibration(calibration: Calibration, path: Path) -> None:
-    """The pass rate against k as a PNG (matplotlib, imported only here)."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    from matplotlib import pyplot as plt
+    """The pass rate against k as a PNG (matplotlib, imported only here). A bare Figure,
+    never pyplot: choosing a backend would change the caller's (a notebook's plots)."""
+    from matplotlib.figure import Figure
     from matplotlib.ticker import MaxNLocator
 
-    figure, axes = plt.subplots(figsize=(7, 4), dpi=100)
+    figure = Figure(figsize=(7, 4), dpi=100)
+    axes = figure.subplots()
     ks = [p.k for p in calibration.points]
     axes.plot(ks, [p.rate for p in calibration.points], marker="o", label="pass rate")
     axes.axvline(calibration.recommended, color="grey", linestyle="--",
@@ -27,4 +26,3 @@ def plot_calibration(calibration: Calibration, path: Path) -> None:
     axes.grid(alpha=0.3)
     figure.tight_layout()
     figure.savefig(path, metadata={"Software": None})
-    plt.close(figure)

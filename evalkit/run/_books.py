@@ -87,5 +87,7 @@ def run_follow_up(job: Callable[[], None]) -> None:
     the calls, as it would have been without it."""
     try:
         job()
-    except Exception:
+    except KeyboardInterrupt:  # raised inside the job: a stop, as from a component
+        raise
+    except BaseException:  # noqa: BLE001 - SystemExit from a provider's SDK included
         logger.exception("a follow-up job failed; its entry is scored after the calls")

@@ -49,7 +49,8 @@ def evaluate_calibration(config: EvalConfig, component: Component, selection: Se
     tracker = tracker or Tracker()
     stop = stop or Stop()
     role = RunRole(tags={names.MODE_TAG: Mode.CALIBRATION}, name_prefix="calibration-",
-                   local_reports=False)
+                   local_reports=False,
+                   rerun="a calibration run is not resumed: run --calibrate again")
     warn_unsynced(tracker)
     with tracker.run(config.experiment_name, prepared.run_name(role.name_prefix),
                      prepared.params(), {**prepared.tags(), **role.tags}, raw_dir=runs_dir,

@@ -107,7 +107,9 @@ def error_message(err: BaseException, redactor: Redactor) -> str:
     name = _type_name(err)
     try:
         text = str(err)
-    except Exception as failure:  # noqa: BLE001 - a message that cannot be rendered
+    except KeyboardInterrupt:
+        raise
+    except BaseException as failure:  # noqa: BLE001 - a message that cannot be rendered
         text = f"<the message could not be rendered: {_type_name(failure)}>"
     return redactor.text(safe_text(f"{name}: {text}" if text else name, MAX_MESSAGE_CHARS))
 

@@ -80,12 +80,14 @@ def _resumable(config: EvalConfig, run: StoredRun) -> PreparedEvaluation:
     tags, run_id = run.tags, run.run_id
     if run.status == "FINISHED":
         raise ConfigError(f"run {run_id} finished: there is nothing to resume")
-    if Mode.of(tags) != Mode.EVALUATION or names.PARENT_RUN_TAG in tags:
-        part = Mode.of(tags) if Mode.of(tags) != Mode.EVALUATION else "replicate"
+    mode = Mode.declared(tags)
+    if mode not in (None, Mode.EVALUATION) or names.PARENT_RUN_TAG in tags:
+        part = mode if mode != Mode.EVALUATION else "replicate"
         raise ConfigError(f"run {run_id} is part of a {part} series; only ordinary runs can "
                           "be resumed")
-    if names.EVAL_TYPE_TAG not in tags:
-        raise ConfigError(f"run {run_id} was not made by evalkit (no eval_type tag)")
+    if mode is None or names.EVAL_TYPE_TAG not in tags:
+        raise ConfigError(f"run {run_id} was not made by evalkit (a mode tag of its own, or no "
+                          "eval_type tag): only evalkit's runs can be resumed")
     groups = tags.get(names.GROUPS_FILTER_TAG, "all")
     prepared = prepare(config, Selection.parse(tags[names.EVAL_TYPE_TAG],
                                                None if groups == "all" else groups,

@@ -92,10 +92,10 @@ class Evaluation:
         try:
             yield
         except (RunInterrupted, KeyboardInterrupt):
+            going_on = self.role.rerun or f"continue it with --resume {self.run.id}"
             raise RunInterrupted(
                 f"interrupted: run {self.run.id} marked KILLED; every completed call is kept in "
-                f"{self.run.raw.path} and in the run's artifacts; continue it with --resume "
-                f"{self.run.id}") from None
+                f"{self.run.raw.path} and in the run's artifacts; {going_on}") from None
 
     def make_calls(self) -> list[EntryOutputs]:
         """Every call the plan still needs (an earlier attempt's are reused), judging each

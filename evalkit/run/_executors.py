@@ -17,6 +17,7 @@ import threading
 import time
 from collections.abc import Callable, Mapping
 from concurrent.futures import Future
+from dataclasses import dataclass
 from functools import partial
 from typing import Any, Protocol
 
@@ -28,11 +29,20 @@ from evalkit.run._call import Call, Component, failed_call, invoke, settled_call
 INTERRUPT = object()
 """Delivered instead of a record when a component raised ``KeyboardInterrupt``: a stop."""
 
+
+@dataclass(frozen=True)
+class Crashed:
+    """Delivered when evalkit's own code around a call or job raised (a component's failure
+    is that call's record): the window fails the run with it instead of waiting forever."""
+
+    error: BaseException
+
+
 _CLOSING_S = 2.0
 """How long closing waits for cancelled calls to end."""
 Deliver = Callable[[Task, Any], None]
-"""Takes a finished task and its result (a record, :data:`INTERRUPT`, or ``None`` for a
-follow-up job); reentrant."""
+"""Takes a finished task and its result (a record, :data:`INTERRUPT`, a :class:`Crashed`, or
+``None`` for a follow-up job); reentrant."""
 
 
 class CallExecutor(Protocol):
@@ -89,6 +99,8 @@ class ThreadWorkers:
                 result = job()
             except KeyboardInterrupt:  # raised by the component itself: a stop
                 result = INTERRUPT
+            except BaseException as err:  # noqa: BLE001 - delivered, never lost with the thread
+                result = Crashed(err)
             with self._lock:
                 self._busy -= 1
             deliver(task, result)
@@ -153,8 +165,13 @@ class AsyncCalls:
 
     def _done(self, task: Task, deliver: Deliver, future: Future[Any]) -> None:
         self._futures.pop(task, None)
-        if not future.cancelled():
-            deliver(task, future.result())
+        if future.cancelled():
+            return
+        try:
+            result = future.result()
+        except BaseException as err:  # noqa: BLE001 - delivered, never lost in the loop
+            result = Crashed(err)
+        deliver(task, result)
 
     async def _made(self, entry: Entry, call: Call) -> Any:
         started = time.perf_counter()

@@ -31,6 +31,9 @@ class RunRole:
     replicate: int | None = None
     local_reports: bool = True
     """Write the reports to the reports folder too (always logged to MLflow)."""
+    rerun: str | None = None
+    """How to go on after a stop when the run cannot be resumed (a replicate, a calibration
+    run); ``None`` for a run that ``--resume`` finishes."""
 
 
 @dataclass(frozen=True)

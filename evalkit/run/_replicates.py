@@ -41,6 +41,8 @@ from evalkit.tracking import Assessment, Tracker, stability_assessment
 logger = logging.getLogger("evalkit")
 
 LOCK_FILE = "replicates.lock.json"
+_RERUN = ("a replicate series is not resumed: run --replicates again (the same ROOT_SEED "
+          "gives the same seeds)")
 STABILITY_FILE = "stability.json"
 
 
@@ -128,10 +130,11 @@ def evaluate_replicates(config: EvalConfig, component: Component, selection: Sel
         children: list[EvaluationOutcome] = []
         for replicate, seed in enumerate(seeds.seeds):
             if stop.requested:
-                raise RunInterrupted(f"interrupted: replicate run {parent.id} marked KILLED")
+                raise RunInterrupted(f"interrupted: replicate series {parent.id} marked KILLED; "
+                                     f"{_RERUN}")
             role = RunRole(tags={names.REPLICATE_TAG: str(replicate), names.SEED_TAG: str(seed)},
                            name_prefix=f"r{replicate}-", seed=seed, replicate=replicate,
-                           local_reports=False)
+                           local_reports=False, rerun=_RERUN)
             with parent.child(prepared.run_name(role.name_prefix), prepared.params(),
                               {**prepared.tags(), **role.tags}, raw_dir=runs_dir,
                               traced=config.trace_calls) as child:

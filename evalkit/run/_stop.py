@@ -60,12 +60,16 @@ class Stop:
 
     @contextlib.contextmanager
     def open_run(self) -> Iterator[None]:
-        """While a run is open, requests are its to take (see :attr:`run_open`)."""
+        """While a run is open, requests are its to take (see :attr:`run_open`); once it has
+        ended, the requests it took are spent, so the same Stop serves the next run (a
+        resume in the same notebook) from a clear start."""
         self._open_runs += 1
         try:
             yield
         finally:
             self._open_runs -= 1
+            if not self._open_runs:
+                self._requests = 0
 
     @contextlib.contextmanager
     def waking(self, wake: Callable[[], None]) -> Iterator[None]:

@@ -42,7 +42,7 @@ from evalkit.run._books import (
     run_follow_up,
 )
 from evalkit.run._call import Call, Component, timed_out
-from evalkit.run._executors import INTERRUPT, CallExecutor, ThreadWorkers, calls_for
+from evalkit.run._executors import INTERRUPT, CallExecutor, Crashed, ThreadWorkers, calls_for
 from evalkit.run._selection import RunPlan
 from evalkit.run._stop import Stop
 from evalkit.tracking import RawResultsLog
@@ -92,8 +92,14 @@ class CallWindow:
                        partial(Call, seed=seed, replicate=replicate))
         failure: list[BaseException] = []
         done = threading.Event()
-        threading.Thread(target=books.drive, args=(failure, done), name="evalkit-window",
-                         daemon=True).start()
+        driver = threading.Thread(target=books.drive, args=(failure, done),
+                                  name="evalkit-window", daemon=True)
+        try:
+            driver.start()
+        except KeyboardInterrupt:  # mid-start: whatever began stops at once, nothing waits
+            self.stop.request()
+            self.stop.request()
+            raise
         # Waited for on an event, with a timeout, not with Thread.join: an interrupt inside
         # join can mark a thread that still runs as ended (CPython 3.11, bpo-45274).
         while True:
@@ -151,14 +157,14 @@ class _Books:
         while self._in_flight:
             self._settle_next()
             if stop.abandons:
-                logger.warning("abandoned %d call(s) in flight; they will be made by --resume",
-                               len(self._in_flight))
+                logger.warning("abandoned %s in flight; a resume makes them again",
+                               self._in_flight_text())
                 return
             if stop.requested:
                 if not warned and self._in_flight:
-                    logger.warning("stopping: waiting for %d call(s) in flight to finish and "
-                                   "be kept (stop again, e.g. Ctrl-C, to abandon them)",
-                                   len(self._in_flight))
+                    logger.warning("stopping: waiting for %s in flight to finish and be kept "
+                                   "(stop again, e.g. Ctrl-C, to abandon them)",
+                                   self._in_flight_text())
                     warned = True
                 continue
             self._fill(stop)
@@ -200,6 +206,8 @@ class _Books:
                 call = self._in_flight.pop(task)
                 if result is INTERRUPT:  # the component raised KeyboardInterrupt: a stop
                     self._window.stop.request()
+                elif isinstance(result, Crashed):
+                    raise result.error
                 elif call is not None:
                     self._keep(task, result)
         now = self._window.clock()
@@ -217,6 +225,11 @@ class _Books:
         if self._on_call is not None:
             self._on_call(record)
         self._jobs.extend(self._completion.call_in(task[0], self.records))
+
+    def _in_flight_text(self) -> str:
+        jobs = sum(call is None for call in self._in_flight.values())
+        calls = len(self._in_flight) - jobs
+        return f"{calls} call(s)" + (f" and {jobs} early judging job(s)" if jobs else "")
 
     def _next_deadline(self) -> float:
         while self._deadlines and self._deadlines[0][1] not in self._in_flight:

@@ -12,6 +12,7 @@ what an uninterrupted run would have held.
 from __future__ import annotations
 
 import json
+import shlex
 import shutil
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -23,7 +24,6 @@ BUNDLE_FILE = "bundle.json"
 SYNCED_FILE = "synced.json"
 BUNDLES_DIR = Path(".evalkit") / "bundles"
 BUNDLE_FORMAT = "evalkit.bundle/1"
-
 
 
 class LoggedPoint(NamedTuple):
@@ -62,11 +62,11 @@ class RunJournal:
         return content.read_bytes() if isinstance(content, Path) else content
 
     def latest_metrics(self) -> dict[str, float]:
-        """Each key's latest value, by (timestamp, step) as MLflow orders them."""
+        """Each key's latest value: the point with the highest (step, timestamp, value), as
+        MLflow's stores pick it."""
         latest: dict[str, tuple[int, int, float]] = {}
         for key, value, step, timestamp in self.metrics:
-            if key not in latest or (timestamp, step) >= latest[key][:2]:
-                latest[key] = (timestamp, step, value)
+            latest[key] = max(latest.get(key, (step, timestamp, value)), (step, timestamp, value))
         return {key: value for key, (_, _, value) in latest.items()}
 
     def history(self, key: str) -> tuple[float, ...]:
@@ -95,6 +95,7 @@ class RunJournal:
         }
         (folder / BUNDLE_FILE).write_text(json.dumps(document, indent=1) + "\n",
                                           encoding="utf-8")
+        (folder / SYNCED_FILE).unlink(missing_ok=True)  # a resumed run's new bundle waits again
         return folder
 
     @classmethod
@@ -127,9 +128,13 @@ def unsynced_bundles(root: Path = BUNDLES_DIR) -> list[Path]:
                   if (p / BUNDLE_FILE).is_file() and not (p / SYNCED_FILE).exists())
 
 
-def mark_synced(folder: Path, run_id: str, tracking_uri: str) -> None:
+def mark_synced(folder: Path, run_id: str, tracking_uri: str, *,
+                superseded: bool = False) -> None:
+    """Mark the bundle in ``folder`` as done with: uploaded into ``run_id``, or ``superseded``
+    by a resume of its run (which holds every call the bundle does, and more)."""
     (folder / SYNCED_FILE).write_text(json.dumps({"run_id": run_id,
-                                                  "tracking_uri": tracking_uri}) + "\n",
+                                                  "tracking_uri": tracking_uri,
+                                                  "superseded": superseded}) + "\n",
                                       encoding="utf-8")
 
 
@@ -140,10 +145,13 @@ class TrackingOffline(TrackingError):
 
     def __init__(self, bundles: list[Path], tracking_uri: str) -> None:
         self.bundles = bundles
-        shown = ", ".join(str(b) for b in bundles)
+        shown = " ".join(shlex.quote(str(b)) for b in bundles)
+        saved = ("the run is saved as a local bundle in" if len(bundles) == 1 else
+                 f"its {len(bundles)} runs are saved as local bundles in")
         super().__init__(f"the tracking server at {tracking_uri} became unreachable during the "
-                         f"run; nothing was lost: the run is saved as a local bundle in "
-                         f"{shown}. Upload it once the server is back: evalkit sync {shown}")
+                         f"run; nothing was lost: {saved} {shown}. Upload "
+                         f"{'it' if len(bundles) == 1 else 'them'} once the server is back: "
+                         f"evalkit sync {shown}")
 
 
 @dataclass
@@ -153,3 +161,10 @@ class Series:
     bundles_dir: Path
     bundles: list[Path] = field(default_factory=list)
     server_down: bool = False
+
+    def supersede_bundle(self, run_id: str, tracking_uri: str) -> None:
+        """A resume of ``run_id`` ends with all the bundle an outage left of it holds (its
+        calls read back, or made again), so that bundle no longer waits to be uploaded."""
+        folder = self.bundles_dir / run_id
+        if (folder / BUNDLE_FILE).is_file() and not (folder / SYNCED_FILE).exists():
+            mark_synced(folder, run_id, tracking_uri, superseded=True)

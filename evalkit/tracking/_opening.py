@@ -36,10 +36,12 @@ def start_run(backend: Backend, experiment: str, run_name: str, params: Mapping[
     """A new run with its params and tags; its raw results (and their lock) under
     ``raw_dir/<run id>/`` when given."""
     _check_params(params)
-    if parent is not None and series.server_down and not backend.answers():
+    if parent is not None and not backend.answers():  # down mid-series, even between runs
+        series.server_down = True
         return _start_offline(backend, experiment, run_name, params, tags, series, raw_dir,
                               traced, parent)
     backend.check_reachable()
+    stored: StoredRun | None = None
     try:
         experiment_id = backend.experiment_id(experiment)
         assert experiment_id is not None
@@ -48,9 +50,13 @@ def start_run(backend: Backend, experiment: str, run_name: str, params: Mapping[
             k: v for k, v in tags.items() if k == names.USER_TAG})
         backend.log_batch(stored.run_id, params=params, tags=tags)
         backend.log_dataset_input(stored.run_id, params)
-    except TrackingError:
-        raise
-    except Exception as err:  # any failure here means MLflow is unusable: say where
+    except BaseException as err:
+        if stored is not None:  # never left RUNNING, with nothing in it, for ever
+            _end_quietly(backend, stored.run_id,
+                         "KILLED" if isinstance(err, KeyboardInterrupt) else "FAILED")
+        if isinstance(err, TrackingError) or not isinstance(err, Exception):
+            raise
+        # any other failure here means MLflow is unusable: say where
         raise TrackingError(f"cannot start an MLflow run at {backend.tracking_uri}: "
                             f"{backend.hide_password(str(err))}. Check MLFLOW_TRACKING_URI "
                             f"(unset it to use the local store {LOCAL_STORE})") from err
@@ -62,7 +68,7 @@ def start_run(backend: Backend, experiment: str, run_name: str, params: Mapping[
         backend.log_artifact(stored.run_id, names.PROBE_ARTIFACT,
                              (json.dumps({"run_id": stored.run_id}) + "\n").encode())
     except Exception as err:
-        backend.set_status(stored.run_id, "FAILED")
+        _end_quietly(backend, stored.run_id, "FAILED")
         raise TrackingError(f"cannot write artifacts of run {stored.run_id} at "
                             f"{backend.tracking_uri}: {backend.hide_password(str(err))}. Check "
                             "the server's artifact store (--artifacts-destination) and its "
@@ -89,13 +95,14 @@ def reopen_run(backend: Backend, run_id: str, series: Series, *, raw_dir: Path,
         if raw.torn is not None:
             logger.warning("the last line of %s was cut mid-write (%r...): that call was not "
                            "kept and will be made again", path, raw.torn[:40])
+        journal = _journal_of(backend, stored)
         backend.set_status(run_id, "RUNNING")
     except BaseException:
         lock.release()
         raise
+    series.supersede_bundle(run_id, backend.tracking_uri)
     files = RunFiles(RawResultsLog(path), lock,
                      {(c.entry_id, c.repeat): c for c in raw.records})
-    journal = _journal_of(backend, stored)
     return TrackedRun(backend, journal, series,
                       _child_opener(backend, journal.experiment_name, series), files=files,
                       traced=traced, resumed=True)
@@ -127,6 +134,14 @@ def _new_files(raw_dir: Path | None, run_id: str) -> RunFiles | None:
         return None
     lock = lock_run(raw_dir / run_id, run_id)
     return RunFiles(RawResultsLog(raw_dir / run_id / names.RAW_RESULTS_FILE), lock, {})
+
+
+def _end_quietly(backend: Backend, run_id: str, status: str) -> None:
+    """End a run that could not be started; the error that stopped it is the one to report."""
+    try:
+        backend.set_status(run_id, status)
+    except Exception:  # noqa: BLE001 - the store is failing already: that error is raised
+        logger.debug("could not mark run %s %s", run_id, status, exc_info=True)
 
 
 def _journal_of(backend: Backend, stored: StoredRun) -> RunJournal:

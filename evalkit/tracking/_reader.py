@@ -74,11 +74,12 @@ class RunReader:
         return self._backend.runs(experiment_id, limit)
 
     def evaluation_runs(self, experiment_name: str) -> list[StoredRun]:
-        """Top-level evaluation runs, newest first: replicate children (folded into their
-        parent) and planning runs (they evaluate nothing) left out."""
+        """Top-level evaluation runs evalkit made, newest first: replicate children (folded
+        into their parent), planning runs (they evaluate nothing) and runs someone else
+        logged in the experiment (a ``mode`` tag evalkit never writes) left out."""
         return [run for run in self.runs(experiment_name)
                 if names.PARENT_RUN_TAG not in run.tags
-                and run.tags.get(names.MODE_TAG) != Mode.PLANNING]
+                and Mode.declared(run.tags) not in (None, Mode.PLANNING)]
 
     def resolve(self, reference: str, mode: Mode | None = None) -> str:
         """A run id as given, the one run whose id starts with ``reference`` (4 or more hex
@@ -113,7 +114,11 @@ def build_record(run: StoredRun, experiment_name: str, *, read_json: Callable[[s
                  history: Callable[[str], tuple[float, ...]]) -> RunRecord:
     """A :class:`RunRecord` from a run's data and readers of its artifacts and histories;
     the same for a run on a server, in the local store, in memory, or in a bundle."""
-    mode = Mode.of(run.tags)
+    mode = Mode.declared(run.tags)
+    if mode is None:
+        raise TrackingError(f"run {run.run_id} is tagged {names.MODE_TAG}="
+                            f"{run.tags[names.MODE_TAG]!r}: it was not made by evalkit, which "
+                            "reads only its own runs")
     evaluation = None if mode in WITHOUT_EVALUATION else ScoredRun.from_json(
         read_json(names.EVALUATION_ARTIFACT))
     documents = {path: read_json(path) for path in MODE_DOCUMENTS.get(mode, ())}

@@ -146,14 +146,11 @@ class TrackedRun:
     def register_prompts(self, prompts: Mapping[str, Sequence[Mapping[str, str]]]) -> None:
         """The judge's prompts registered and linked to the run; a store without a prompt
         registry is skipped with a warning (they stay in the run's params)."""
-        if not prompts or self.offline:
+        if not prompts:
             return
         try:
-            self._backend.register_prompts(self.id, prompts)
-        except Exception as err:
-            if self._backend.is_remote and not self._backend.answers():
-                self._go_offline(err)
-                return
+            self.write(lambda: self._backend.register_prompts(self.id, prompts))
+        except Exception as err:  # a store that answers but has no registry
             logger.warning("the judge's prompts were not registered in MLflow (%s); they "
                            "stay in the run's params", err)
 
@@ -173,7 +170,10 @@ class TrackedRun:
         except Exception as err:
             if not self._backend.is_remote or self._backend.answers():
                 raise
-            self._go_offline(err)
+            logger.warning("tracking server %s unreachable (%s); the run goes on and will be "
+                           "saved as a local bundle", self.tracking_uri,
+                           self._backend.hide_password(str(err)))
+            self.offline = self._series.server_down = True
 
     # --- a series -------------------------------------------------------------------------------
 
@@ -195,17 +195,16 @@ class TrackedRun:
         self.close("FINISHED" if kind is None else "KILLED" if stopped else "FAILED")
 
     def close(self, status: str) -> None:
-        """Upload the raw results and set the final status, even after a failure; offline,
-        write the bundle (and raise :class:`TrackingOffline` for a finished run)."""
+        """Upload the raw results and set the final status, even after a failure (or one of
+        the closing itself: never left RUNNING); offline, write the bundle (and raise
+        :class:`TrackingOffline` for a finished run)."""
         try:
-            self.traces.close(wait=status == "FINISHED")
-            if self._files is not None:
-                self._files.raw.close()
-                if self._files.raw.path.exists():
-                    self.log_file(self._files.raw.path, names.RAW_ARTIFACT_DIR)
-            self.journal.status = status
-            self.write(lambda: self._backend.set_status(self.id, status))
-            self._end_offline(status)
+            final, failure = self._final_uploads(status)
+            self.journal.status = final
+            self.write(lambda: self._backend.set_status(self.id, final))
+            self._end_offline(final)
+            if failure is not None and status == "FINISHED":
+                raise failure
         except Exception as err:  # never mask the error that brought us here
             if status == "FINISHED" or isinstance(err, TrackingOffline):
                 raise
@@ -215,6 +214,21 @@ class TrackedRun:
         finally:
             if self._files is not None:
                 self._files.lock.release()
+
+    def _final_uploads(self, status: str) -> tuple[str, BaseException | None]:
+        """The traces and the raw results: the status the run then ends with (FAILED when a
+        finished run's uploads fail, KILLED when they are interrupted) and the failure."""
+        try:
+            self.traces.close(wait=status == "FINISHED")
+            if self._files is not None:
+                self._files.raw.close()
+                if self._files.raw.path.exists():
+                    self.log_file(self._files.raw.path, names.RAW_ARTIFACT_DIR)
+        except KeyboardInterrupt as interrupt:  # Python's own handler: a notebook's interrupt
+            return "KILLED", interrupt
+        except Exception as err:
+            return ("FAILED" if status == "FINISHED" else status), err
+        return status, None
 
     def _end_offline(self, status: str) -> None:
         if self.offline:
@@ -227,16 +241,8 @@ class TrackedRun:
         if self._parent is None and status == "FINISHED" and self._series.bundles:
             raise TrackingOffline(list(self._series.bundles), self.tracking_uri)
 
-    def _go_offline(self, err: BaseException) -> None:
-        logger.warning("tracking server %s unreachable (%s); the run goes on and will be saved "
-                       "as a local bundle", self.tracking_uri,
-                       self._backend.hide_password(str(err)))
-        self.offline = True
-        self._series.server_down = True
-
     def _unlogged(self, points: Sequence[LoggedPoint]) -> list[LoggedPoint]:
-        """``points`` minus those a resumed run holds already (logging them again would
-        double its metric histories)."""
+        """``points`` minus those a resumed run holds already (no history gets one twice)."""
         if not self._resumed:
             return list(points)
         held = {(p.key, p.step, p.value) for key in {p.key for p in points}

@@ -11,7 +11,7 @@ from pathlib import Path
 
 from evalkit._errors import TrackingError
 from evalkit.records import ScoredRun, names
-from evalkit.tracking._backend import Backend
+from evalkit.tracking._backend import Backend, StoredRun
 from evalkit.tracking._journal import RunJournal, mark_synced
 from evalkit.tracking._table import table_from_json
 from evalkit.tracking._traces import Assessment, RunContext, build_traces, trace_id_for
@@ -22,10 +22,17 @@ def upload_bundle(backend: Backend, folder: Path) -> str:
     journal = RunJournal.load(folder)
     backend.check_reachable()
     try:
-        known = backend.run(journal.run_id)
+        known: StoredRun | None = backend.run(journal.run_id)
+    except TrackingError:  # the server lost the run (or never had it: it began offline)
+        known = None
+    if known is not None and known.status == "FINISHED" and journal.status != "FINISHED":
+        raise TrackingError(f"run {known.run_id} was resumed and finished after the bundle in "
+                            f"{folder} was saved: the bundle is out of date and was not "
+                            "uploaded (the run holds all of it); delete the folder")
+    if known is not None:
         run_id, held = known.run_id, dict(known.params)
         start_time_ms = known.start_time_ms
-    except TrackingError:  # the server lost the run (or never had it: it began offline)
+    else:
         experiment_id = backend.experiment_id(journal.experiment_name)
         assert experiment_id is not None
         created = backend.create_run(experiment_id, journal.run_name,
