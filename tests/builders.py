@@ -92,3 +92,26 @@ class RecordingComponent:
 
     def count(self) -> Counter[str]:
         return Counter(entry_id for entry_id, _ in self.calls)
+
+
+def evaluation_with_a_secret(tmp_path: Path, tracker: Any, secret: str) -> Any:
+    """An evaluation whose component puts ``secret`` (also exported as PROVIDER_API_KEY by
+    the caller) in an output, in an error message and in a component param."""
+    from evalkit import evaluate
+
+    def leak(item: Entry, call: Call) -> Any:
+        if item.id == "boom":
+            raise PermissionError(f"401 for key {secret}")
+        return {"echo": f"using {secret}"}
+
+    dataset = write_dataset(tmp_path / "ds", {"e": entry("functional"),
+                                              "boom": entry("functional")})
+    config = config_for(tmp_path, dataset, COMPONENT_PARAMS={"key": secret})
+    return evaluate(config, leak, Selection.parse("all", None, False), tracker=tracker,
+                    runs_dir=tmp_path / ".evalkit" / "runs")
+
+
+def local_texts(tmp_path: Path, outcome: Any) -> list[str]:
+    """What an evaluation left on local disk: its reports and its raw results."""
+    return [*(p.read_text() for p in (tmp_path / "reports").iterdir()),
+            outcome.raw_results.read_text()]

@@ -22,7 +22,14 @@ from evalkit import Call, ConfigError, Entry, EvalConfig, Selection, evaluate
 from evalkit.records import CallRecord
 from evalkit.reports import render_reports
 from evalkit.tracking import RawResultsLog, Tracker
-from tests.builders import RecordingComponent, config_for, entry, write_dataset
+from tests.builders import (
+    RecordingComponent,
+    config_for,
+    entry,
+    evaluation_with_a_secret,
+    local_texts,
+    write_dataset,
+)
 
 
 def run(tmp_path: Path, tracker: Tracker, config: EvalConfig, component: Any,
@@ -288,21 +295,11 @@ def test_secrets_in_the_environment_never_reach_mlflow_or_reports(
         tmp_path: Path, tracker: Tracker, monkeypatch: pytest.MonkeyPatch) -> None:
     secret = "sk-test-" + uuid.uuid4().hex
     monkeypatch.setenv("PROVIDER_API_KEY", secret)
-
-    def leak(entry: Entry, call: Call) -> Any:
-        if entry.id == "boom":
-            raise PermissionError(f"401 for key {secret}")
-        return {"echo": f"using {secret}"}
-
-    dataset = write_dataset(tmp_path / "ds", {"e": entry("functional"),
-                                              "boom": entry("functional")})
-    outcome = run(tmp_path, tracker, config_for(tmp_path, dataset,
-                                                     COMPONENT_PARAMS={"key": secret}), leak)
+    outcome = evaluation_with_a_secret(tmp_path, tracker, secret)
     journal = tracker.backend.journals[outcome.run_id]
     texts = [tracker.backend.artifact(outcome.run_id, path).decode() for path in
              journal.artifacts]
-    texts += [p.read_text() for p in (tmp_path / "reports").iterdir()]
-    texts.append(outcome.raw_results.read_text())
+    texts += local_texts(tmp_path, outcome)
     texts += [json.dumps(journal.params), json.dumps(journal.tags)]
     assert [text for text in texts if secret in text] == []
     assert any("[REDACTED:PROVIDER_API_KEY]" in text for text in texts)

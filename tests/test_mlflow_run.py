@@ -20,11 +20,18 @@ from typing import Any
 import mlflow
 import pytest
 
-from evalkit import Call, Entry, Selection, evaluate
+from evalkit import Selection, evaluate
 from evalkit.reports import render_reports
 from evalkit.run import EvaluationOutcome
 from evalkit.tracking import Tracker
-from tests.builders import RecordingComponent, config_for, entry, write_dataset
+from tests.builders import (
+    RecordingComponent,
+    config_for,
+    entry,
+    evaluation_with_a_secret,
+    local_texts,
+    write_dataset,
+)
 
 pytestmark = [pytest.mark.slow, pytest.mark.mlflow_api]
 
@@ -160,23 +167,12 @@ def test_secrets_in_the_environment_never_reach_mlflow_or_reports(
         tmp_path: Path, tracking_uri: str, monkeypatch: pytest.MonkeyPatch) -> None:
     secret = "sk-test-" + uuid.uuid4().hex
     monkeypatch.setenv("PROVIDER_API_KEY", secret)
-
-    def leak(item: Entry, call: Call) -> Any:
-        if item.id == "boom":
-            raise PermissionError(f"401 for key {secret}")
-        return {"echo": f"using {secret}"}
-
-    dataset = write_dataset(tmp_path / "ds", {"e": entry("functional"),
-                                              "boom": entry("functional")})
-    config = config_for(tmp_path, dataset, COMPONENT_PARAMS={"key": secret})
-    outcome = evaluate(config, leak, Selection.parse("all", None, False),
-                       tracker=Tracker(tracking_uri), runs_dir=tmp_path / ".evalkit" / "runs")
+    outcome = evaluation_with_a_secret(tmp_path, Tracker(tracking_uri), secret)
     client = mlflow.MlflowClient(tracking_uri)
     downloaded = Path(client.download_artifacts(outcome.run_id, "", str(tmp_path / "art")))
     texts = [p.read_text() for p in downloaded.rglob("*") if p.is_file()]
     assert len(texts) >= 6  # every artifact: probe, reports, results, table, raw results
-    texts += [p.read_text() for p in (tmp_path / "reports").iterdir()]
-    texts.append(outcome.raw_results.read_text())
+    texts += local_texts(tmp_path, outcome)
     run = client.get_run(outcome.run_id)
     texts += [json.dumps(run.data.params), json.dumps(run.data.tags)]
     texts += [json.dumps([(t.info.request_preview, t.info.response_preview,

@@ -197,11 +197,11 @@ def test_a_run_that_loses_its_server_goes_on_and_sync_uploads_it(tmp_path: Path,
     assert [(p.key, p.step, p.value) for p in flaky.journals[run_id].metrics] == metrics
 
 
-def test_a_run_stopped_during_an_outage_leaves_its_whole_bundle(tmp_path: Path,
-                                                                server: Tracker) -> None:
+def stopped_during_an_outage(tmp_path: Path, server: Tracker,
+                             config: EvalConfig) -> tuple[Path, Outage]:
+    """A run the server leaves at its 3rd call, then stopped: its bundle and the outage."""
     flaky = server.backend
     assert isinstance(flaky, FlakyServer)
-    config = project_config(tmp_path, "team/stopped", entries=40)
     stop = Stop()
     outage = Outage(flaky, at=3, stop=stop)
 
@@ -213,6 +213,15 @@ def test_a_run_stopped_during_an_outage_leaves_its_whole_bundle(tmp_path: Path,
         evaluate(config, component, Selection("all"), tracker=server,
                  runs_dir=tmp_path / "runs", stop=stop)
     (bundle,) = server.unsynced_bundles()
+    return bundle, outage
+
+
+def test_a_run_stopped_during_an_outage_leaves_its_whole_bundle(tmp_path: Path,
+                                                                server: Tracker) -> None:
+    flaky = server.backend
+    assert isinstance(flaky, FlakyServer)
+    bundle, outage = stopped_during_an_outage(
+        tmp_path, server, project_config(tmp_path, "team/stopped", entries=40))
     document = json.loads((bundle / "bundle.json").read_text())
     assert document["status"] == "KILLED"
     raw = (bundle / "artifacts" / "raw" / "raw-results.jsonl").read_text().splitlines()
@@ -233,17 +242,7 @@ def test_a_resume_after_the_outage_supersedes_the_bundle_it_left(tmp_path: Path,
     flaky = server.backend
     assert isinstance(flaky, FlakyServer)
     config = project_config(tmp_path, "team/resumed", entries=10)
-    stop = Stop()
-    outage = Outage(flaky, at=3, stop=stop)
-
-    def component(item: Entry, call: Call) -> str:
-        outage.tick(item, call)
-        return "a"
-
-    with pytest.raises(RunInterrupted):
-        evaluate(config, component, Selection("all"), tracker=server,
-                 runs_dir=tmp_path / "runs", stop=stop)
-    (bundle,) = server.unsynced_bundles()
+    bundle, _ = stopped_during_an_outage(tmp_path, server, config)
     run_id = bundle.name
     flaky.down = False
     resume(config, lambda item, call: "a", run_id, tracker=server, runs_dir=tmp_path / "runs")

@@ -189,7 +189,34 @@ EXPECTATION_ASSESSMENT = "expected_output"
 REVIEW_ASSESSMENT = "human_review"
 REVIEW_PENDING = "pending"
 ENTRY_ID_TRACE_TAG = "evalkit.entry_id"
+TRACE_NAME_TAG = "mlflow.traceName"
 SOURCE_RUN_METADATA = "mlflow.assessment.sourceRunId"
+GOLDEN_SOURCE = "golden dataset"
+"""The source of an expectation assessment."""
+
+
+def code_source(part: str) -> str:
+    """The source id of an assessment evalkit's own code gave (a scorer, the replicates)."""
+    return f"evalkit.{part}"
+
+
+# --- attributes of a trace's spans -----------------------------------------------------------
+
+SPAN_REPEAT = "evalkit.repeat"
+SPAN_REPLICATE = "evalkit.replicate"
+SPAN_SEED = "evalkit.seed"
+SPAN_LATENCY_MS = "evalkit.latency_ms"
+SPAN_ERROR = "evalkit.error"
+SPAN_JUDGE_MODEL = "evalkit.judge_model"
+SPAN_PROMPT_USE = "evalkit.prompt_use"
+
+# --- the evaluation dataset and the judge's prompts in MLflow's registries -------------------
+
+DATASET_CONTEXT_TAG = "mlflow.data.context"
+DATASET_CONTEXT = "evaluation"
+DATASET_DIGEST_TAG = "evalkit.dataset_digest"
+DATASET_SOURCE_TAG = "evalkit.source"
+PROMPT_SHA_TAG = "evalkit.sha256"
 
 # --- artifacts -------------------------------------------------------------------------------
 

@@ -17,7 +17,7 @@ from evalkit.reports._per_type import type_report
 from evalkit.reports._planning import planning_report
 from evalkit.reports._stability import stability_report
 from evalkit.reports._summary import summary_report
-from evalkit.stats import Plan, StabilityDocument, TypeMetrics, threshold_from_params
+from evalkit.stats import Calibration, Plan, StabilityDocument, TypeMetrics, threshold_from_params
 
 
 def render_reports(record: RunRecord) -> dict[str, str]:
@@ -45,7 +45,7 @@ def render_reports(record: RunRecord) -> dict[str, str]:
             record, record.evaluation.human_review)
     if record.mode == Mode.CALIBRATION:
         reports[names.CALIBRATION_REPORT] = calibration_report(
-            record, record.documents[names.CALIBRATION_ARTIFACT])
+            record, Calibration.from_json(record.documents[names.CALIBRATION_ARTIFACT]))
     return reports
 
 

@@ -2,9 +2,6 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from typing import Any
-
 from evalkit.dataset import REPEATABILITY
 from evalkit.records import RunRecord, TypeNames, names
 from evalkit.reports._common import header
@@ -12,8 +9,7 @@ from evalkit.reports._markdown import table
 from evalkit.stats import PLATEAU_RULE, Calibration
 
 
-def calibration_report(record: RunRecord, doc: Mapping[str, Any]) -> str:
-    calibration = Calibration.from_json(doc)
+def calibration_report(record: RunRecord, calibration: Calibration) -> str:
     routine = record.params.get(names.REPEAT_COUNT_PARAM, "not declared")
     n = TypeNames.of(REPEATABILITY)
     points = calibration.points

@@ -59,7 +59,7 @@ def _overall(metrics: TypeMetrics) -> list[str]:
         figures = [number(metrics.f1), number(metrics.precision), number(metrics.recall)]
     else:
         accuracy, figures = "—", ["—", "—", "—"]
-    row = [f"{metrics.test_type}_accuracy", accuracy, *figures, str(metrics.samples),
+    row = [TypeNames.of(metrics.test_type).accuracy, accuracy, *figures, str(metrics.samples),
            _thresholds(metrics), PASS if metrics.passed else FAIL]
     return [
         "## Overall Results", "",

@@ -78,6 +78,8 @@ def _resumable(config: EvalConfig, run: StoredRun) -> PreparedEvaluation:
     """The run's evaluation prepared again by this script, once it is certain that resuming
     it is what the run was: an ordinary evaluation run, unfinished, made with these settings."""
     tags, run_id = run.tags, run.run_id
+    # Checked here before the dataset is prepared, and by reopen again under the run's lock
+    # (another process may have finished it in between).
     if run.status == "FINISHED":
         raise ConfigError(f"run {run_id} finished: there is nothing to resume")
     mode = Mode.declared(tags)

@@ -58,7 +58,10 @@ class SeedLock:
     def load(cls, path: Path) -> SeedLock | None:
         if not path.is_file():
             return None
-        doc = json.loads(path.read_text(encoding="utf-8"))
+        return cls.from_json(json.loads(path.read_text(encoding="utf-8")))
+
+    @classmethod
+    def from_json(cls, doc: Mapping[str, Any]) -> SeedLock:
         return cls(doc["pack_id"], doc["root_seed"],
                    tuple(r["seed"] for r in sorted(doc["replicates"],
                                                    key=lambda r: r["replicate"])))

@@ -10,7 +10,7 @@ from dataclasses import dataclass
 
 from evalkit._errors import ConfigError
 from evalkit.config import EvalConfig
-from evalkit.dataset import TEST_TYPES, Dataset, Entry
+from evalkit.dataset import REPEATABILITY, TEST_TYPES, Dataset, Entry
 
 ALL_TYPES = "all"
 
@@ -93,7 +93,7 @@ def plan_run(dataset: Dataset, selection: Selection, config: EvalConfig) -> RunP
     config.check_types({t for entry in selected for t in selection.types_of(entry)})
     for entry in selected:
         types = selection.types_of(entry)
-        calls = config.require_repeat_count() if "repeatability" in types else 1
+        calls = config.require_repeat_count() if REPEATABILITY in types else 1
         for adapter in entry.mock_fixtures:
             if adapter not in config.mock_adapters:
                 registered = ", ".join(sorted(config.mock_adapters)) or "none"

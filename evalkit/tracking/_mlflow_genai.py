@@ -21,9 +21,6 @@ from evalkit.tracking._span_process import SpanWriting
 from evalkit.tracking._trace_writer import TraceWriter
 from evalkit.tracking._traces import Assessment, EntryTrace, RunContext
 
-DATASET_CONTEXT = "evaluation"
-PROMPT_SHA_TAG = "evalkit.sha256"
-
 
 def log_dataset_input(client: Any, run_id: str, params: Mapping[str, str]) -> None:
     """``log_inputs`` of the dataset the params name (``DATASET_PATH``, ``dataset_digest``),
@@ -37,7 +34,7 @@ def log_dataset_input(client: Any, run_id: str, params: Mapping[str, str]) -> No
     dataset = Dataset(name=path.name, digest=params[names.DATASET_DIGEST_PARAM][:36],
                       source_type="local", source=json.dumps({"uri": str(path)}))
     client.log_inputs(run_id, datasets=[DatasetInput(
-        dataset=dataset, tags=[InputTag("mlflow.data.context", DATASET_CONTEXT)])])
+        dataset=dataset, tags=[InputTag(names.DATASET_CONTEXT_TAG, names.DATASET_CONTEXT)])])
 
 
 def register_evaluation_dataset(client: Any, experiment_id: str, params: Mapping[str, str],
@@ -62,7 +59,7 @@ def register_evaluation_dataset(client: Any, experiment_id: str, params: Mapping
         client.add_dataset_to_experiments(found[0].dataset_id, [experiment_id])
         return False
     dataset = client.create_dataset(name=name, experiment_id=experiment_id, tags={
-        "evalkit.dataset_digest": digest, "evalkit.source": str(source.resolve())})
+        names.DATASET_DIGEST_TAG: digest, names.DATASET_SOURCE_TAG: str(source.resolve())})
     # MLflow keys records by their inputs: the entry id is one, so two entries with the same
     # input stay two records.
     private.upsert_dataset_records(client, dataset.dataset_id, [
@@ -82,9 +79,9 @@ def register_prompts(client: Any, run_id: str,
         template = [dict(m) for m in messages]
         sha = hashlib.sha256(json.dumps(template, sort_keys=True).encode()).hexdigest()
         latest = client.load_prompt(f"prompts:/{name}@latest", allow_missing=True)
-        if latest is None or latest.tags.get(PROMPT_SHA_TAG) != sha:
+        if latest is None or latest.tags.get(names.PROMPT_SHA_TAG) != sha:
             latest = client.register_prompt(
-                name=name, template=template, tags={PROMPT_SHA_TAG: sha},
+                name=name, template=template, tags={names.PROMPT_SHA_TAG: sha},
                 commit_message=f"evalkit: content sha256 {sha[:16]}")
         private.link_prompt_to_run(client, run_id, latest)
         uris.append(latest.uri)

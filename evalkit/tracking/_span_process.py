@@ -7,7 +7,8 @@ under the GIL from the very threads that wait on the component's calls. A worker
 (``python -m evalkit.tracking._span_worker``, fed pickled batches on a pipe) does it on
 another core instead. Starting one costs about 2 s of CPU (it imports MLflow), which pays
 only from a few hundred calls on (:data:`WORKER_MIN_CALLS`); smaller runs, and a tracking
-server (whose own process does the SQL), write on the caller's thread.
+server (whose own process does the SQL), write in this process, on the run's trace-writer
+thread (:mod:`evalkit.tracking._run_traces`).
 
 A plain interpreter, not ``multiprocessing``: its workers import the user's ``eval.py`` as
 their main module, which would run an evaluation without a ``__main__`` guard. The worker runs

@@ -117,14 +117,15 @@ def _call_spans(context: RunContext, entry: EntryTrace) -> list[Any]:
     spans = [private.finished_span(
         entry.trace_id, entry.entry_id, None, start, _root_end(start, entry), "CHAIN",
         {**common, "outputs": response_of(entry)}, failed,
-        trace_tags={"mlflow.traceName": entry.entry_id, names.ENTRY_ID_TRACE_TAG: entry.entry_id})]
+        trace_tags={names.TRACE_NAME_TAG: entry.entry_id,
+                    names.ENTRY_ID_TRACE_TAG: entry.entry_id})]
     for order, call in enumerate(entry.calls, 1):
         spans.append(private.finished_span(
             entry.trace_id, f"call {call.repeat}", entry.entry_id, start + order,
             start + order + int(call.latency_ms * 1_000_000), "UNKNOWN", {
-                **common, "evalkit.repeat": call.repeat, "evalkit.replicate": replicate,
-                "evalkit.seed": seed, "evalkit.latency_ms": round(call.latency_ms, 3),
-                "evalkit.error": call.error, **({} if call.error else {"outputs": call.output})},
+                **common, names.SPAN_REPEAT: call.repeat, names.SPAN_REPLICATE: replicate,
+                names.SPAN_SEED: seed, names.SPAN_LATENCY_MS: round(call.latency_ms, 3),
+                names.SPAN_ERROR: call.error, **({} if call.error else {"outputs": call.output})},
             call.error))
     return spans
 
@@ -138,9 +139,9 @@ def _judge_spans(context: RunContext, entry: EntryTrace) -> list[Any]:
     return [private.finished_span(entry.trace_id, f"judge {use} {index}", entry.entry_id,
                                   first + index, max(end, first + index), "LLM", {
                                       "inputs": entry.input,
-                                      "evalkit.judge_model": context.params.get(
+                                      names.SPAN_JUDGE_MODEL: context.params.get(
                                           names.JUDGE_MODEL_PARAM),
-                                      "evalkit.prompt_use": use, "outputs": reply}, None)
+                                      names.SPAN_PROMPT_USE: use, "outputs": reply}, None)
             for index, (use, reply) in enumerate(entry.judge_replies)]
 
 

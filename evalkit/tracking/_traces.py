@@ -91,7 +91,7 @@ def build_traces(context: RunContext, evaluation: ScoredRun,
             call["repeat"], call.get("output"), call.get("error"), float(call["latency_ms"])))
     for entry in traces.values():  # calls arrive in the order they finish
         entry.calls.sort(key=lambda c: c.repeat)
-    judge_model = context.params.get("judge_model", "llm judge")
+    judge_model = context.params.get(names.JUDGE_MODEL_PARAM, "llm judge")
     for result in evaluation.types:
         judged = result.scorer == "llm_judge"
         for item in result.items:
@@ -99,7 +99,7 @@ def build_traces(context: RunContext, evaluation: ScoredRun,
                 name=result.test_type, value=item.passed,  # a verdict is named for its type
                 rationale=_rationale(result.test_type, item, context.params),
                 source_type="LLM_JUDGE" if judged else "CODE",
-                source_id=judge_model if judged else f"evalkit.{result.scorer}")
+                source_id=judge_model if judged else names.code_source(result.scorer))
             for entry_id in item.entry_ids:
                 entry = trace(entry_id)
                 if entry.input is None and len(item.entry_ids) == 1:
@@ -112,13 +112,13 @@ def build_traces(context: RunContext, evaluation: ScoredRun,
                 if not any(a.expectation for a in entry.assessments):
                     entry.assessments.append(Assessment(
                         names.EXPECTATION_ASSESSMENT, item.expected, None, "HUMAN",
-                        "golden dataset", expectation=True))
+                        names.GOLDEN_SOURCE, expectation=True))
     for review in evaluation.human_review:
         entry = trace(review.id)
         entry.input = review.input if entry.input is None else entry.input
         entry.assessments.append(Assessment(names.REVIEW_ASSESSMENT, names.REVIEW_PENDING,
                                             review.instructions, "CODE",
-                                            "evalkit.human_review"))
+                                            names.code_source(names.REVIEW_ASSESSMENT)))
     return list(traces.values())
 
 
@@ -140,7 +140,7 @@ def stability_assessment(test_type: str, cells: Sequence[ItemCell | None]) -> As
                      f"({_short(c.error or ' | '.join(as_text(o) for o in c.outputs))})")
         for r, c in enumerate(cells))
     return Assessment(TypeNames.of(test_type).stability, value, answers, "CODE",
-                      "evalkit.replicates")
+                      names.code_source(names.REPLICATES_TAG))
 
 
 def _rationale(test_type: str, item: ItemResult, params: Mapping[str, str]) -> str:
