@@ -13,6 +13,7 @@ import logging
 import signal
 import threading
 import time
+import types
 from pathlib import Path
 from typing import Any
 
@@ -275,6 +276,43 @@ def test_an_interrupt_of_the_waiting_thread_is_a_stop_and_tears_nothing(
         signal.signal(signal.SIGINT, previous)
     assert made == ["e0", "e1"]
     assert raw_order(raw) == [("e0", 0), ("e1", 0)]
+
+
+class InterruptedStart(threading.Thread):
+    """A thread whose start is interrupted (a kernel interrupt landing in ``start``) before
+    or after it is launched."""
+
+    launched_first = True
+
+    def start(self) -> None:
+        if self.launched_first:
+            super().start()
+        raise KeyboardInterrupt
+
+
+@pytest.mark.parametrize("launched", [True, False])
+def test_an_interrupt_while_the_window_starts_is_a_stop(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, launched: bool) -> None:
+    monkeypatch.setattr(InterruptedStart, "launched_first", launched)
+    monkeypatch.setattr("evalkit.run._window.threading",  # the window's alone
+                        types.SimpleNamespace(Thread=InterruptedStart, Event=threading.Event))
+    monkeypatch.setattr("evalkit.run._window._START_GRACE_S", 0.5)
+    made: list[str] = []
+
+    def component(item: Entry, call: Call) -> str:
+        made.append(item.id)
+        return "a"
+
+    def run() -> list[EntryOutputs]:
+        with RawResultsLog(tmp_path / "raw.jsonl") as log:
+            return window(component).run(plan_of(tmp_path, {"e0": entry("functional")}), log)
+
+    [outcome] = finished_within(30, run)
+    assert isinstance(outcome, RunInterrupted)  # never a bare KeyboardInterrupt
+    # launched, the window may have made its call before hearing the stop: it is kept
+    assert [e for e, _ in raw_order(tmp_path / "raw.jsonl")] == made
+    if not launched:
+        assert made == []
 
 
 def test_an_entry_gets_its_follow_ups_once_when_its_last_call_is_in(tmp_path: Path) -> None:

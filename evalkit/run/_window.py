@@ -30,6 +30,7 @@ from collections.abc import Callable, Mapping
 from functools import partial
 from typing import Any
 
+from evalkit._errors import RunInterrupted
 from evalkit._secrets import Redactor
 from evalkit.records import CallRecord
 from evalkit.run._books import (
@@ -51,6 +52,8 @@ logger = logging.getLogger("evalkit")
 
 _POLL_SECONDS = 0.2
 """How often the window looks at the clock while nothing finishes (deadlines)."""
+_START_GRACE_S = 5.0
+"""How long a window whose start was interrupted waits to learn whether its thread began."""
 _WAKE: tuple[Task, Any] = ((-1, -1), None)
 """Put in the window's queue by a stop request: it only wakes the window (no task has this
 key: follow-up jobs count up from (-1, 0))."""
@@ -96,10 +99,10 @@ class CallWindow:
                                   name="evalkit-window", daemon=True)
         try:
             driver.start()
-        except KeyboardInterrupt:  # mid-start: whatever began stops at once, nothing waits
+        except KeyboardInterrupt:  # mid-start: a stop request, as while waiting below
             self.stop.request()
-            self.stop.request()
-            raise
+            if not books.began.wait(_START_GRACE_S):  # the interrupt came before the launch
+                raise RunInterrupted("interrupted as the calls began; none was made") from None
         # Waited for on an event, with a timeout, not with Thread.join: an interrupt inside
         # join can mark a thread that still runs as ended (CPython 3.11, bpo-45274).
         while True:
@@ -133,9 +136,12 @@ class _Books:
         self._deadlines: deque[tuple[float, Task]] = deque()
         """Calls by start time: every call has the same timeout, so the first one still in
         flight is the next to pass its deadline."""
+        self.began = threading.Event()
+        """Set by the window's thread first thing: it runs, and will end."""
 
     def drive(self, failure: list[BaseException], done: threading.Event) -> None:
         """The window's work, on its own thread: what it raises goes to ``failure``."""
+        self.began.set()
         window, stop = self._window, self._window.stop
         try:
             try:
