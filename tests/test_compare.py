@@ -20,6 +20,7 @@ def test_noise_gate() -> None:
     assert noise_gate(0.06, 0.03) is Verdict.INSIDE_NOISE  # must clear twice the floor
     assert noise_gate(0.07, 0.03) is Verdict.BETTER
     assert noise_gate(-0.07, 0.03) is Verdict.WORSE
+    assert noise_gate(-0.06, 0.03) is Verdict.INSIDE_NOISE  # on either side
     assert noise_gate(0.0, 0.0) is Verdict.INSIDE_NOISE
 
 

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import hashlib
 import inspect
+from collections.abc import Sequence
 from importlib import resources
 from pathlib import Path
 from typing import Any
@@ -18,10 +19,13 @@ from evalkit import Call, Entry, EvalConfig, ScoreResult
 from evalkit._secrets import Redactor
 from evalkit.run import CallWindow, Scorers, compared_part, score_run
 from evalkit.scorers import (
+    Case,
     Embedder,
     ExactScorer,
     FunctionScorer,
     LLMJudgeScorer,
+    OutputGroup,
+    ScorerVerdict,
     SemanticSimilarityScorer,
 )
 from evalkit.tracking import RawResultsLog
@@ -89,6 +93,30 @@ def test_compared_fields_decide_repeatability_and_bias(tmp_path: Path) -> None:
         # What is kept is the whole output, whichever part was compared.
         assert with_fields.outputs == compared_whole.outputs
         assert all(o["answer"] == "same" for o in with_fields.outputs)
+
+
+class OneShort:
+    """A scorer that answers one verdict fewer than it is asked for."""
+
+    name = "one-short"
+
+    def against_expected(self, cases: Sequence[Case]) -> list[ScorerVerdict]:
+        return [ScorerVerdict(True) for _ in cases][1:]
+
+    def among_outputs(self, groups: Sequence[OutputGroup]) -> list[ScorerVerdict]:
+        return [ScorerVerdict(True) for _ in groups][1:]
+
+
+@pytest.mark.parametrize("test_type", ["functional", "repeatability", "bias"])
+def test_a_scorer_that_answers_fewer_verdicts_than_asked_is_an_error(
+        tmp_path: Path, test_type: str) -> None:
+    # never a silently unscored item: each verdict is matched to its item by position
+    plan = plan_of(tmp_path, ENTRIES, repeats=3)
+    with RawResultsLog(tmp_path / "raw.jsonl") as log:
+        outputs = CallWindow.of(answer, {}, Redactor(), concurrency=2).run(plan, log)
+    scorers = Scorers({t: OneShort() if t == test_type else ExactScorer() for t in plan.types})
+    with pytest.raises(ValueError, match="shorter"):
+        score_run(outputs, plan.types, scorers)
 
 
 def test_a_scorer_functions_score_and_rationale_are_kept(tmp_path: Path) -> None:

@@ -138,6 +138,12 @@ def test_allocation_by_hand() -> None:
     flat = allocate(VarianceComponents(0.02, 0.0, 0.02, 2.0, 30), 2.0, 3.0)
     assert flat == Allocation(0.0, pytest.approx(0.04), 2.0, 3.0, 2.0, None, None,
                               pytest.approx(0.08))
+    # plan.json carries the reading as well as the numbers, under these names
+    assert high.to_json() == {
+        "sigma2_item": 0.02, "tau2_replicate": pytest.approx(0.1682), "replicate_cost": 1.0,
+        "item_cost": 1.0, "current_replicates": 2.0, "optimum": pytest.approx(2.9),
+        "best_whole": 3, "variance_times_budget_floor": high.floor, "buy": "replicates",
+        "advice": high.advice()}
 
 
 @pytest.mark.parametrize(("successes", "n", "message"), [
@@ -252,6 +258,11 @@ def test_contrast_intervals_need_two_replicates_and_name_their_method() -> None:
     assert (boot.low, boot.high) == (0.0, 1.0)
     assert whole_replicate_bootstrap([0.1, 0.4, 0.3]) == whole_replicate_bootstrap(
         [0.1, 0.4, 0.3])  # seeded: the same interval every time
+    # twelve distinct replicates: another seed (or none) would move the percentiles
+    spread = [0.013 * k - 0.05 * (k % 3) for k in range(12)]
+    same = whole_replicate_bootstrap(spread, seed=1)
+    assert same == whole_replicate_bootstrap(spread, seed=1)
+    assert same != whole_replicate_bootstrap(spread, seed=2)
 
 
 def test_cumulative_series_with_negatives_by_hand() -> None:
@@ -300,6 +311,9 @@ def test_effective_interval_without_variance_or_at_the_edges_uses_the_item_count
         edge = effective_interval(p, varied)
         assert edge is not None and edge.n_eff == 10.0
     assert effective_interval(0.5, None) is None
+    # at p = 1 with 16 items, centre + half is 1.0000000000000002 in floating point: clamped
+    sixteen = effective_interval(1.0, VarianceComponents(0.0, 0.0, 0.0, 2.0, 16))
+    assert sixteen is not None and sixteen.high == 1.0
 
 
 def test_two_items_seen_twice_are_enough_for_components_and_the_partition_names_items() -> None:

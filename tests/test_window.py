@@ -313,6 +313,7 @@ def test_an_interrupt_while_the_window_starts_is_a_stop(
     assert [e for e, _ in raw_order(tmp_path / "raw.jsonl")] == made
     if not launched:
         assert made == []
+        assert str(outcome) == "interrupted as the calls began; none was made"
 
 
 def test_an_entry_gets_its_follow_ups_once_when_its_last_call_is_in(tmp_path: Path) -> None:
@@ -329,6 +330,39 @@ def test_an_entry_gets_its_follow_ups_once_when_its_last_call_is_in(tmp_path: Pa
         window(lambda item, call: "x", concurrency=2).run(plan, log, follow_ups=follow_ups)
     assert sorted(seen) == [("a", 3), ("b", 1)]
     assert sorted(ran) == ["a", "b"]
+
+
+def test_a_stop_warning_counts_the_calls_and_the_follow_ups_in_flight_apart(
+        tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+    # "a" is in and its follow-up is running while "b"'s call is still out: a stop then
+    # waits for one call and one early judging job, and says which is which.
+    plan = plan_of(tmp_path, {"a": entry("functional"), "b": entry("functional")})
+    judging, release = threading.Event(), threading.Event()
+    stop = Stop()
+
+    def component(item: Entry, call: Call) -> str:
+        if item.id == "b":
+            assert judging.wait(timeout=30)
+            stop.request()
+            assert release.wait(timeout=30)
+        return "x"
+
+    def judge() -> None:
+        judging.set()
+        assert release.wait(timeout=30)
+
+    def run() -> list[EntryOutputs]:
+        with RawResultsLog(tmp_path / "raw.jsonl") as log:
+            return window(component, concurrency=2, stop=stop).run(
+                plan, log, follow_ups=lambda outputs: [judge] if outputs.entry.id == "a" else [])
+
+    threading.Timer(1.0, release.set).start()
+    with caplog.at_level(logging.WARNING):
+        [outcome] = finished_within(30, run)
+    assert isinstance(outcome, RunInterrupted)
+    assert caplog.messages[0] == (
+        "stopping: waiting for 1 call(s) and 1 early judging job(s) in flight to finish and be "
+        "kept (stop again, e.g. Ctrl-C, to abandon them)")
 
 
 class ProviderGaveUp(BaseException):

@@ -48,9 +48,11 @@ def noise_gate(gap: float, floor: float | None) -> ComparisonVerdict:
     ``|gap| > 2 x floor``."""
     if floor is None:
         return ComparisonVerdict.NO_FLOOR
-    if abs(gap) <= FLOOR_MULTIPLE * floor:
-        return ComparisonVerdict.INSIDE_NOISE
-    return ComparisonVerdict.BETTER if gap > 0 else ComparisonVerdict.WORSE
+    if gap > FLOOR_MULTIPLE * floor:
+        return ComparisonVerdict.BETTER
+    if gap < -FLOOR_MULTIPLE * floor:
+        return ComparisonVerdict.WORSE
+    return ComparisonVerdict.INSIDE_NOISE
 
 
 @dataclass(frozen=True)
