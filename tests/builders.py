@@ -41,6 +41,18 @@ def entry(*types: str, input: Any = "q", expected: Any = "a", **fields: Any) -> 
     return {"test_types": list(types), "input": input, "expected_output": expected, **fields}
 
 
+MIXED_ENTRIES = {
+    "f1": entry("functional"),
+    "f2": entry("functional", "smoke"),
+    "r1": entry("repeatability"),
+    "r2": entry("functional", "repeatability"),
+    "b1": entry("bias", bias_group="g", input="variant one"),
+    "b2": entry("bias", bias_group="g", input="variant two"),
+    "hr": entry("functional", human_review=True, human_instructions="check tone"),
+}
+"""Every test type, a bias group and a human_review entry: one evaluation that covers all."""
+
+
 def write_eval_script(folder: Path, constants: Mapping[str, Any], component: str,
                       epilogue: str = "") -> Path:
     """An eval.py in ``folder``: the constants, ``component`` (the body of invoke_component

@@ -23,6 +23,7 @@ from evalkit.records import CallRecord
 from evalkit.reports import render_reports
 from evalkit.tracking import RawResultsLog, Tracker
 from tests.builders import (
+    MIXED_ENTRIES,
     RecordingComponent,
     config_for,
     entry,
@@ -38,19 +39,8 @@ def run(tmp_path: Path, tracker: Tracker, config: EvalConfig, component: Any,
                     tracker=tracker, runs_dir=tmp_path / ".evalkit" / "runs")
 
 
-MIXED = {
-    "f1": entry("functional"),
-    "f2": entry("functional", "smoke"),
-    "r1": entry("repeatability"),
-    "r2": entry("functional", "repeatability"),
-    "b1": entry("bias", bias_group="g", input="variant one"),
-    "b2": entry("bias", bias_group="g", input="variant two"),
-    "hr": entry("functional", human_review=True, human_instructions="check tone"),
-}
-
-
 def test_entry_first_and_repeat_counts_at_the_component(tmp_path: Path, tracker: Tracker) -> None:
-    dataset = write_dataset(tmp_path / "ds", MIXED)
+    dataset = write_dataset(tmp_path / "ds", MIXED_ENTRIES)
     # r2's first repeat is right, later repeats differ: functional passes, repeatability fails.
     component = RecordingComponent({"r2": lambda e, c: "a" if c.repeat == 0 else f"x{c.repeat}"})
     outcome = run(tmp_path, tracker, config_for(tmp_path, dataset), component)
@@ -80,7 +70,7 @@ def test_entry_first_and_repeat_counts_at_the_component(tmp_path: Path, tracker:
 ])
 def test_a_single_type_calls_only_its_entries(tmp_path: Path, tracker: Tracker, test_type: str,
                                               expected_calls: dict[str, int]) -> None:
-    dataset = write_dataset(tmp_path / "ds", MIXED)
+    dataset = write_dataset(tmp_path / "ds", MIXED_ENTRIES)
     component = RecordingComponent()
     outcome = run(tmp_path, tracker, config_for(tmp_path, dataset), component, test_type)
     assert component.count() == expected_calls
@@ -186,7 +176,7 @@ def test_missing_repeat_count_is_refused_before_any_call(tmp_path: Path, tracker
 
 def test_the_run_holds_tags_params_metrics_and_artifacts(tmp_path: Path,
                                                           tracker: Tracker) -> None:
-    dataset = write_dataset(tmp_path / "ds", MIXED)
+    dataset = write_dataset(tmp_path / "ds", MIXED_ENTRIES)
     config = config_for(tmp_path, dataset, EVAL_MIN_F1=0.7)
     outcome = run(tmp_path, tracker, config, RecordingComponent())
     stored = tracker.reader.stored(outcome.run_id)
@@ -229,7 +219,7 @@ def test_the_dataset_digest_follows_content_not_readme(tmp_path: Path) -> None:
 
 
 def test_reports_rerender_identically_from_mlflow(tmp_path: Path, tracker: Tracker) -> None:
-    dataset = write_dataset(tmp_path / "ds", MIXED)
+    dataset = write_dataset(tmp_path / "ds", MIXED_ENTRIES)
     outcome = run(tmp_path, tracker, config_for(tmp_path, dataset), RecordingComponent())
     rendered = render_reports(tracker.reader.fetch(outcome.run_id))
     written = {p.name: p.read_text(encoding="utf-8") for p in outcome.reports}
@@ -239,7 +229,7 @@ def test_reports_rerender_identically_from_mlflow(tmp_path: Path, tracker: Track
 
 
 def test_only_the_reports_of_this_run_are_overwritten(tmp_path: Path, tracker: Tracker) -> None:
-    dataset = write_dataset(tmp_path / "ds", MIXED)
+    dataset = write_dataset(tmp_path / "ds", MIXED_ENTRIES)
     (tmp_path / "reports").mkdir()
     old_smoke = tmp_path / "reports" / "report-smoke.md"
     old_smoke.write_text("earlier smoke report\n")

@@ -25,6 +25,7 @@ from evalkit.reports import render_reports
 from evalkit.run import EvaluationOutcome
 from evalkit.tracking import Tracker
 from tests.builders import (
+    MIXED_ENTRIES,
     RecordingComponent,
     config_for,
     entry,
@@ -35,24 +36,13 @@ from tests.builders import (
 
 pytestmark = [pytest.mark.slow, pytest.mark.mlflow_api]
 
-MIXED = {
-    "f1": entry("functional"),
-    "f2": entry("functional", "smoke"),
-    "r1": entry("repeatability"),
-    "r2": entry("functional", "repeatability"),
-    "b1": entry("bias", bias_group="g", input="variant one"),
-    "b2": entry("bias", bias_group="g", input="variant two"),
-    "hr": entry("functional", human_review=True, human_instructions="check tone"),
-}
-
-
 @pytest.fixture(scope="module")
 def mixed(tracking_uri: str, tmp_path_factory: pytest.TempPathFactory
           ) -> tuple[EvaluationOutcome, Path, Any]:
     """One evaluation of every test type into the session's store: the outcome, its folder,
     and the run as MLflow's client reads it."""
     folder = tmp_path_factory.mktemp("mlflow-run")
-    dataset = write_dataset(folder / "ds", MIXED)
+    dataset = write_dataset(folder / "ds", MIXED_ENTRIES)
     config = config_for(folder, dataset, EVAL_MIN_F1=0.7)
     outcome = evaluate(config, RecordingComponent(), Selection.parse("all", None, False),
                        tracker=Tracker(tracking_uri), runs_dir=folder / ".evalkit" / "runs")
