@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import textwrap
 import uuid
 from collections import Counter
@@ -51,6 +52,24 @@ MIXED_ENTRIES = {
     "hr": entry("functional", human_review=True, human_instructions="check tone"),
 }
 """Every test type, a bias group and a human_review entry: one evaluation that covers all."""
+
+
+def assert_mixed_run_logged(tags: Mapping[str, str], params: Mapping[str, str],
+                            metrics: Mapping[str, float], run_url: str, dataset: Path) -> None:
+    """What a run of :data:`MIXED_ENTRIES` (with ``EVAL_MIN_F1=0.7``) logs, whatever its store."""
+    assert tags["test_types"] == "bias,functional,smoke,repeatability"  # canonical order
+    assert tags["groups_filter"] == "all"
+    assert tags["git_commit"]
+    assert tags["verdict"] == "PASS" and tags["run_url"] == run_url
+    assert params["EVAL_MIN_ACCURACY"] == "0.5" and params["REPEAT_COUNT"] == "4"
+    assert params["EVAL_MIN_F1"] == "0.7" and params["functional_min_f1"] == "0.7"
+    assert params["DATASET_PATH"] == str(dataset)
+    assert re.fullmatch(r"[0-9a-f]{64}", params["dataset_digest"])
+    for key in ("functional_accuracy", "functional_f1", "functional_precision",
+                "functional_recall", "functional_accuracy_ci_lower",
+                "functional_accuracy_ci_upper", "functional_samples", "repeatability_accuracy",
+                "bias_accuracy", "smoke_accuracy", "repeat_count"):
+        assert key in metrics, key
 
 
 def write_eval_script(folder: Path, constants: Mapping[str, Any], component: str,

@@ -25,6 +25,7 @@ from evalkit.tracking import RawResultsLog, Tracker
 from tests.builders import (
     MIXED_ENTRIES,
     RecordingComponent,
+    assert_mixed_run_logged,
     config_for,
     entry,
     evaluation_with_a_secret,
@@ -182,19 +183,7 @@ def test_the_run_holds_tags_params_metrics_and_artifacts(tmp_path: Path,
     stored = tracker.reader.stored(outcome.run_id)
     tags, params, metrics = stored.tags, stored.params, stored.metrics
     assert stored.status == "FINISHED"
-    assert tags["test_types"] == "bias,functional,smoke,repeatability"  # canonical order
-    assert tags["groups_filter"] == "all"
-    assert tags["git_commit"]
-    assert tags["verdict"] == "PASS" and tags["run_url"] == outcome.run_url
-    assert params["EVAL_MIN_ACCURACY"] == "0.5" and params["REPEAT_COUNT"] == "4"
-    assert params["EVAL_MIN_F1"] == "0.7" and params["functional_min_f1"] == "0.7"
-    assert params["DATASET_PATH"] == str(dataset)
-    assert re.fullmatch(r"[0-9a-f]{64}", params["dataset_digest"])
-    for key in ("functional_accuracy", "functional_f1", "functional_precision",
-                "functional_recall", "functional_accuracy_ci_lower",
-                "functional_accuracy_ci_upper", "functional_samples", "repeatability_accuracy",
-                "bias_accuracy", "smoke_accuracy", "repeat_count"):
-        assert key in metrics, key
+    assert_mixed_run_logged(tags, params, metrics, outcome.run_url, dataset)
     history = tracker.backend.metric_history(outcome.run_id, "functional_cumulative_accuracy")
     assert sorted(p.step for p in history) == [1, 2, 3, 4]
     artifacts = set(tracker.backend.journals[outcome.run_id].artifacts)

@@ -11,7 +11,6 @@ MLflow supported.
 from __future__ import annotations
 
 import json
-import re
 import time
 import uuid
 from pathlib import Path
@@ -27,6 +26,7 @@ from evalkit.tracking import Tracker
 from tests.builders import (
     MIXED_ENTRIES,
     RecordingComponent,
+    assert_mixed_run_logged,
     config_for,
     entry,
     evaluation_with_a_secret,
@@ -56,22 +56,11 @@ def test_the_run_holds_status_tags_params_and_metrics(mixed: tuple[Any, Path, An
     assert run.info.run_name.startswith("all-") and tags["mlflow.runName"] == run.info.run_name
     assert tags["mlflow.user"] and run.info.user_id == tags["mlflow.user"]
     assert tags["mlflow.source.name"] == "test_eval.py"
-    assert tags["test_types"] == "bias,functional,smoke,repeatability"  # canonical order
-    assert tags["groups_filter"] == "all" and tags["eval_type"] == "all"
-    assert tags["git_commit"]
-    assert tags["verdict"] == "PASS" and tags["run_url"] == outcome.run_url
+    assert tags["eval_type"] == "all"
+    assert_mixed_run_logged(tags, params, metrics, outcome.run_url, folder / "ds")
     assert outcome.run_url == (f"http://127.0.0.1:5000/#/experiments/{run.info.experiment_id}"
                                f"/runs/{outcome.run_id}")
-    assert params["EVAL_MIN_ACCURACY"] == "0.5" and params["REPEAT_COUNT"] == "4"
-    assert params["EVAL_MIN_F1"] == "0.7" and params["functional_min_f1"] == "0.7"
-    assert params["DATASET_PATH"] == str(folder / "ds")
     assert params["dataset_entries"] == "7"
-    assert re.fullmatch(r"[0-9a-f]{64}", params["dataset_digest"])
-    for key in ("functional_accuracy", "functional_f1", "functional_precision",
-                "functional_recall", "functional_accuracy_ci_lower",
-                "functional_accuracy_ci_upper", "functional_samples", "repeatability_accuracy",
-                "bias_accuracy", "smoke_accuracy", "repeat_count"):
-        assert key in metrics, key
     assert (metrics["calls"], metrics["entries"], metrics["repeat_count"]) == (13.0, 7.0, 4.0)
     assert metrics["functional_accuracy"] == 1.0 and metrics["functional_samples"] == 4.0
     assert "traces_missing" not in metrics
