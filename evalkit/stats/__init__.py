@@ -3,10 +3,12 @@ reference in its docstring and a typed result.
 
 One run (Wilson interval, confusion matrix, convergence, latency percentiles, per-type
 metrics); replicates (variance components, flips, noise floor, effective-n interval); votes
-over N runs; the items-vs-replicates budget; contrast intervals; REPEAT_COUNT calibration.
+over N runs; the items-vs-replicates budget; contrast intervals; REPEAT_COUNT calibration;
+the judge against people's labels (agreement, the corrected accuracy, the label budget).
 Nothing here imports evalkit beyond its errors and records.
 """
 
+from evalkit.stats._agreement import Agreement, ChanceCorrected, agreement, cohens_kappa, gwets_ac1
 from evalkit.stats._budget import Allocation, allocate, variance_times_budget
 from evalkit.stats._calibration import PLATEAU_RULE, Calibration, CalibrationPoint
 from evalkit.stats._contrasts import (
@@ -20,6 +22,16 @@ from evalkit.stats._contrasts import (
     whole_replicate_bootstrap,
     whole_replicate_bootstrap_variance,
 )
+from evalkit.stats._corrected import (
+    MIN_LABELS_PER_CLASS,
+    CorrectedAccuracy,
+    LabelBudget,
+    Stratum,
+    labels_for_half_width,
+    ppi_mean,
+    rogan_gladen,
+    stratified_ppi_mean,
+)
 from evalkit.stats._metrics import TypeMetrics, threshold_from_params, threshold_params
 from evalkit.stats._one_run import (
     STABILITY_TOLERANCE_PP,
@@ -31,6 +43,7 @@ from evalkit.stats._one_run import (
     convergence,
     cumulative_series,
     latency_percentiles,
+    wilson_bounds,
     wilson_interval,
 )
 from evalkit.stats._plan import ContrastPlan, MeasuredP, Plan
@@ -55,7 +68,10 @@ from evalkit.stats._votes import (
 )
 
 __all__ = [
-    "DECISION_CROSSOVER_P", "PLATEAU_RULE", "SEED_DERIVATION", "STABILITY_TOLERANCE_PP",
+    "DECISION_CROSSOVER_P", "MIN_LABELS_PER_CLASS", "Agreement", "ChanceCorrected",
+    "CorrectedAccuracy", "LabelBudget", "Stratum", "agreement", "cohens_kappa", "gwets_ac1",
+    "labels_for_half_width", "ppi_mean", "rogan_gladen", "stratified_ppi_mean",
+    "wilson_bounds", "PLATEAU_RULE", "SEED_DERIVATION", "STABILITY_TOLERANCE_PP",
     "WHOLE_REPLICATE_BOOTSTRAP_COVERAGE", "Allocation", "Calibration", "CalibrationPoint",
     "ConfusionMatrix", "ContrastInterval", "ContrastPlan", "Convergence", "Disagreement",
     "FlipCounts", "MeasuredP", "Plan",

@@ -6,11 +6,12 @@ Each function documents its formula and returns a frozen result object.
 
 from __future__ import annotations
 
+import math
 import statistics
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from scipy.stats import binomtest
+from scipy.stats import binomtest, norm
 
 STABLE_RECOMMENDATION = "Dataset appears sufficient for confident evaluation"
 UNSTABLE_RECOMMENDATION = "Add more samples — metrics have not yet stabilized"
@@ -54,6 +55,17 @@ def wilson_interval(successes: int, n: int, confidence: float = 0.95) -> WilsonI
         raise ValueError(f"successes must lie in [0, {n}], got {successes}")
     ci = binomtest(successes, n).proportion_ci(confidence_level=confidence, method="wilson")
     return WilsonInterval(successes, n, confidence, float(ci.low), float(ci.high))
+
+
+def wilson_bounds(p: float, n: float, confidence: float = 0.95) -> tuple[float, float]:
+    """The Wilson bounds of :func:`wilson_interval` for a share ``p`` at a sample size ``n``
+    that need not be whole (an effective sample size: ``p (1 - p) / variance``), clamped to
+    [0, 1] against rounding."""
+    z = float(norm.ppf(0.5 + confidence / 2))
+    denominator = 1 + z * z / n
+    centre = (p + z * z / (2 * n)) / denominator
+    half = z / denominator * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n))
+    return max(0.0, centre - half), min(1.0, centre + half)
 
 
 @dataclass(frozen=True)

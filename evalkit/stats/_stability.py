@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from itertools import combinations
 from typing import Any
 
-from scipy.stats import norm
+from evalkit.stats._one_run import wilson_bounds
 
 NIST_REFERENCE = ("NIST AI 800-3, Appendix A.3, equation 22: Var[Z_i] = E[Pi_i(1 - Pi_i)]/t "
                   "+ Var[Pi_i] (completion sampling + item sampling); Var[S] = Var[Z_i]/n.")
@@ -198,12 +198,7 @@ def effective_interval(p: float, components: VarianceComponents | None,
         n_eff = p * (1 - p) * n / components.total
     else:
         n_eff = float(n)
-    z = float(norm.ppf(0.5 + confidence / 2))
-    denominator = 1 + z * z / n_eff
-    centre = (p + z * z / (2 * n_eff)) / denominator
-    half = z / denominator * math.sqrt(p * (1 - p) / n_eff + z * z / (4 * n_eff * n_eff))
-    return EffectiveInterval(p, n_eff, confidence, max(0.0, centre - half),
-                             min(1.0, centre + half))
+    return EffectiveInterval(p, n_eff, confidence, *wilson_bounds(p, n_eff, confidence))
 
 
 def flip_partition(table: ReplicateTable) -> FlipPartition:
