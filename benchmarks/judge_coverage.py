@@ -29,6 +29,7 @@ from evalkit.stats import (  # noqa: E402
     MIN_LABELS_PER_CLASS,
     CorrectedAccuracy,
     Stratum,
+    draw_for_labels,
     ppi_mean,
     stratified_ppi_mean,
     wilson_interval,
@@ -51,16 +52,15 @@ def simple(truth: np.ndarray, judge: np.ndarray, n: int,
 
 def stratified(truth: np.ndarray, judge: np.ndarray, n: int,
                rng: np.random.Generator) -> tuple[CorrectedAccuracy | None, np.ndarray]:
-    """Half the labels among the judge's passes, half among its failures (the rest to the
-    other when one side has too few entries)."""
-    members = {h: np.flatnonzero(judge == h) for h in (True, False)}
-    smaller = min(members, key=lambda h: members[h].size)
-    counts = {smaller: min(members[smaller].size, n // 2)}
-    counts[not smaller] = min(members[not smaller].size, n - counts[smaller])
-    drawn = {h: rng.choice(members[h], counts[h], replace=False) for h in members}
-    strata = {h: Stratum(int(members[h].size), [bool(x) for x in truth[drawn[h]]])
-              for h in members}
-    return stratified_ppi_mean(strata), np.concatenate([truth[drawn[h]] for h in drawn])
+    """The draw ``evalkit label --sample`` makes: half the labels among the judge's passes,
+    half among its failures."""
+    draw = draw_for_labels({str(i): bool(v) for i, v in enumerate(judge)}, n,
+                           seed=int(rng.integers(2**31)))
+    picked = {h: np.array([int(d.entry_id) for d in draw.of(h)], dtype=int)
+              for h in (True, False)}
+    strata = {h: Stratum(draw.entries[h], [bool(x) for x in truth[picked[h]]])
+              for h in picked}
+    return stratified_ppi_mean(strata), np.concatenate([truth[picked[h]] for h in picked])
 
 
 def cell(accuracy: float, rate: float, entries: int, labels: int, design: str, runs: int,

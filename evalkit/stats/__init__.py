@@ -32,6 +32,7 @@ from evalkit.stats._corrected import (
     rogan_gladen,
     stratified_ppi_mean,
 )
+from evalkit.stats._label_draw import DrawnEntry, LabelDraw, draw_for_labels
 from evalkit.stats._metrics import TypeMetrics, threshold_from_params, threshold_params
 from evalkit.stats._one_run import (
     STABILITY_TOLERANCE_PP,
@@ -69,7 +70,8 @@ from evalkit.stats._votes import (
 
 __all__ = [
     "DECISION_CROSSOVER_P", "MIN_LABELS_PER_CLASS", "Agreement", "ChanceCorrected",
-    "CorrectedAccuracy", "LabelBudget", "Stratum", "agreement", "cohens_kappa", "gwets_ac1",
+    "CorrectedAccuracy", "DrawnEntry", "LabelBudget", "LabelDraw", "Stratum",
+    "draw_for_labels", "agreement", "cohens_kappa", "gwets_ac1",
     "labels_for_half_width", "ppi_mean", "rogan_gladen", "stratified_ppi_mean",
     "wilson_bounds", "PLATEAU_RULE", "SEED_DERIVATION", "STABILITY_TOLERANCE_PP",
     "WHOLE_REPLICATE_BOOTSTRAP_COVERAGE", "Allocation", "Calibration", "CalibrationPoint",
