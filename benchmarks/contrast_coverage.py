@@ -8,7 +8,8 @@ Two questions, each over ``--runs`` simulated series (default 10,000):
 2. With item effects, how often does each interval cover the *population* difference (the
    mean over the population the items were drawn from), rather than the difference on the
    evaluated items? Model: D_ri = delta + a_i + u_r + e_ri, a_i ~ N(0, item_sd^2) item effects,
-   u_r ~ N(0, replicate_sd^2) shared per-replicate noise, e_ri ~ N(0, call_sd^2) call noise.
+   u_r ~ N(0, replicate_sd^2) shared per-replicate noise (a shift every item of a replicate
+   shares: a provider change, the time of day), e_ri ~ N(0, call_sd^2) call noise.
 
     .venv/bin/python benchmarks/contrast_coverage.py [--runs 10000] [--seed 0]
 """
@@ -74,7 +75,10 @@ def main() -> None:
           f"{'items-and-replicates t':>22}")
     for n, m, item_sd, replicate_sd, call_sd in ((5, 50, 1.0, 0.0, 1.0), (3, 50, 1.0, 0.0, 1.0),
                                                  (5, 50, 0.0, 0.0, 1.0), (5, 50, 1.0, 0.2, 1.0),
-                                                 (10, 20, 0.5, 0.1, 1.0)):
+                                                 (10, 20, 0.5, 0.1, 1.0),
+                                                 # a shift every replicate shares
+                                                 (2, 100, 1.0, 0.3, 1.0), (3, 100, 1.0, 0.3, 1.0),
+                                                 (2, 100, 1.0, 0.1, 1.0), (3, 100, 1.0, 0.1, 1.0)):
         replicate_t, both = population_coverage(n, m, item_sd, replicate_sd, call_sd,
                                                 args.runs, rng)
         print(f"{n:>3} {m:>4} {item_sd:>5g} {replicate_sd:>5g} {call_sd:>5g}  "

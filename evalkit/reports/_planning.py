@@ -80,7 +80,9 @@ def planning_report(record: RunRecord, plan: Plan) -> str:
                   "difference on the evaluated item set, not on the population the items were "
                   "drawn from. For a claim about other items of the same kind, read the "
                   "items-and-replicates t interval, which also resamples items (variance "
-                  "s_d²/m + s_A²/n, Welch-Satterthwaite degrees of freedom; Owen 2007).",
+                  "s_d²/m + s_A²/n, Owen 2007; each part with the t quantile of its own degrees "
+                  "of freedom, Banerjee 1960, so that a shift shared by a replicate is covered "
+                  "too; wide at 2 replicates, which say little about such a shift).",
                   "- The whole-replicate bootstrap is shown for reference only and decides "
                   "nothing: at nominal 95% it covers about 0.75 of the time at 3 replicates "
                   "and 0.84 at 5 (seeded simulation, benchmarks/contrast_coverage.py).",
