@@ -280,20 +280,23 @@ def test_an_interrupt_of_the_waiting_thread_is_a_stop_and_tears_nothing(
 
 class InterruptedStart(threading.Thread):
     """A thread whose start is interrupted (a kernel interrupt landing in ``start``) before
-    or after it is launched."""
+    it is launched, after, or only once it has made every call."""
 
-    launched_first = True
+    interrupted = "after the launch"
 
     def start(self) -> None:
-        if self.launched_first:
+        if self.interrupted != "before the launch":
             super().start()
+        if self.interrupted == "after the calls":
+            self.join()
         raise KeyboardInterrupt
 
 
-@pytest.mark.parametrize("launched", [True, False])
+@pytest.mark.parametrize("interrupted", ["before the launch", "after the launch",
+                                         "after the calls"])
 def test_an_interrupt_while_the_window_starts_is_a_stop(
-        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, launched: bool) -> None:
-    monkeypatch.setattr(InterruptedStart, "launched_first", launched)
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, interrupted: str) -> None:
+    monkeypatch.setattr(InterruptedStart, "interrupted", interrupted)
     monkeypatch.setattr("evalkit.run._window.threading",  # the window's alone
                         types.SimpleNamespace(Thread=InterruptedStart, Event=threading.Event))
     monkeypatch.setattr("evalkit.run._window._START_GRACE_S", 0.5)
@@ -311,7 +314,7 @@ def test_an_interrupt_while_the_window_starts_is_a_stop(
     assert isinstance(outcome, RunInterrupted)  # never a bare KeyboardInterrupt
     # launched, the window may have made its call before hearing the stop: it is kept
     assert [e for e, _ in raw_order(tmp_path / "raw.jsonl")] == made
-    if not launched:
+    if interrupted == "before the launch":
         assert made == []
         assert str(outcome) == "interrupted as the calls began; none was made"
 

@@ -113,6 +113,7 @@ class CallWindow:
                 self.stop.request()
         if failure:
             raise failure[0]
+        self.stop.raise_if_requested()  # heard after the window's own last look
         return entry_outputs(plan, books.records)
 
 
