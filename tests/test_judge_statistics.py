@@ -200,3 +200,91 @@ def test_label_budget_by_hand() -> None:
     easy = labels_for_half_width({True: Stratum(800, [True] * 12), False: Stratum(5, [])}, 0.4)
     assert easy is not None and dict(easy.needed) == {True: 10, False: 5}
     assert easy.more == 5
+
+
+def test_two_pairs_are_enough_and_the_names_and_level_are_kept() -> None:
+    agreeing = pairs_of(1, 1, 0, 0)  # p_a = 1, p_e = 0.5 for both: each coefficient is 1
+    for coefficient, name in ((cohens_kappa(agreeing), "Cohen's kappa"),
+                              (gwets_ac1(agreeing), "Gwet's AC1")):
+        assert coefficient is not None
+        assert (coefficient.name, coefficient.value, coefficient.low) == (name, 1.0, 1.0)
+    assert gwets_ac1(pairs_of(1, 0, 0, 0)) is None  # one pair
+    pairs = pairs_of(15, 15, 5, 5)
+    at_90 = agreement(pairs, confidence=0.9)
+    assert at_90.kappa == cohens_kappa(pairs, 0.9) and at_90.ac1 == gwets_ac1(pairs, 0.9)
+    assert at_90.kappa is not None and at_90.kappa.confidence == 0.9
+    assert at_90.kappa.high - at_90.kappa.value == pytest.approx(1.684875 * 0.1386750, rel=1e-5)
+    for rate in (at_90.tpr, at_90.tnr, at_90.precision):
+        assert rate is not None and rate.confidence == 0.9
+
+
+def test_ppi_refuses_what_it_cannot_estimate_and_takes_the_smallest_it_can() -> None:
+    message = "PPI needs two or more labels, a verdict for each, and unlabelled entries"
+    for labels, judged, rest in (([1], [1], [1, 0]), ([1, 0], [1], [1, 0]), ([1, 0], [1, 0], [])):
+        with pytest.raises(ValueError) as refused:
+            ppi_mean(labels, judged, rest)
+        assert str(refused.value) == message
+    smallest = ppi_mean([1, 0], [1, 0], [1])  # two labels, one unlabelled entry
+    assert (smallest.labels, smallest.entries, smallest.method) == (2, 3, "PPI++")
+    assert smallest.confidence == 0.95
+
+
+def test_ppi_power_tuning_is_clipped_to_one() -> None:
+    # the labelled verdicts vary with the labels while nearly every other verdict passes:
+    # cov = 0.25 against s² of about 0.004, lambda unclipped about 60
+    found = ppi_mean([1, 0, 1, 0], [1, 0, 1, 0], [1] * 1000)
+    assert found.power_tuning == 1.0
+    assert found.estimate == pytest.approx(1.0 + 0.5 - 0.5)
+
+
+def test_stratified_ppi_by_hand_when_weights_and_shares_differ() -> None:
+    # 70 entries judged pass, 30 fail; 9 of 10 and 3 of 10 labels pass: theta = 0.63 + 0.09
+    # = 0.72. Smoothed 9.5/11 and 3.5/11: labels 0.49 x 0.117769/10 + 0.09 x 0.216942/10
+    # = 0.0077232; entries (0.7 x 0.18² + 0.3 x 0.42²)/100 = 0.000756; V = 0.0084791.
+    strata = {True: Stratum(70, [True] * 9 + [False]), False: Stratum(30, [True] * 3 + [False] * 7)}
+    found = stratified_ppi_mean(strata)
+    assert found is not None and found.estimate == pytest.approx(0.72)
+    assert found.standard_error == pytest.approx(0.0920822, abs=1e-7)
+    assert (found.low, found.high) == (pytest.approx(0.5191697, abs=1e-7),
+                                       pytest.approx(0.8596284, abs=1e-7))
+    at_90 = stratified_ppi_mean(strata, confidence=0.9)
+    assert at_90 is not None and at_90.confidence == 0.9
+    assert (at_90.low, at_90.high) == (pytest.approx(0.5522576, abs=1e-7),
+                                       pytest.approx(0.8427889, abs=1e-7))
+    # every label a fail: Wilson at the labels' count, from 0 (0 of 20: [0, 0.161125])
+    none = stratified_ppi_mean({True: Stratum(10, [False] * 10), False: Stratum(90, [False] * 10)})
+    assert none is not None and (none.estimate, none.low) == (0.0, 0.0)
+    assert none.high == pytest.approx(0.1611252, abs=1e-7)
+    assert stratified_ppi_mean({True: Stratum(0, []), False: Stratum(0, [])}) is None
+
+
+def test_rogan_gladen_edges() -> None:
+    found = rogan_gladen(70, 100, (45, 50), (40, 50), confidence=0.9)
+    assert found is not None
+    assert (found.method, found.confidence, found.labels, found.entries) == (
+        "Rogan-Gladen (Lang-Reiczigel interval)", 0.9, 100, 100)
+    assert rogan_gladen(0, 0, (45, 50), (40, 50)) is None  # no entries
+    assert rogan_gladen(70, 100, (0, 0), (40, 50)) is None  # no label people passed
+    single = rogan_gladen(1, 1, (1, 1), (1, 1))  # one of each is enough to compute
+    assert single is not None and single.estimate == 1.0
+    # a pass rate above what Se and Sp allow: (1 + 0.8 - 1)/0.7 = 1.14, clipped to 1
+    above = rogan_gladen(100, 100, (45, 50), (40, 50))
+    assert above is not None and above.estimate == 1.0 and above.high == 1.0
+
+
+def test_label_budget_for_a_verdict_without_labels_yet() -> None:
+    # 500 and 500 entries, 8 of 10 labels pass among the judge's passes, none drawn among its
+    # failures (p = 1/2 there): theta = 0.65, F = 0.0225/1000; W sigma = 0.5 x 0.419071 and
+    # 0.5 x 0.5, n = 0.459536²/(0.00065080 - 0.0000225) = 336.1: 154 and 183.
+    budget = labels_for_half_width({True: Stratum(500, [True] * 8 + [False] * 2),
+                                    False: Stratum(500, [])}, 0.05)
+    assert budget is not None
+    assert dict(budget.needed) == {True: 154, False: 183} and budget.more == 327
+    assert (budget.half_width, budget.confidence) == (0.05, 0.95)
+
+
+def test_a_budget_of_exactly_every_entry_is_still_a_budget() -> None:
+    # 112 and 28 entries with the shares above: a half-width of 0.08 needs exactly all of them
+    budget = labels_for_half_width({True: Stratum(112, [True] * 8 + [False] * 2),
+                                    False: Stratum(28, [True] * 2 + [False] * 8)}, 0.08)
+    assert budget is not None and dict(budget.needed) == {True: 112, False: 28}

@@ -58,3 +58,14 @@ def test_a_draw_never_repeats_an_entry_and_takes_min_of_n_and_all(
     for d in draw.drawn:
         assert verdicts[d.entry_id] is d.verdict
         assert d.inclusion_probability == len(draw.of(d.verdict)) / draw.entries[d.verdict]
+
+
+def test_an_odd_label_goes_to_the_more_common_verdict_and_draws_are_pinned() -> None:
+    fewer_passes = {f"p{i}": True for i in range(6)} | {f"f{i:02d}": False for i in range(40)}
+    odd = draw_for_labels(fewer_passes, 7, seed=1)
+    assert [len(odd.of(True)), len(odd.of(False))] == [3, 4]
+    odd_other_way = draw_for_labels(VERDICTS, 7, seed=1)  # passes are the common verdict
+    assert [len(odd_other_way.of(True)), len(odd_other_way.of(False))] == [4, 3]
+    # a recorded draw must be drawn again the same on any machine and release
+    assert [d.entry_id for d in draw_for_labels(VERDICTS, 10, seed=7).drawn] == [
+        "p37", "p31", "p14", "p11", "p21", "f2", "f5", "f3", "f0", "f4"]

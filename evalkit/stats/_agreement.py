@@ -40,10 +40,10 @@ def _chance_corrected(name: str, pairs: Sequence[tuple[bool, bool]], chance: flo
     a_i is 1 when the two agree on item i, e_i the item's share of chance agreement; the
     interval is c ± t(n-1) x SE. Reference: K. L. Gwet, Handbook of Inter-Rater Reliability,
     4th ed. (2014), ch. 5; the same as the ``irrCAC`` package. ``None`` when p_e = 1 (both
-    gave one answer throughout: agreement beyond chance is undefined) or n < 2.
+    gave one answer throughout: agreement beyond chance is undefined).
     """
     n = len(pairs)
-    if n < 2 or chance >= 1:
+    if chance >= 1:
         return None
     agreed = [float(judge == person) for judge, person in pairs]
     value = (sum(agreed) / n - chance) / (1 - chance)
@@ -61,9 +61,12 @@ def cohens_kappa(pairs: Sequence[tuple[bool, bool]],
     e_i = (pP[judge's answer on i] + pJ[person's answer on i]) / 2.
     Reference: J. Cohen, "A coefficient of agreement for nominal scales", Educational and
     Psychological Measurement 20 (1960). Example: 40 pairs, 15 both pass, 15 both fail and
-    5 disagreements each way: p_a = 0.75, p_e = 0.5, kappa = 0.5."""
-    judge = sum(j for j, _ in pairs) / len(pairs) if pairs else 0.0
-    person = sum(p for _, p in pairs) / len(pairs) if pairs else 0.0
+    5 disagreements each way: p_a = 0.75, p_e = 0.5, kappa = 0.5. ``None`` below two pairs
+    or when p_e = 1."""
+    if len(pairs) < 2:
+        return None
+    judge = sum(j for j, _ in pairs) / len(pairs)
+    person = sum(p for _, p in pairs) / len(pairs)
     share = {True: (judge, person), False: (1 - judge, 1 - person)}
     chance = judge * person + (1 - judge) * (1 - person)
     of_item = [(share[j][1] + share[p][0]) / 2 for j, p in pairs]
@@ -77,8 +80,10 @@ def gwets_ac1(pairs: Sequence[tuple[bool, bool]],
     where pi[pass] = pi and pi[fail] = 1 - pi. Unlike kappa it does not collapse when nearly
     every entry passes (kappa's paradox). Reference: K. L. Gwet, "Computing inter-rater
     reliability and its variance in the presence of high agreement", British Journal of
-    Mathematical and Statistical Psychology 61 (2008)."""
-    pi = sum(j + p for j, p in pairs) / (2 * len(pairs)) if pairs else 0.0
+    Mathematical and Statistical Psychology 61 (2008). ``None`` below two pairs."""
+    if len(pairs) < 2:
+        return None
+    pi = sum(j + p for j, p in pairs) / (2 * len(pairs))
     share = {True: pi, False: 1 - pi}
     of_item = [((1 - share[j]) + (1 - share[p])) / 2 for j, p in pairs]
     return _chance_corrected("Gwet's AC1", pairs, 2 * pi * (1 - pi), of_item, confidence)

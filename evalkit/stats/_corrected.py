@@ -77,7 +77,7 @@ def ppi_mean(labels: Sequence[float], judged: Sequence[float], judged_unlabelled
         raise ValueError("PPI needs two or more labels, a verdict for each, and unlabelled "
                          "entries")
     spread = float(np.concatenate([f, rest]).var(ddof=1))
-    covariance = float(((y - y.mean()) * (f - f.mean())).mean())
+    covariance = float(np.cov(y, f, ddof=0)[0, 1])
     tuning = min(1.0, max(0.0, covariance / ((1 + n / big_n) * spread))) if spread else 0.0
     estimate = tuning * float(rest.mean()) + float((y - tuning * f).mean())
     variance = tuning ** 2 * float(rest.var()) / big_n + float((y - tuning * f).var()) / n

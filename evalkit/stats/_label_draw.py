@@ -37,7 +37,8 @@ class LabelDraw:
 
 def draw_for_labels(verdicts: Mapping[str, bool], n: int, seed: int) -> LabelDraw:
     """Draw ``n`` entries (or all, if fewer): half among the judge's passes and half among its
-    failures, the share one verdict cannot fill going to the other; within a verdict a
+    failures (an odd one to the more common verdict), the share one verdict cannot fill
+    going to the other; within a verdict a
     simple random sample without replacement, so each of its N_h entries is included with
     probability n_h / N_h. The same verdicts, n and seed give the same draw: entries are
     sorted by id before a ``random.Random`` seeded with the SHA-256 of the seed shuffles
