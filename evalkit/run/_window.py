@@ -113,7 +113,7 @@ class CallWindow:
                 self.stop.request()
         if failure:
             raise failure[0]
-        self.stop.raise_if_requested()  # heard after the window's own last look
+        self.stop.raise_if_requested()  # whenever it came: before the end, or as it ended
         return entry_outputs(plan, books.records)
 
 
@@ -152,7 +152,6 @@ class _Books:
                 window._calls.close()
                 window._workers.close()
                 self._raw.put_in_order({p.entry.id: i for i, p in enumerate(self._plan.items)})
-            stop.raise_if_requested()
         except BaseException as err:  # noqa: BLE001 - handed to the waiting caller
             failure.append(err)
         finally:
