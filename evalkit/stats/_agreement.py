@@ -13,7 +13,12 @@ from dataclasses import dataclass
 
 from scipy.stats import t as student_t
 
-from evalkit.stats._one_run import ConfusionMatrix, WilsonInterval, wilson_interval
+from evalkit.stats._one_run import (
+    ConfusionMatrix,
+    WilsonInterval,
+    confusion_matrix,
+    wilson_interval,
+)
 
 
 @dataclass(frozen=True)
@@ -119,9 +124,7 @@ class Agreement:
 
 def agreement(pairs: Sequence[tuple[bool, bool]], confidence: float = 0.95) -> Agreement:
     """Agreement of (judge verdict, person's label) pairs, each True for pass."""
-    c = ConfusionMatrix(tp=sum(j and p for j, p in pairs), fp=sum(j and not p for j, p in pairs),
-                        tn=sum(not j and not p for j, p in pairs),
-                        fn=sum(not j and p for j, p in pairs))
+    c = confusion_matrix([j for j, _ in pairs], [p for _, p in pairs])
 
     def rate(hits: int, n: int) -> WilsonInterval | None:
         return wilson_interval(hits, n, confidence) if n else None

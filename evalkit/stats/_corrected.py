@@ -14,9 +14,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 import numpy as np
-from scipy.stats import norm
 
-from evalkit.stats._one_run import wilson_bounds
+from evalkit.stats._one_run import two_sided_z, wilson_bounds
 
 MIN_LABELS_PER_CLASS = 10
 """Labels of each kind (a pass and a fail to a person) below which no corrected accuracy is
@@ -38,18 +37,6 @@ class CorrectedAccuracy:
     entries: int
     power_tuning: float | None = None
     """PPI++'s lambda: 0 ignores the judge, 1 is plain PPI."""
-
-
-def _z(confidence: float) -> float:
-    return float(norm.ppf(0.5 + confidence / 2))
-
-
-def _result(method: str, estimate: float, variance: float, confidence: float, labels: int,
-            entries: int, power_tuning: float | None = None) -> CorrectedAccuracy:
-    error = math.sqrt(max(variance, 0.0))
-    half = _z(confidence) * error
-    return CorrectedAccuracy(method, estimate, error, confidence, estimate - half,
-                             estimate + half, labels, entries, power_tuning)
 
 
 def ppi_mean(labels: Sequence[float], judged: Sequence[float], judged_unlabelled: Sequence[float],
@@ -80,8 +67,10 @@ def ppi_mean(labels: Sequence[float], judged: Sequence[float], judged_unlabelled
     covariance = float(np.cov(y, f, ddof=0)[0, 1])
     tuning = min(1.0, max(0.0, covariance / ((1 + n / big_n) * spread))) if spread else 0.0
     estimate = tuning * float(rest.mean()) + float((y - tuning * f).mean())
-    variance = tuning ** 2 * float(rest.var()) / big_n + float((y - tuning * f).var()) / n
-    return _result("PPI++", estimate, variance, confidence, n, n + big_n, tuning)
+    error = math.sqrt(tuning ** 2 * float(rest.var()) / big_n + float((y - tuning * f).var()) / n)
+    half = two_sided_z(confidence) * error
+    return CorrectedAccuracy("PPI++", estimate, error, confidence, estimate - half,
+                             estimate + half, n, n + big_n, tuning)
 
 
 @dataclass(frozen=True)
@@ -90,6 +79,28 @@ class Stratum:
 
     entries: int
     labels: Sequence[bool]
+
+    @property
+    def share(self) -> float:
+        """p_h: the share of its labels that pass; 1/2 before any label."""
+        return sum(self.labels) / len(self.labels) if self.labels else 0.5
+
+    @property
+    def smoothed_spread(self) -> float:
+        """p~_h (1 - p~_h) with p~_h = (x_h + 1/2)/(n_h + 1): never 0, even when every label
+        agrees."""
+        smoothed = (sum(self.labels) + 0.5) / (len(self.labels) + 1)
+        return smoothed * (1 - smoothed)
+
+
+def _weighted(drawn: Mapping[bool, Stratum]) -> tuple[dict[bool, float], float, float]:
+    """W_h = N_h/N, theta = sum_h W_h p_h and the entries' part of the variance,
+    sum_h W_h (p_h - theta)²/N, over the strata with entries."""
+    total = sum(s.entries for s in drawn.values())
+    weight = {h: s.entries / total for h, s in drawn.items()}
+    theta = sum(weight[h] * s.share for h, s in drawn.items())
+    return weight, theta, sum(weight[h] * (s.share - theta) ** 2
+                              for h, s in drawn.items()) / total
 
 
 def stratified_ppi_mean(strata: Mapping[bool, Stratum],
@@ -120,12 +131,8 @@ def stratified_ppi_mean(strata: Mapping[bool, Stratum],
     drawn = {h: s for h, s in strata.items() if s.entries}
     if total == 0 or any(len(s.labels) < 2 for s in drawn.values()):
         return None
-    shares = {h: (s.entries / total, sum(s.labels) / len(s.labels)) for h, s in drawn.items()}
-    estimate = sum(w * p for w, p in shares.values())
-    variance = sum(w * (p - estimate) ** 2 for w, p in shares.values()) / total
-    for h, s in drawn.items():
-        smoothed = (sum(s.labels) + 0.5) / (len(s.labels) + 1)
-        variance += shares[h][0] ** 2 * smoothed * (1 - smoothed) / len(s.labels)
+    weight, estimate, variance = _weighted(drawn)
+    variance += sum(weight[h] ** 2 * s.smoothed_spread / len(s.labels) for h, s in drawn.items())
     labels = sum(len(s.labels) for s in strata.values())
     # all labels on one side: no share to divide by; the labels' own count, as Korn-Graubard
     effective = estimate * (1 - estimate) / variance if 0 < estimate < 1 else labels
@@ -159,7 +166,7 @@ def rogan_gladen(passed: int, entries: int, sensitivity: tuple[int, int],
     (se_hits, se_n), (sp_hits, sp_n) = sensitivity, specificity
     if entries <= 0 or se_n <= 0 or sp_n <= 0 or se_hits / se_n + sp_hits / sp_n <= 1:
         return None
-    z2 = _z(confidence) ** 2
+    z2 = two_sided_z(confidence) ** 2
     apparent, se, sp = passed / entries, se_hits / se_n, sp_hits / sp_n
     estimate = min(1.0, max(0.0, (apparent + sp - 1) / (se + sp - 1)))
     se_, sp_ = (se_hits + 1) / (se_n + 2), (sp_hits + 1) / (sp_n + 2)
@@ -208,19 +215,14 @@ def labels_for_half_width(strata: Mapping[bool, Stratum], half_width: float,
     asked (more entries are needed). Reference: J. Neyman, "On the two different aspects of
     the representative method", JRSS 97 (1934); Cochran (1977), 5.5.
     """
-    total = sum(s.entries for s in strata.values())
     drawn = {h: s for h, s in strata.items() if s.entries}
     if not drawn:
         return None
-    weight = {h: s.entries / total for h, s in drawn.items()}
-    share = {h: sum(s.labels) / len(s.labels) if s.labels else 0.5 for h, s in drawn.items()}
-    theta = sum(weight[h] * share[h] for h in drawn)
-    floor = sum(weight[h] * (share[h] - theta) ** 2 for h in drawn) / total
-    target = (half_width / _z(confidence)) ** 2
+    weight, _, floor = _weighted(drawn)
+    target = (half_width / two_sided_z(confidence)) ** 2
     if target <= floor:
         return None
-    spread = {h: weight[h] * math.sqrt(p * (1 - p)) for h, p in (
-        (h, (sum(s.labels) + 0.5) / (len(s.labels) + 1)) for h, s in drawn.items())}
+    spread = {h: weight[h] * math.sqrt(s.smoothed_spread) for h, s in drawn.items()}
     n = sum(spread.values()) ** 2 / (target - floor)
     wanted = {h: math.ceil(n * spread[h] / sum(spread.values())) for h in drawn}
     if any(wanted[h] > s.entries for h, s in drawn.items()):

@@ -57,11 +57,16 @@ def wilson_interval(successes: int, n: int, confidence: float = 0.95) -> WilsonI
     return WilsonInterval(successes, n, confidence, float(ci.low), float(ci.high))
 
 
-def wilson_bounds(p: float, n: float, confidence: float = 0.95) -> tuple[float, float]:
+def two_sided_z(confidence: float) -> float:
+    """The normal quantile z with P(|Z| <= z) = ``confidence`` (1.959964 at 0.95)."""
+    return float(norm.ppf(0.5 + confidence / 2))
+
+
+def wilson_bounds(p: float, n: float, confidence: float) -> tuple[float, float]:
     """The Wilson bounds of :func:`wilson_interval` for a share ``p`` at a sample size ``n``
     that need not be whole (an effective sample size: ``p (1 - p) / variance``), clamped to
     [0, 1] against rounding."""
-    z = float(norm.ppf(0.5 + confidence / 2))
+    z = two_sided_z(confidence)
     denominator = 1 + z * z / n
     centre = (p + z * z / (2 * n)) / denominator
     half = z / denominator * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n))
