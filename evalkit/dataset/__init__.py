@@ -14,8 +14,10 @@ from evalkit.dataset._envelope import (
     BiasKey,
     Entry,
 )
+from evalkit.dataset._label_file import LabelFileInvalid, LabelProblem, read_label_file
 from evalkit.dataset._lint import Dataset, lint_dataset, load_dataset
 from evalkit.dataset._violations import LintReport, LintViolation
 
 __all__ = ["BIAS", "COMPARATIVE_TYPES", "PROMPT_USES", "REPEATABILITY", "TEST_TYPES", "BiasKey",
-           "Dataset", "Entry", "LintReport", "LintViolation", "lint_dataset", "load_dataset"]
+           "Dataset", "Entry", "LabelFileInvalid", "LabelProblem", "LintReport", "LintViolation",
+           "lint_dataset", "load_dataset", "read_label_file"]
