@@ -52,6 +52,13 @@ SCORER_REPEATABILITY = "semantic_similarity"  # needs the semantic extra (make i
 SCORER_BIAS = "semantic_similarity"
 BIAS_SEMANTIC_SIMILARITY_SCORE = 0.9  # min average pairwise cosine of a bias group's outputs
 
+# --- people's labels: the scorers measured (report-judge.md, evalkit label) -------------------
+# A reviewer's pass/fail labels on the functional entries (their routes are the same every
+# run); each run draws LABEL_SAMPLE entries of every labelled type at random, and the labels
+# on drawn entries correct that type's accuracy for its scorer's errors.
+LABELS_PATH = "datasets/support-tickets/labels.jsonl"
+LABEL_SAMPLE = 20
+
 # --- the component ---------------------------------------------------------------------------
 COMPONENT_TEMPERATURE = 0.05  # sampling temperature of the router's softmax
 COMPONENT_PARAMS = {"temperature": COMPONENT_TEMPERATURE}  # logged as MLflow params

@@ -1,4 +1,5 @@
-"""The ``evalkit`` command: init, lint, report, compare, plan, sync, resume, history, ui."""
+"""The ``evalkit`` command: init, lint, report, compare, plan, sync, resume, history, label,
+ui."""
 
 from __future__ import annotations
 
@@ -13,13 +14,14 @@ from evalkit._distribution import DISTRIBUTION, VERSION
 from evalkit._errors import ExitStatus
 from evalkit.cli._common import EXIT_STATUSES, guarded, process_configured
 from evalkit.cli._init import scaffold
+from evalkit.cli._label import add_label_parser, label_command
 from evalkit.cli._parser import Parser
 from evalkit.cli._ui import serve_ui
 from evalkit.dataset import lint_dataset
 from evalkit.records import Mode, names
 from evalkit.reports import plot_calibration, render_reports
 from evalkit.run import FLOOR_MULTIPLE, build_plan, compare, load_side, record_plan
-from evalkit.stats import Calibration
+from evalkit.stats import Calibration, judge_checks
 from evalkit.tracking import Tracker, history, render_history
 
 RUN_REFERENCE = "run id, its first 4 or more characters, or experiment name (its latest run)"
@@ -30,7 +32,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser = Parser(
         prog="evalkit", formatter_class=argparse.RawDescriptionHelpFormatter,
         description="evalkit: scaffold an evaluation into a repository, lint golden datasets, "
-                    "browse runs in the MLflow UI, re-render reports from MLflow, list run "
+                    "browse runs in the MLflow UI, re-render reports from MLflow, label a run's "
+                    "entries to measure its judge, list run "
                     "history, compare runs against the noise floor, plan how many runs a "
                     "claim needs, resume interrupted runs and upload bundles left by a "
                     "tracking outage. "
@@ -63,6 +66,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     report.add_argument("run", metavar="RUN", help=RUN_REFERENCE)
     report.add_argument("--output", type=Path, default=Path("reports"),
                         help="folder to write report-<type>.md to (default: reports)")
+    report.add_argument("--json", type=Path, metavar="PATH",
+                        help="also write each judged or labelled type's check against "
+                             "people's labels (corrected accuracy, its method, the label "
+                             "entry ids, agreement) as JSON to PATH")
     compare = commands.add_parser(
         "compare", help="compare two runs, refusing gaps inside the noise floor",
         formatter_class=argparse.RawDescriptionHelpFormatter,
@@ -120,6 +127,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                          help="experiment name, e.g. support-router/golden")
     history.add_argument("--limit", type=int, default=20, help="runs to list (default: 20)")
     history.add_argument("--json", action="store_true", help="machine-readable output")
+    add_label_parser(commands, RUN_REFERENCE)
     ui = commands.add_parser(
         "ui", help="the MLflow UI over evalkit's store, on 127.0.0.1",
         description="Start the MLflow UI over the store evalkit uses (MLFLOW_TRACKING_URI, "
@@ -130,7 +138,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     handlers: dict[str, Callable[[argparse.Namespace], int]] = {
         "init": _init, "ui": lambda a: serve_ui(os.environ.get("MLFLOW_TRACKING_URI"), a.port),
         "lint": _lint, "report": _report, "compare": _compare, "history": _history,
-        "plan": _plan, "sync": _sync, "resume": _resume}
+        "plan": _plan, "sync": _sync, "resume": _resume,
+        "label": lambda a: label_command(a, _reachable())}
     with process_configured():
         return guarded(lambda: handlers[args.command](args))
 
@@ -169,6 +178,12 @@ def _report(args: argparse.Namespace) -> int:
     for name, text in reports.items():
         (args.output / name).write_text(text, encoding="utf-8")
         print(f"report: {args.output / name}")
+    if args.json is not None:
+        args.json.parent.mkdir(parents=True, exist_ok=True)
+        args.json.write_text(json.dumps({"run_id": record.run_id, "types": {
+            t: check.to_json() for t, check in judge_checks(record).items()}}, indent=1) + "\n",
+            encoding="utf-8")
+        print(f"json: {args.json}")
     if record.mode == Mode.CALIBRATION:
         chart = args.output / names.CALIBRATION_CHART
         plot_calibration(Calibration.from_json(record.documents[names.CALIBRATION_ARTIFACT]),

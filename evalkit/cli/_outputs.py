@@ -75,6 +75,8 @@ class RunSummary:
             else [],
             "types": [_type_json(t, [m for r in self.runs for m in r.metrics
                                      if m.test_type == t], self.type_passed(t))
+                      | ({"judge": self.runs[0].checks[t].to_json()}
+                         if len(self.runs) == 1 and t in self.runs[0].checks else {})
                       for t in self.types],
         }
 
@@ -84,7 +86,10 @@ def _type_json(test_type: str, metrics: Sequence[TypeMetrics], passed: bool) -> 
     def figures(m: TypeMetrics) -> dict[str, Any]:
         return {"accuracy": m.accuracy, "ci_lower": m.ci_low, "ci_upper": m.ci_high,
                 "f1": m.f1, "precision": m.precision, "recall": m.recall,
-                "samples": m.samples, "failures": list(m.failures)}
+                "samples": m.samples, "failures": list(m.failures),
+                "accuracy_corrected": None if m.corrected is None else {
+                    "method": m.corrected.method, "estimate": m.corrected.estimate,
+                    "low": m.corrected.low, "high": m.corrected.high}}
 
     threshold = metrics[0].threshold
     doc = {"test_type": test_type, "verdict": "PASS" if passed else "FAIL",

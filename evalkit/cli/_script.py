@@ -165,6 +165,10 @@ def _print_outcome(outcome: EvaluationOutcome) -> None:
         if m.samples:
             figure = (f"{m.accuracy:.3f} [{m.ci_low:.3f}, {m.ci_high:.3f}] "
                       f"F1 {m.f1:.3f} n={m.samples}")
+            if m.corrected is not None:
+                c = m.corrected
+                figure += (f"; corrected by {c.labels} labels {c.estimate:.3f} "
+                           f"[{c.low:.3f}, {c.high:.3f}] (threshold checked on it)")
         else:
             figure = "no samples"
         print(f"{'PASS' if m.passed else 'FAIL'}  {m.test_type}_accuracy {figure}")

@@ -51,13 +51,15 @@ _SINGLE = (
     "JUDGE_MAX_TOKENS", "JUDGE_SEED",
     "JUDGE_TIMEOUT", "JUDGE_MAX_ATTEMPTS", "JUDGE_MAX_WAIT", "JUDGE_PROMPTS",
     "JUDGE_INVALID_IS_ERROR", "JUDGE_SYSTEM_IN_USER", "COMPARED_FIELDS", "TRACE_CALLS",
+    "LABELS_PATH", "LABEL_SAMPLE",
 )
 KNOWN_CONSTANTS = frozenset(
     [*_SINGLE, *_PER_TYPE, *(f"{base}_{t.upper()}" for base in _PER_TYPE for t in TEST_TYPES)]
 )
 _RESERVED_PREFIXES = ("EVAL_", "REPEAT_", "REPLICATE", "ROOT_SEED", "SCORER", "BIAS_", "SEMANTIC_",
                       "EXPERIMENT", "DATASET", "CALIBRATION", "JUDGE", "MAX_CONCURRENCY",
-                      "COMPARED", "MOCK_", "REPORTS", "CALL_TIMEOUT", "TRACE")
+                      "COMPARED", "MOCK_", "REPORTS", "CALL_TIMEOUT", "TRACE",
+                      "LABEL")
 DEFAULT_REPLICATES = 2
 DEFAULT_CALIBRATION_REPEAT_COUNT = 20
 DEFAULT_CALL_TIMEOUT = 600.0
@@ -99,6 +101,10 @@ class EvalConfig:
     component_params: Mapping[str, Any] = field(default_factory=dict)
     compared_fields: tuple[str, ...] | None = None
     """The fields of an object output that repeatability and bias compare (all when None)."""
+    labels_path: Path | None = None
+    """People's labels (CSV or JSONL, as for ``evalkit label --from``) given to each run."""
+    label_sample: int = 0
+    """Entries of each labelled type drawn at random for the corrected accuracy, per run."""
     constants: Mapping[str, Any] = field(default_factory=dict)
     """The recognised constants as declared, for logging as MLflow params."""
 
@@ -126,6 +132,7 @@ class EvalConfig:
         scorer = problems.check(per_type, known, "SCORER", script, scorer_name, default={})
         scorer.setdefault(DEFAULT_KEY, "exact")
         check = problems.check
+        labels = check(string, known, "LABELS_PATH", script) if "LABELS_PATH" in known else None
         config = cls(
             experiment_name=experiment,
             dataset_path=Path(check(string, known, "DATASET_PATH", script, "missing",
@@ -159,6 +166,9 @@ class EvalConfig:
             mock_adapters=check(adapters, known.get("MOCK_ADAPTERS", {}), script, default={}),
             component_params=check(mapping, known, "COMPONENT_PARAMS", script, default={}),
             compared_fields=check(field_names, known, "COMPARED_FIELDS", script),
+            labels_path=Path(labels) if labels else None,
+            label_sample=check(positive_int, known, "LABEL_SAMPLE", script, 1, default=0)
+            if "LABEL_SAMPLE" in known else 0,
             constants=known,
         )
         check(config._check_similarity_constants)

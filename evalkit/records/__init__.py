@@ -8,6 +8,7 @@ wings knows about the others.
 
 from evalkit.records import names
 from evalkit.records._calls import CallRecord
+from evalkit.records._labels import FAIL_VALUES, PASS_VALUES, HumanLabel, label_verdict, labels_in
 from evalkit.records._results import (
     FORMAT,
     HumanReviewItem,
@@ -24,8 +25,9 @@ from evalkit.records._series import ItemCell, SeriesItems
 from evalkit.records.names import Mode, TypeNames
 
 __all__ = [
-    "FORMAT", "MODE_DOCUMENTS", "WITHOUT_EVALUATION", "CallRecord", "HumanReviewItem",
+    "FAIL_VALUES", "FORMAT", "MODE_DOCUMENTS", "PASS_VALUES", "WITHOUT_EVALUATION",
+    "CallRecord", "HumanLabel", "HumanReviewItem",
     "ItemCell", "ItemResult", "MetricPoint", "Mode", "ReviewerVerdict", "RunRecord",
     "ScoredRun", "SeriesItems", "SkippedGroup", "Threshold", "TypeNames", "TypeResult",
-    "as_text", "names",
+    "as_text", "label_verdict", "labels_in", "names",
 ]

@@ -27,6 +27,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from evalkit.records import names
+from evalkit.records._labels import HumanLabel
 from evalkit.records._results import ScoredRun
 from evalkit.records.names import Mode
 
@@ -71,7 +72,10 @@ class RunRecord:
     documents: Mapping[str, Any] = field(default_factory=dict)
     """The JSON artifacts of the run's mode (see :data:`MODE_DOCUMENTS`), by artifact path."""
     reviewer_verdicts: tuple[ReviewerVerdict, ...] = ()
-    """Human feedback on the run's traces, by entry, time and reviewer."""
+    """Human feedback on the run's traces, by entry, time and reviewer (for a run with
+    entries for human review)."""
+    labels: tuple[HumanLabel, ...] = ()
+    """People's pass/fail labels on the run's entries, per test type (any run with traces)."""
 
     @property
     def mode(self) -> Mode:

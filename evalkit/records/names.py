@@ -68,6 +68,8 @@ RESUMED_TAG = "resumed"
 RESUME_SAVED_TAG = "resume_calls_saved"
 RESUME_MADE_TAG = "resume_calls_made"
 TRACES_TAG = "evalkit.traces"
+LABEL_DRAWS_TAG = "evalkit.label_draws"
+"""The test types whose entries were drawn for labels, comma-separated."""
 """Set on a run whose entries are traced: ``evalkit sync`` writes the traces of its bundle."""
 SYNCED_FROM_TAG = "evalkit.synced_from_run"
 
@@ -149,6 +151,15 @@ class TypeNames:
     cumulative_accuracy: str
     """Stepped: one point per sample, so the MLflow UI charts convergence."""
     cumulative_f1: str
+    # the scorer against people's labels (evalkit.stats.check_judge)
+    accuracy_corrected: str
+    accuracy_corrected_low: str
+    accuracy_corrected_high: str
+    judge_tpr: str
+    judge_tnr: str
+    judge_kappa: str
+    labels_drawn: str
+    labels_by_choice: str
     # metrics of a replicate series' parent
     spread: str
     sd: str
@@ -188,6 +199,8 @@ class TypeNames:
 EXPECTATION_ASSESSMENT = "expected_output"
 REVIEW_ASSESSMENT = "human_review"
 REVIEW_PENDING = "pending"
+LABEL_WANTED_ASSESSMENT = "label_wanted"
+"""On a trace drawn for a label; its value names the test type to label."""
 ENTRY_ID_TRACE_TAG = "evalkit.entry_id"
 TRACE_NAME_TAG = "mlflow.traceName"
 SOURCE_RUN_METADATA = "mlflow.assessment.sourceRunId"
@@ -235,9 +248,12 @@ STABILITY_ITEMS_ARTIFACT = "stability/items.json"
 LOCK_ARTIFACT = "stability/replicates.lock.json"
 CALIBRATION_ARTIFACT = "calibration/calibration.json"
 PLAN_ARTIFACT = "planning/plan.json"
+LABEL_DRAWS_ARTIFACT = "labels/draws.json"
+"""The entries drawn for people's labels, per test type, with their inclusion probabilities."""
 
 SUMMARY_REPORT = "summary.md"
 HUMAN_REVIEW_REPORT = "report-human-review.md"
+JUDGE_REPORT = "report-judge.md"
 STABILITY_REPORT = "report-stability.md"
 CALIBRATION_REPORT = "report-calibration.md"
 CALIBRATION_CHART = "calibration.png"

@@ -13,11 +13,20 @@ from evalkit.reports._calibration import calibration_report
 from evalkit.reports._chart import plot_calibration
 from evalkit.reports._description import run_description
 from evalkit.reports._human_review import human_review_report
+from evalkit.reports._judge import judge_report
 from evalkit.reports._per_type import type_report
 from evalkit.reports._planning import planning_report
 from evalkit.reports._stability import stability_report
 from evalkit.reports._summary import summary_report
-from evalkit.stats import Calibration, Plan, StabilityDocument, TypeMetrics, threshold_from_params
+from evalkit.stats import (
+    Calibration,
+    Plan,
+    StabilityDocument,
+    TypeMetrics,
+    corrected_metrics,
+    judge_checks,
+    threshold_from_params,
+)
 
 
 def render_reports(record: RunRecord) -> dict[str, str]:
@@ -31,15 +40,19 @@ def render_reports(record: RunRecord) -> dict[str, str]:
             record, Plan.from_json(record.documents[names.PLAN_ARTIFACT]))}
     assert record.evaluation is not None
     reports = {}
-    typed = []
-    for result in record.evaluation.types:
-        metrics = TypeMetrics.from_mlflow(
-            result.test_type, record.metrics, record.histories,
-            threshold_from_params(result.test_type, record.params))
+    checks = judge_checks(record)
+    typed = list(zip(record.evaluation.types, corrected_metrics([TypeMetrics.from_mlflow(
+        result.test_type, record.metrics, record.histories,
+        threshold_from_params(result.test_type, record.params))
+        for result in record.evaluation.types], checks), strict=True))
+    for result, metrics in typed:
         reports[names.report_name(result.test_type)] = type_report(record, result, metrics)
-        typed.append((result, metrics))
     reports[names.SUMMARY_REPORT] = summary_report(
-        record, typed, [names.report_name(r.test_type) for r, _ in typed])
+        record, typed, [names.report_name(r.test_type) for r, _ in typed],
+        judge=names.JUDGE_REPORT if checks else None)
+    if checks:
+        reports[names.JUDGE_REPORT] = judge_report(
+            record, checks, {m.test_type: m for _, m in typed})
     if record.evaluation.human_review:
         reports[names.HUMAN_REVIEW_REPORT] = human_review_report(
             record, record.evaluation.human_review)

@@ -21,6 +21,10 @@ def run_description(metrics: Sequence[TypeMetrics], reports: Sequence[str]) -> s
         interval = ("" if m.ci_low is None or m.ci_high is None
                     else f" [{m.ci_low:.3f}, {m.ci_high:.3f}]")
         accuracy = f"{m.accuracy:.3f}{interval}" if m.samples else "no samples"
+        if m.corrected is not None:
+            c = m.corrected
+            accuracy += (f"; corrected by {c.labels} labels {c.estimate:.3f} "
+                         f"[{c.low:.3f}, {c.high:.3f}]")
         threshold = f">= {m.threshold.min_accuracy:g}" + (
             "" if m.threshold.min_f1 is None else f", F1 >= {m.threshold.min_f1:g}")
         rows.append([cell(m.test_type), accuracy, str(m.samples), threshold,

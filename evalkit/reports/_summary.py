@@ -12,9 +12,9 @@ from evalkit.stats import TypeMetrics
 
 
 def summary_report(record: RunRecord, results: Sequence[tuple[TypeResult, TypeMetrics]],
-                   report_names: Sequence[str]) -> str:
+                   report_names: Sequence[str], judge: str | None = None) -> str:
     """The run's verdict and one row per test type (failing types first); ``report_names``
-    are the type reports in the order of ``results``."""
+    are the type reports in the order of ``results``, ``judge`` the judge report if any."""
     passed = all(m.passed for _, m in results)
     url = record.tags.get(names.RUN_URL_TAG)
     run_link = f"[{record.run_id}]({url})" if url else record.run_id
@@ -27,17 +27,25 @@ def summary_report(record: RunRecord, results: Sequence[tuple[TypeResult, TypeMe
         ("Verdict", f"**{'PASS' if passed else 'FAIL'}**"), ("Calls", counts or "—"),
         ("Run in the MLflow UI", run_link)])
     ordered = sorted(zip(results, report_names, strict=True), key=lambda r: r[0][1].passed)
-    rows = [[cell(m.test_type), PASS if m.passed else FAIL, _accuracy(m), _threshold(m),
-             _failed_items(result), f"[{name}]({name})"]
+    corrected = any(m.corrected for (_, m), _ in ordered)
+    rows = [[cell(m.test_type), PASS if m.passed else FAIL, _accuracy(m),
+             *([_corrected(m)] if corrected else []), _threshold(m), _failed_items(result),
+             f"[{name}]({name})"]
             for (result, m), name in ordered]
     lines += ["## Test Types", "",
-              table(["Type", "Verdict", "Accuracy (95% CI)", "Threshold", "Failed items",
-                     "Report"], rows), ""]
+              table(["Type", "Verdict", "Accuracy (95% CI)",
+                     *(["Corrected by labels (95% CI)"] if corrected else []), "Threshold",
+                     "Failed items", "Report"], rows), ""]
     misses = [f for (_, m), _ in ordered for f in m.failures]
     if misses:
         lines += ["## Thresholds Missed", "", *(f"- {cell(f, 200)}" for f in misses), ""]
     lines += ["Accuracy intervals are 95% Wilson intervals over the type's entries (bias: its "
               "groups). Each report lists its items failures first.", ""]
+    if judge:
+        lines += [("Corrected accuracies take the scorer's errors, measured by people's labels, "
+                   "into account; a type with one is checked against its threshold by it. "
+                   if corrected else "")
+                  + f"How each scorer agrees with people: [{judge}]({judge}).", ""]
     return "\n".join(lines).rstrip("\n") + "\n"
 
 
@@ -45,6 +53,13 @@ def _accuracy(m: TypeMetrics) -> str:
     if not m.samples:
         return "no samples"
     return f"{number(m.accuracy)} [{number(m.ci_low)}, {number(m.ci_high)}] (n = {m.samples})"
+
+
+def _corrected(m: TypeMetrics) -> str:
+    c = m.corrected
+    if c is None:
+        return "—"
+    return f"{number(c.estimate)} [{number(c.low)}, {number(c.high)}] ({c.labels} labels)"
 
 
 def _threshold(m: TypeMetrics) -> str:

@@ -14,21 +14,30 @@ import contextlib
 import logging
 import time
 from collections.abc import Collection, Iterator, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from evalkit._errors import RunInterrupted
 from evalkit.dataset import REPEATABILITY
-from evalkit.records import CallRecord, MetricPoint, ScoredRun, names
+from evalkit.records import CallRecord, HumanLabel, MetricPoint, ScoredRun, names
 from evalkit.reports import render_reports, run_description
 from evalkit.run._books import EntryOutputs
 from evalkit.run._call import Component
+from evalkit.run._labelling import label_new_run
 from evalkit.run._prepare import PreparedEvaluation, RunRole
 from evalkit.run._progress import ProgressCallback, ProgressCounter
 from evalkit.run._scoring import EarlyJudging, score_run
 from evalkit.run._stop import Stop
 from evalkit.run._window import CallWindow
-from evalkit.stats import TypeMetrics, latency_percentiles
+from evalkit.stats import (
+    JudgeCheck,
+    LabelDraws,
+    TypeMetrics,
+    checks_for,
+    corrected_metrics,
+    judge_points,
+    latency_percentiles,
+)
 from evalkit.tracking import TrackedRun, shown_uri
 
 logger = logging.getLogger("evalkit")
@@ -50,6 +59,8 @@ class EvaluationOutcome:
     """The run's page in the MLflow UI (never with credentials)."""
     timings: Mapping[str, float] = field(default_factory=dict)
     """Seconds spent per phase: calls, scoring, logging, reports."""
+    checks: Mapping[str, JudgeCheck] = field(default_factory=dict)
+    """The scorers held against people's labels, per type (judged or labelled types)."""
 
     @property
     def failures(self) -> tuple[str, ...]:
@@ -77,6 +88,10 @@ class Evaluation:
         self.metrics: tuple[TypeMetrics, ...] = ()
         self._judging = EarlyJudging(prepared.scorers)
         """The judge's verdicts given while the calls run."""
+        self.labels: tuple[HumanLabel, ...] = ()
+        """People's labels given to the run as it finished (``LABELS_PATH``)."""
+        self.draws = LabelDraws({})
+        self.checks: dict[str, JudgeCheck] = {}
 
     def complete(self) -> EvaluationOutcome:
         """Calls, scores, reports: the whole evaluation."""
@@ -151,10 +166,15 @@ class Evaluation:
                 logger.warning("bias group %r skipped: %s", skipped.bias_group, skipped.reason)
         self._lap("scoring")
         self.stop.raise_if_requested()
-        verdict = "PASS" if all(m.passed for m in self.metrics) else "FAIL"
-        run.log(self._run_metrics(), {names.VERDICT_TAG: verdict, names.RUN_URL_TAG: run.url})
         run.log_evaluation(self.scored)
         run.traces.finish(self.scored)
+        if prepared.config.trace_calls and not run.offline:
+            self.labels, self.draws = label_new_run(run, self.scored, prepared.labels,
+                                                   prepared.config.label_sample)
+        self.checks = checks_for(self.scored, self.labels, self.draws.by_type)
+        self.metrics = corrected_metrics(self.metrics, self.checks)
+        verdict = "PASS" if all(m.passed for m in self.metrics) else "FAIL"
+        run.log(self._run_metrics(), {names.VERDICT_TAG: verdict, names.RUN_URL_TAG: run.url})
         self._lap("logging")
         return self.metrics
 
@@ -163,7 +183,7 @@ class Evaluation:
         folder (those named in ``local``, or all of them unless the run is a replicate's),
         and describe the run."""
         self.stop.raise_if_requested()
-        reports = render_reports(self.run.record())
+        reports = render_reports(replace(self.run.record(), labels=self.labels))
         local_ok = self.role.local_reports or local is not None
         written = self.run.publish_reports(
             reports, self.prepared.config.reports_dir if local_ok else None, local)
@@ -172,7 +192,7 @@ class Evaluation:
         return EvaluationOutcome(
             self.run.id, self.prepared.config.experiment_name, self.run.tracking_uri,
             self.metrics, self.scored, written, self.run.raw.path, self.run.url,
-            dict(self.timings))
+            dict(self.timings), dict(self.checks))
 
     def _lap(self, phase: str) -> None:
         now = time.perf_counter()
@@ -194,4 +214,6 @@ class Evaluation:
                    self.prepared.scorers.judge_metrics(scored).items()]
         for m in self.metrics:
             points += m.to_mlflow()
+        for check in self.checks.values():
+            points += judge_points(check)
         return points

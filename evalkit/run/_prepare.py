@@ -11,7 +11,8 @@ from evalkit._distribution import VERSION
 from evalkit._secrets import Redactor
 from evalkit.config import EvalConfig
 from evalkit.dataset import Dataset, load_dataset
-from evalkit.records import Threshold, TypeNames, names
+from evalkit.records import HumanLabel, Threshold, TypeNames, names
+from evalkit.run._labelling import known_entries, read_labels
 from evalkit.run._scorers import Scorers
 from evalkit.run._selection import RunPlan, Selection, plan_run
 from evalkit.stats import threshold_params
@@ -47,6 +48,8 @@ class PreparedEvaluation:
     thresholds: Mapping[str, Threshold]
     scorers: Scorers
     redactor: Redactor
+    labels: tuple[HumanLabel, ...] = ()
+    """People's labels from ``LABELS_PATH``, read and checked before any call."""
 
     def params(self) -> dict[str, str]:
         """The run's MLflow params: the constants, the dataset identity, per-type settings."""
@@ -86,6 +89,8 @@ def prepare(config: EvalConfig, selection: Selection) -> PreparedEvaluation:
     scorers = Scorers.for_run(config, plan.types)
     if scorers.judge is not None:
         scorers.judge.preflight()  # seconds, not hundreds of paid calls, to find a bad key
+    labels = () if config.labels_path is None else read_labels(
+        config.labels_path, known_entries(dataset), reviewer=str(config.labels_path))
     return PreparedEvaluation(
         config=config, selection=selection, dataset=dataset, plan=plan, thresholds=thresholds,
-        scorers=scorers, redactor=Redactor.from_environment())
+        scorers=scorers, redactor=Redactor.from_environment(), labels=labels)

@@ -32,7 +32,17 @@ from evalkit.stats._corrected import (
     rogan_gladen,
     stratified_ppi_mean,
 )
-from evalkit.stats._label_draw import DrawnEntry, LabelDraw, draw_for_labels
+from evalkit.stats._judge import (
+    BUDGET_HALF_WIDTH,
+    JudgeCheck,
+    check_judge,
+    checks_for,
+    corrected_metrics,
+    judge_checks,
+    judge_points,
+    latest_labels,
+)
+from evalkit.stats._label_draw import DrawnEntry, LabelDraw, LabelDraws, draw_for_labels
 from evalkit.stats._metrics import TypeMetrics, threshold_from_params, threshold_params
 from evalkit.stats._one_run import (
     STABILITY_TOLERANCE_PP,
@@ -69,7 +79,10 @@ from evalkit.stats._votes import (
 )
 
 __all__ = [
-    "DECISION_CROSSOVER_P", "MIN_LABELS_PER_CLASS", "Agreement", "ChanceCorrected",
+    "BUDGET_HALF_WIDTH", "DECISION_CROSSOVER_P", "MIN_LABELS_PER_CLASS", "JudgeCheck",
+    "LabelDraws", "check_judge", "checks_for", "corrected_metrics", "judge_checks", "judge_points",
+    "latest_labels",
+    "Agreement", "ChanceCorrected",
     "CorrectedAccuracy", "DrawnEntry", "LabelBudget", "LabelDraw", "Stratum",
     "draw_for_labels", "agreement", "cohens_kappa", "gwets_ac1",
     "labels_for_half_width", "ppi_mean", "rogan_gladen", "stratified_ppi_mean",

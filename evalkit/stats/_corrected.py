@@ -141,8 +141,8 @@ def stratified_ppi_mean(strata: Mapping[bool, Stratum],
                              high, labels, total)
 
 
-def rogan_gladen(passed: int, entries: int, sensitivity: tuple[int, int],
-                 specificity: tuple[int, int],
+def rogan_gladen(passed: int, entries: int, sensitivity: tuple[float, float],
+                 specificity: tuple[float, float],
                  confidence: float = 0.95) -> CorrectedAccuracy | None:
     """Rogan-Gladen: the judge's pass rate AP corrected by its measured sensitivity Se
     (``(judge passes, labels that pass)``) and specificity Sp (``(judge failures, labels
@@ -161,7 +161,8 @@ def rogan_gladen(passed: int, entries: int, sensitivity: tuple[int, int],
     Z. Lang, J. Reiczigel, "Confidence limits for prevalence of disease adjusted for
     estimated sensitivity and specificity", Prev. Vet. Med. 113 (2014), eqs. 2-17.
     ``None`` when Se + Sp <= 1 (a judge no better than chance corrects nothing) or a rate
-    has no labels.
+    has no labels. The label counts may be weighted (a stratified draw's labels count
+    N_h/n_h each, scaled to sum to the labels given).
     """
     (se_hits, se_n), (sp_hits, sp_n) = sensitivity, specificity
     if entries <= 0 or se_n <= 0 or sp_n <= 0 or se_hits / se_n + sp_hits / sp_n <= 1:
@@ -179,7 +180,7 @@ def rogan_gladen(passed: int, entries: int, sensitivity: tuple[int, int],
     half = math.sqrt(z2 * variance)
     return CorrectedAccuracy("Rogan-Gladen (Lang-Reiczigel interval)", estimate,
                              math.sqrt(variance), confidence, max(0.0, centre - half),
-                             min(1.0, centre + half), se_n + sp_n, entries)
+                             min(1.0, centre + half), round(se_n + sp_n), entries)
 
 
 @dataclass(frozen=True)

@@ -11,6 +11,7 @@ import hashlib
 import random
 from collections.abc import Mapping
 from dataclasses import dataclass
+from typing import Any
 
 
 @dataclass(frozen=True)
@@ -57,3 +58,33 @@ def draw_for_labels(verdicts: Mapping[str, bool], n: int, seed: int) -> LabelDra
         DrawnEntry(entry_id, h, counts[h] / len(members[h]))
         for h in (True, False) for entry_id in rng.sample(members[h], counts[h]))
     return LabelDraw(seed, {h: len(m) for h, m in members.items()}, drawn)
+
+
+DRAWS_FORMAT = "evalkit.label-draws/1"
+
+
+@dataclass(frozen=True)
+class LabelDraws:
+    """The draws recorded on a run, by test type (the ``labels/draws.json`` artifact)."""
+
+    by_type: Mapping[str, LabelDraw]
+
+    def to_json(self) -> dict[str, Any]:
+        return {"format": DRAWS_FORMAT, "types": {
+            test_type: {"seed": d.seed,
+                        "entries": {"pass": d.entries.get(True, 0),
+                                    "fail": d.entries.get(False, 0)},
+                        "drawn": [{"entry_id": e.entry_id, "verdict": e.verdict,
+                                   "inclusion_probability": e.inclusion_probability}
+                                  for e in d.drawn]}
+            for test_type, d in sorted(self.by_type.items())}}
+
+    @classmethod
+    def from_json(cls, doc: Mapping[str, Any]) -> LabelDraws:
+        if doc.get("format") != DRAWS_FORMAT:
+            raise ValueError(f"unsupported label-draws format {doc.get('format')!r}")
+        return cls({test_type: LabelDraw(
+            d["seed"], {True: d["entries"]["pass"], False: d["entries"]["fail"]},
+            tuple(DrawnEntry(e["entry_id"], e["verdict"], e["inclusion_probability"])
+                  for e in d["drawn"]))
+            for test_type, d in doc["types"].items()})

@@ -13,6 +13,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from evalkit.records import MetricPoint, Threshold, TypeNames, TypeResult
+from evalkit.stats._corrected import CorrectedAccuracy
 from evalkit.stats._one_run import (
     Convergence,
     confusion_matrix,
@@ -40,6 +41,9 @@ class TypeMetrics:
     cumulative_accuracy: tuple[float, ...]
     cumulative_f1: tuple[float, ...]
     threshold: Threshold
+    corrected: CorrectedAccuracy | None = None
+    """The accuracy corrected for the scorer's errors by people's labels, once enough labels
+    allow it (:func:`evalkit.stats.check_judge`): then the threshold is checked against it."""
 
     @classmethod
     def from_result(cls, result: TypeResult, threshold: Threshold) -> TypeMetrics:
@@ -69,8 +73,10 @@ class TypeMetrics:
             return (f"{self.test_type}: no samples were scored",)
         missed = []
         n = TypeNames.of(self.test_type)
-        if self.accuracy < self.threshold.min_accuracy:
-            missed.append(f"{n.accuracy} {self.accuracy:.3f} < {self.threshold.min_accuracy:g}")
+        name, accuracy = ((n.accuracy_corrected, self.corrected.estimate) if self.corrected
+                          else (n.accuracy, self.accuracy))
+        if accuracy < self.threshold.min_accuracy:
+            missed.append(f"{name} {accuracy:.3f} < {self.threshold.min_accuracy:g}")
         if self.threshold.min_f1 is not None and self.f1 < self.threshold.min_f1:
             missed.append(f"{n.f1} {self.f1:.3f} < {self.threshold.min_f1:g}")
         return tuple(missed)

@@ -11,6 +11,7 @@ Tracking stores and reads plain records; it knows nothing of scoring or the call
 from evalkit.tracking._backend import Backend, StoredRun, TraceStore
 from evalkit.tracking._history import HistoryRow, history, render_history
 from evalkit.tracking._journal import BUNDLES_DIR, RunJournal, TrackingOffline
+from evalkit.tracking._labels import RunLabels, label_assessment, wanted_assessment
 from evalkit.tracking._links import run_url, shown_uri, ui_base
 from evalkit.tracking._memory import MemoryBackend
 from evalkit.tracking._raw import RawResultsLog, read_raw_results
@@ -20,7 +21,8 @@ from evalkit.tracking._traces import Assessment, prompt_use, stability_assessmen
 from evalkit.tracking._tracker import Tracker, source_tags
 
 __all__ = ["BUNDLES_DIR", "Assessment", "Backend", "HistoryRow", "MemoryBackend",
-           "RawResultsLog", "RunJournal", "RunReader", "StoredRun", "TraceStore",
+           "RawResultsLog", "RunJournal", "RunLabels", "RunReader", "StoredRun", "TraceStore",
            "TrackedRun", "Tracker", "TrackingOffline", "history", "journal_record",
-           "prompt_use", "read_raw_results", "render_history", "run_url", "shown_uri",
+           "label_assessment", "prompt_use", "read_raw_results", "render_history", "run_url",
+           "shown_uri", "wanted_assessment",
            "source_tags", "stability_assessment", "ui_base"]

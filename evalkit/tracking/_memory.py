@@ -153,7 +153,14 @@ class MemoryBackend:
         return [run_id for run_id in self.journals if run_id.startswith(prefix)]
 
     def human_feedback(self, experiment_id: str, run_id: str) -> tuple[ReviewerVerdict, ...]:
-        return tuple(sorted(self.feedback.get(run_id, ()),
+        """Feedback set in :attr:`feedback`, and HUMAN feedback written to the run's traces
+        (timed by the order it was written)."""
+        on_traces = [ReviewerVerdict(trace.entry_id, a.source_id, time, a.name, a.value,
+                                     a.rationale)
+                     for trace in self.traces.traces.get(run_id, {}).values()
+                     for time, a in enumerate(self.traces.assessments[trace.trace_id])
+                     if a.source_type == "HUMAN" and not a.expectation]
+        return tuple(sorted([*self.feedback.get(run_id, ()), *on_traces],
                             key=lambda v: (v.entry_id, v.time_ms, v.reviewer)))
 
     def register_dataset(self, experiment_id: str, params: Mapping[str, str],

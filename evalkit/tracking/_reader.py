@@ -21,6 +21,7 @@ from evalkit.records import (
     RunRecord,
     ScoredRun,
     TypeNames,
+    labels_in,
     names,
 )
 from evalkit.tracking._backend import Backend, StoredRun
@@ -39,17 +40,20 @@ class RunReader:
 
     def fetch(self, run_id: str) -> RunRecord:
         """A run read back whole: params, tags, metrics, stepped histories, its documents,
-        and people's feedback on its traces when it has entries for review."""
+        people's labels on its entries and their feedback on the entries for review."""
         run = self._backend.run(run_id)
         record = build_record(
             run, self._backend.experiment_name(run.experiment_id),
             read_json=lambda path: self.read_json(run_id, path),
             history=lambda key: tuple(p.value for p in sorted(
                 self._backend.metric_history(run_id, key), key=lambda p: p.step)))
-        if record.evaluation is None or not record.evaluation.human_review:
+        if record.evaluation is None:
             return record
-        return replace(record, reviewer_verdicts=self._backend.human_feedback(
-            run.experiment_id, run_id))
+        feedback = self._backend.human_feedback(run.experiment_id, run_id)
+        reviewed = {item.id for item in record.evaluation.human_review}
+        return replace(record, labels=labels_in(
+            feedback, [t.test_type for t in record.evaluation.types]),
+            reviewer_verdicts=tuple(v for v in feedback if v.entry_id in reviewed))
 
     def stored(self, run_id: str) -> StoredRun:
         """A run's info, params, tags and latest metrics, without its artifacts."""
@@ -121,7 +125,9 @@ def build_record(run: StoredRun, experiment_name: str, *, read_json: Callable[[s
                             "reads only its own runs")
     evaluation = None if mode in WITHOUT_EVALUATION else ScoredRun.from_json(
         read_json(names.EVALUATION_ARTIFACT))
-    documents = {path: read_json(path) for path in MODE_DOCUMENTS.get(mode, ())}
+    documents = {path: read_json(path) for path in (
+        *MODE_DOCUMENTS.get(mode, ()),
+        *((names.LABEL_DRAWS_ARTIFACT,) if names.LABEL_DRAWS_TAG in run.tags else ()))}
     histories = {key: history(key) for result in (evaluation.types if evaluation else ())
                  for n in (TypeNames.of(result.test_type),)
                  for key in (n.cumulative_accuracy, n.cumulative_f1)}

@@ -1,0 +1,91 @@
+"""``evalkit label``: people's pass/fail labels on a finished run, in the terminal or from a
+file; each label is written to MLflow as it is given."""
+
+from __future__ import annotations
+
+import argparse
+import shutil
+import sys
+from collections.abc import Mapping
+from pathlib import Path
+
+from evalkit._errors import ConfigError, ExitStatus
+from evalkit.cli._labeller import LabelCase, label_cases, terminal_keys
+from evalkit.records import HumanLabel
+from evalkit.run import LabelSession, import_labels, reviewer_name
+from evalkit.stats import JudgeCheck
+from evalkit.tracking import Tracker
+
+DESCRIPTION = (
+    "Label RUN's entries pass or fail, one at a time, as a person judges them: the input, the "
+    "output(s), expected_output and what the scorer was asked, never the scorer's verdict. "
+    "Keys: p pass, f fail, s skip, b back, q quit. Each label is written to MLflow at once "
+    "(feedback on the entry's trace, named for the test type, source HUMAN), so quitting "
+    "loses nothing and the next call goes on where you stopped. --sample N first draws N "
+    "entries at random, half among the scorer's passes and half among its failures, and "
+    "records the draw on the run: only labels on drawn entries enter the corrected "
+    "accuracy (report-judge.md); others count in the agreement. --from FILE imports labels "
+    "from CSV or JSONL (columns entry_id, type, verdict, and optionally reviewer, comment): "
+    "every bad row is named and nothing is imported until all are right.")
+
+
+def add_label_parser(commands: argparse._SubParsersAction, run_help: str) -> None:
+    label = commands.add_parser(
+        "label", help="label a run's entries pass/fail: the judge measured against people",
+        description=DESCRIPTION)
+    label.add_argument("run", metavar="RUN", help=run_help)
+    label.add_argument("--type", dest="test_type", metavar="TYPE",
+                       help="the test type to label (default: the run's one LLM-judged type)")
+    label.add_argument("--sample", type=int, default=0, metavar="N",
+                       help="draw N entries at random (stratified by the scorer's verdict) "
+                            "and label those; once per run and type")
+    label.add_argument("--seed", type=int, help="seed of the draw (default: from the run id)")
+    label.add_argument("--reviewer", help="your name on the labels (default: the OS user)")
+    label.add_argument("--from", dest="from_file", type=Path, metavar="FILE",
+                       help="import labels from a .csv or .jsonl file instead")
+
+
+def label_command(args: argparse.Namespace, tracker: Tracker) -> int:
+    if args.sample < 0:
+        raise ConfigError(f"--sample {args.sample}: draw a positive number of entries")
+    if args.from_file is not None:
+        given, checks = import_labels(tracker, args.run, args.from_file, args.reviewer)
+        print(f"imported {given} labels from {args.from_file}")
+        _print_checks(checks, args.run)
+        return ExitStatus.OK
+    session = LabelSession(tracker, args.run, args.test_type, args.sample, args.seed)
+    reviewer = reviewer_name(args.reviewer)
+    if session.draw is not None:
+        print(f"{len(session.draw.drawn)} {session.test_type} entries drawn for labels "
+              f"(seed {session.draw.seed}); labelling as {reviewer}")
+    else:
+        print(f"no draw for {session.test_type}: labels on its entries count in the agreement "
+              f"only (draw with --sample N); labelling as {reviewer}")
+    mine = session.given_by(reviewer)
+    items = {i.id: i for i in session.result.items}
+    rubric = session.rubric()
+    cases = [LabelCase(e, session.test_type, items[e].input, items[e].outputs,
+                       items[e].expected, rubric, mine.get(e)) for e in session.order]
+
+    def write(case: LabelCase, passed: bool) -> None:
+        session.give([HumanLabel(case.entry_id, case.test_type, passed, reviewer)])
+
+    width = min(100, shutil.get_terminal_size((80, 24)).columns)
+    label_cases(cases, write, terminal_keys(sys.stdin), sys.stdout, width)
+    _print_checks({session.test_type: session.finish()}, args.run)
+    return ExitStatus.OK
+
+
+def _print_checks(checks: Mapping[str, JudgeCheck], run: str) -> None:
+    for test_type, check in checks.items():
+        c = check.corrected
+        if c is not None:
+            print(f"{test_type}: corrected accuracy {c.estimate:.3f} [{c.low:.3f}, "
+                  f"{c.high:.3f}] from {c.labels} drawn labels ({c.method})")
+        else:
+            needed = sum(check.more_needed.values())
+            print(f"{test_type}: {len(check.drawn_labels)} drawn and "
+                  f"{len(check.chosen_labels)} chosen labels; "
+                  + (f"{needed} more drawn labels before a corrected accuracy" if check.drawn
+                     else f"no draw yet: evalkit label {run} --sample N"))
+    print(f"re-render the reports with: evalkit report {run}")

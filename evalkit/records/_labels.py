@@ -1,0 +1,57 @@
+"""People's labels on entries: what a person said an entry's output deserves, per test type.
+
+A label is MLflow feedback on the entry's trace, source ``HUMAN``, named for the test type
+(the name of the scorer's own verdict on that trace), with a pass or fail value. People give
+them in the MLflow UI, in ``evalkit label`` or from a file (``evalkit label --from``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Collection, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from evalkit.records._run import ReviewerVerdict
+
+PASS_VALUES = frozenset({"pass", "passed", "true", "yes", "1"})
+FAIL_VALUES = frozenset({"fail", "failed", "false", "no", "0"})
+"""How a label's value may be spelt (any case); booleans and the numbers 1 and 0 too."""
+
+
+def label_verdict(value: Any) -> bool | None:
+    """True for a pass, False for a fail, None for a value that is neither."""
+    if isinstance(value, bool):
+        return value
+    if isinstance(value, int | float) and value in (0, 1):
+        return bool(value)
+    if isinstance(value, str):
+        word = value.strip().lower()
+        if word in PASS_VALUES:
+            return True
+        if word in FAIL_VALUES:
+            return False
+    return None
+
+
+@dataclass(frozen=True)
+class HumanLabel:
+    """One person's verdict on one entry of one test type."""
+
+    entry_id: str
+    test_type: str
+    passed: bool
+    reviewer: str
+    time_ms: int = 0
+    comment: str | None = None
+
+
+def labels_in(feedback: Sequence[ReviewerVerdict],
+              types: Collection[str]) -> tuple[HumanLabel, ...]:
+    """The labels among people's feedback on a run's traces: named for one of its test types,
+    with a pass or fail value (other feedback, such as ``human_review`` notes, is not a
+    label)."""
+    return tuple(
+        HumanLabel(v.entry_id, v.name, verdict, v.reviewer, v.time_ms, v.comment)
+        for v in feedback
+        if v.name in types and (verdict := label_verdict(v.value)) is not None)

@@ -1,0 +1,220 @@
+"""The scorer held against people's labels: one type's check, worked by hand, and the run that
+draws, gives labels and gates on the corrected accuracy (in memory, as the fast tests do)."""
+
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+
+import pytest
+
+from evalkit import ConfigError, Selection, evaluate
+from evalkit.dataset import LabelFileInvalid
+from evalkit.records import HumanLabel, ItemResult, ScoredRun, TypeResult, names
+from evalkit.reports import render_reports
+from evalkit.run import LabelSession, import_labels
+from evalkit.stats import (
+    DrawnEntry,
+    LabelDraw,
+    check_judge,
+    checks_for,
+    judge_points,
+    rogan_gladen,
+)
+from evalkit.tracking import Tracker
+from tests.builders import RecordingComponent, config_for, entry, write_dataset
+
+
+def item(entry_id: str, passed: bool, expected_pass: bool = True) -> ItemResult:
+    return ItemResult(entry_id, passed, expected_pass, "q", "a", ("a",), (entry_id,))
+
+
+# 20 entries the scorer passed, 10 it failed; 10 of the passes and all the failures drawn.
+PASSES = [f"p{i:02d}" for i in range(20)]
+FAILURES = [f"f{i:02d}" for i in range(10)]
+RESULT = TypeResult("functional", "llm_judge",
+                    tuple([item(e, True) for e in PASSES] + [item(e, False) for e in FAILURES]))
+DRAW = LabelDraw(7, {True: 20, False: 10},
+                 tuple([DrawnEntry(e, True, 0.5) for e in PASSES[:10]]
+                       + [DrawnEntry(e, False, 1.0) for e in FAILURES]))
+# People pass 8 of the 10 drawn passes and 3 of the 10 failures.
+LABELS = ([HumanLabel(e, "functional", i < 8, "ann", 10 + i) for i, e in enumerate(PASSES[:10])]
+          + [HumanLabel(e, "functional", i < 3, "ann", 30 + i)
+             for i, e in enumerate(FAILURES)])
+
+
+def test_the_corrected_accuracy_weighs_each_verdict_by_its_share_of_entries() -> None:
+    check = check_judge(RESULT, LABELS, DRAW)
+
+    assert check.corrected is not None
+    # theta = (20/30) 0.8 + (10/30) 0.3; V = sum W² p~(1-p~)/n + sum W (p - theta)²/N
+    theta = 2 / 3 * 0.8 + 1 / 3 * 0.3
+    smoothed = [(8.5 / 11, 2 / 3), (3.5 / 11, 1 / 3)]
+    variance = sum(w * w * p * (1 - p) / 10 for p, w in smoothed) + (
+        2 / 3 * (0.8 - theta) ** 2 + 1 / 3 * (0.3 - theta) ** 2) / 30
+    assert check.corrected.estimate == pytest.approx(19 / 30)
+    assert check.corrected.standard_error == pytest.approx(math.sqrt(variance))
+    assert (check.corrected.labels, check.corrected.entries) == (20, 30)
+    assert check.more_needed == {True: 0, False: 0}
+    assert len(check.drawn_labels) == 20 and check.chosen_labels == ()
+
+
+def test_rogan_gladen_weighs_each_label_by_its_stratum_and_keeps_the_label_count() -> None:
+    check = check_judge(RESULT, LABELS, DRAW)
+
+    # weights N_h/n_h = 2 (passes) and 1 (failures), scaled by 20/30 to sum to 20 labels
+    w_pass, w_fail = 2 * 20 / 30, 1 * 20 / 30
+    sensitivity = (8 * w_pass, 8 * w_pass + 3 * w_fail)  # people passed: scorer right on 8
+    specificity = (7 * w_fail, 2 * w_pass + 7 * w_fail)  # people failed: scorer right on 7
+    expected = rogan_gladen(20, 30, sensitivity, specificity)
+    assert check.rogan_gladen is not None and expected is not None
+    assert (check.rogan_gladen.estimate, check.rogan_gladen.low, check.rogan_gladen.high) == \
+        pytest.approx((expected.estimate, expected.low, expected.high))
+    # with weighted rates, Rogan-Gladen's point estimate is the stratified one
+    assert check.rogan_gladen.estimate == pytest.approx(19 / 30)
+    assert check.rogan_gladen.labels == 20
+
+
+def test_agreement_counts_every_label_and_the_latest_label_of_an_entry_wins() -> None:
+    changed = [HumanLabel(PASSES[0], "functional", False, "bob", 5),  # earlier: replaced
+               HumanLabel(PASSES[15], "functional", True, "ann", 99),  # not drawn: by choice
+               HumanLabel(PASSES[1], "smoke", False, "ann", 99)]  # another type: ignored
+    check = check_judge(RESULT, [*changed, *LABELS], DRAW)
+
+    assert check.agreement is not None
+    c = check.agreement.confusion
+    # scorer pass: 8 + 1 (by choice) people passed, 2 failed; scorer fail: 3 passed, 7 failed
+    assert (c.tp, c.fp, c.fn, c.tn) == (9, 2, 3, 7)
+    assert check.chosen_labels == (PASSES[15],)
+    assert check.corrected is not None and check.corrected.estimate == pytest.approx(19 / 30)
+
+
+def test_too_few_labels_on_a_verdict_give_no_correction_and_say_how_many_more() -> None:
+    few = [x for x in LABELS if x.entry_id not in FAILURES[6:]]  # 6 of the 10 failures
+    check = check_judge(RESULT, few, DRAW)
+
+    assert check.corrected is None and check.rogan_gladen is None
+    assert check.more_needed == {True: 0, False: 4}
+
+
+def test_without_a_draw_labels_count_by_choice_and_the_budget_assumes_half() -> None:
+    check = check_judge(RESULT, LABELS, None)
+
+    assert check.corrected is None and check.drawn == 0
+    assert len(check.chosen_labels) == 20
+    assert check.budget is None or check.budget.more == check.budget.total
+    points = {p.key: p.value for p in judge_points(check)}
+    assert points["functional_labels_by_choice"] == 20
+    assert "functional_accuracy_corrected" not in points
+    assert points["functional_judge_tpr"] == pytest.approx(8 / 11)
+    assert points["functional_judge_tnr"] == pytest.approx(7 / 9)
+
+
+def test_an_expected_failure_is_correct_when_people_fail_it() -> None:
+    result = TypeResult("functional", "exact", (
+        item("a1", False, expected_pass=False), item("a2", False, expected_pass=False),
+        item("b1", True), item("b2", True)))
+    draw = LabelDraw(1, {True: 2, False: 2}, tuple(
+        DrawnEntry(i.id, i.passed, 1.0) for i in result.items))
+    labels = [HumanLabel(i.id, "functional", i.passed, "ann") for i in result.items]
+    check = check_judge(result, labels, draw)
+    assert check.corrected is not None and check.corrected.estimate == 1.0
+    assert check.agreement is not None and check.agreement.confusion.tn == 2
+
+
+def test_checks_cover_judged_labelled_and_drawn_types_but_never_bias_groups() -> None:
+    bias = TypeResult("bias", "llm_judge", (ItemResult("g", True, True, [], None, ("x", "y"),
+                                                       ("b1", "b2")),))
+    plain = TypeResult("smoke", "exact", (item("s", True),))
+    checks = checks_for(ScoredRun((RESULT, bias, plain)), [], {})
+    assert set(checks) == {"functional"}
+    labelled = checks_for(ScoredRun((plain,)),
+                          [HumanLabel("s", "smoke", True, "ann")], {})
+    assert set(labelled) == {"smoke"}
+
+
+# --- a run that draws and gives labels, and gates on the corrected accuracy ------------------
+
+ENTRIES = {f"e{i:02d}": entry("functional") for i in range(24)}
+WRONG = {f"e{i:02d}" for i in range(6)}
+"""Entries whose answer a person fails although the scorer (exact match) passes it."""
+
+
+def labelled_run(tmp_path: Path, tracker: Tracker, **constants: object) -> object:
+    dataset = write_dataset(tmp_path / "ds", ENTRIES)
+    labels = tmp_path / "labels.jsonl"
+    labels.write_text("".join(json.dumps({
+        "entry_id": e, "type": "functional",
+        "verdict": "fail" if e in WRONG else "pass", "reviewer": "ann"}) + "\n"
+        for e in ENTRIES), encoding="utf-8")
+    config = config_for(tmp_path, dataset, LABELS_PATH=str(labels), **constants)
+    return evaluate(config, RecordingComponent(), Selection.parse("functional", None, False),
+                    tracker=tracker, runs_dir=tmp_path / ".evalkit" / "runs")
+
+
+def test_a_run_with_labels_is_gated_on_its_corrected_accuracy(tmp_path: Path,
+                                                            tracker: Tracker) -> None:
+    # whichever 20 are drawn, 2 to 6 of them are wrong: the estimate is 0.7 to 0.9
+    outcome = labelled_run(tmp_path, tracker, LABEL_SAMPLE=20, EVAL_MIN_ACCURACY=0.95)
+
+    (m,) = outcome.metrics
+    assert m.accuracy == 1.0  # every answer matches: the scorer passes all 24
+    assert m.corrected is not None and 0.7 <= m.corrected.estimate <= 0.9
+    assert m.failures == (f"functional_accuracy_corrected {m.corrected.estimate:.3f} < 0.95",)
+    stored = tracker.reader.stored(outcome.run_id)
+    assert stored.tags[names.VERDICT_TAG] == "FAIL"
+    assert stored.metrics["functional_accuracy_corrected"] == m.corrected.estimate
+    assert stored.metrics["functional_labels_drawn"] == 20
+    assert stored.metrics["functional_labels_by_choice"] == 4
+    record = tracker.reader.fetch(outcome.run_id)
+    assert len(record.labels) == 24  # the file's labels are feedback on the traces
+    reports = render_reports(record)
+    assert "| corrected (stratified PPI) |" in reports[names.JUDGE_REPORT]
+    assert f"[{names.JUDGE_REPORT}]({names.JUDGE_REPORT})" in reports[names.SUMMARY_REPORT]
+    assert reports == {**reports, **{p.name: p.read_text() for p in outcome.reports}}
+    check = outcome.checks["functional"]
+    assert check.to_json()["label_entry_ids"] == list(check.drawn_labels)
+
+
+def test_without_a_draw_the_labels_are_agreement_only(tmp_path: Path, tracker: Tracker) -> None:
+    outcome = labelled_run(tmp_path, tracker, EVAL_MIN_ACCURACY=0.8)
+
+    (m,) = outcome.metrics
+    assert m.corrected is None and m.passed
+    assert outcome.checks["functional"].agreement is not None
+    assert outcome.checks["functional"].agreement.confusion.fp == 6
+
+
+def test_a_label_session_draws_once_and_writes_each_label(tmp_path: Path,
+                                                         tracker: Tracker) -> None:
+    outcome = labelled_run(tmp_path, tracker)  # labels given, nothing drawn
+    session = LabelSession(tracker, outcome.run_id, "functional", sample=10, seed=3)
+    assert session.draw is not None and len(session.order) == 10
+    again = LabelSession(tracker, outcome.run_id, "functional")
+    assert again.draw == session.draw  # recorded on the run, read back
+    with pytest.raises(ConfigError, match="already has a draw of 10"):
+        LabelSession(tracker, outcome.run_id, "functional", sample=12)
+    first = session.order[0]
+    session.give([HumanLabel(first, "functional", False, "zoe")])
+    assert session.given_by("zoe") == {first: False}
+    check = session.finish()
+    assert first in check.drawn_labels
+    stored = tracker.reader.stored(outcome.run_id)
+    assert stored.metrics["functional_labels_drawn"] == len(check.drawn_labels)
+
+
+def test_a_label_file_is_imported_whole_or_not_at_all(tmp_path: Path, tracker: Tracker) -> None:
+    outcome = labelled_run(tmp_path, tracker)
+    before = len(tracker.reader.fetch(outcome.run_id).labels)
+    bad = tmp_path / "more.csv"
+    bad.write_text("entry_id,type,verdict\ne01,functional,pass\n"
+                   "e02,functional,maybe\n", encoding="utf-8")
+    with pytest.raises(LabelFileInvalid, match=r"more.csv:3: verdict"):
+        import_labels(tracker, outcome.run_id, bad)
+    assert len(tracker.reader.fetch(outcome.run_id).labels) == before
+    good = tmp_path / "good.csv"
+    good.write_text("entry_id,type,verdict\ne01,functional,fail\n", encoding="utf-8")
+    given, checks = import_labels(tracker, outcome.run_id, good, "carl")
+    assert given == 1 and set(checks) == {"functional"}
+    assert len(tracker.reader.fetch(outcome.run_id).labels) == before + 1
