@@ -13,7 +13,7 @@ from evalkit import ConfigError, Selection, evaluate
 from evalkit.dataset import LabelFileInvalid
 from evalkit.records import HumanLabel, ItemResult, ScoredRun, TypeResult, names
 from evalkit.reports import render_reports
-from evalkit.run import LabelSession, import_labels
+from evalkit.run import LabelSession, build_plan, compare, import_labels, load_side, record_plan
 from evalkit.stats import (
     DrawnEntry,
     LabelDraw,
@@ -218,3 +218,47 @@ def test_a_label_file_is_imported_whole_or_not_at_all(tmp_path: Path, tracker: T
     given, checks = import_labels(tracker, outcome.run_id, good, "carl")
     assert given == 1 and set(checks) == {"functional"}
     assert len(tracker.reader.fetch(outcome.run_id).labels) == before + 1
+
+
+def test_compare_gates_the_gap_between_corrected_accuracies(tmp_path: Path,
+                                                            tracker: Tracker) -> None:
+    a = labelled_run(tmp_path / "a", tracker, LABEL_SAMPLE=20)
+    b = labelled_run(tmp_path / "b", tracker, LABEL_SAMPLE=10)
+    side_a, side_b = load_side(tracker.reader, a.run_id), load_side(tracker.reader, b.run_id)
+    (result,) = compare(side_a, side_b)
+
+    ca, cb = a.checks["functional"].corrected, b.checks["functional"].corrected
+    assert ca is not None and cb is not None and result.corrected is not None
+    assert result.gap == 0.0  # the scorer passes every entry of both
+    assert result.corrected.gap == pytest.approx(ca.estimate - cb.estimate)
+    half = 1.959964 * math.hypot(ca.standard_error, cb.standard_error)
+    assert (result.corrected.low, result.corrected.high) == pytest.approx(
+        (result.corrected.gap - half, result.corrected.gap + half), abs=1e-5)
+    assert result.to_json()["corrected_gap"]["gap"] == result.corrected.gap
+    assert str(result.verdict) == "no noise floor measured: run replicates first"
+
+
+def test_plan_gives_the_label_budget_of_the_latest_labelled_run(tmp_path: Path,
+                                                               tracker: Tracker) -> None:
+    dataset = write_dataset(tmp_path / "ds", {
+        **{f"r{i}": entry("repeatability") for i in range(3)},
+        **{f"e{i:03d}": entry("functional") for i in range(300)}})
+    labels = tmp_path / "labels.csv"
+    labels.write_text("entry_id,type,verdict\n" + "".join(
+        f"e{i:03d},functional,{'fail' if i % 10 == 0 else 'pass'}\n" for i in range(300)),
+        encoding="utf-8")
+    config = config_for(tmp_path, dataset, LABELS_PATH=str(labels), LABEL_SAMPLE=40,
+                        REPEAT_COUNT=3, EVAL_MIN_ACCURACY_REPEATABILITY=0.0)
+    outcome = evaluate(config, RecordingComponent(), Selection.parse("all", None, False),
+                       tracker=tracker, runs_dir=tmp_path / ".evalkit" / "runs")
+    plan = build_plan(tracker, config.experiment_name)
+
+    (label_plan,) = plan.labels
+    budget = outcome.checks["functional"].budget
+    assert budget is not None and label_plan.run_id == outcome.run_id
+    assert (label_plan.labels_drawn, label_plan.needed, label_plan.more) == (
+        40, {"pass": budget.needed[True]}, budget.more)
+    assert budget.more > 0  # ±0.05 needs more than 40 labels at a 0.9 agreement
+    assert type(plan).from_json(plan.to_json()) == plan
+    _, _, report = record_plan(tracker, plan, tmp_path / "reports", {})
+    assert f"| functional | 40 | {budget.needed[True]} / 0 | {budget.more} |" in report

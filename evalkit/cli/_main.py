@@ -214,6 +214,10 @@ def _compare(args: argparse.Namespace) -> int:
                 if ids:
                     print(f"    {label}: " + ", ".join(ids[:20])
                           + (f" (+{len(ids) - 20} more)" if len(ids) > 20 else ""))
+            if r.corrected is not None:
+                c = r.corrected
+                print(f"  corrected by people's labels: gap {c.gap:+.3f} [{c.low:+.3f}, "
+                      f"{c.high:+.3f}]; the verdict is on this gap")
             print(f"  verdict: {r.verdict}")
     if not results:
         print("error: A and B share no test type", file=sys.stderr)

@@ -57,6 +57,17 @@ def planning_report(record: RunRecord, plan: Plan) -> str:
                   *(f"- {t}: {a.advice()}." for t, a in plan.allocations.items()), ""]
     else:
         lines += ["No replicate series with a variance split: run make eval-replicates.", ""]
+    if plan.labels:
+        lines += ["## People's Labels for the Judge", "",
+                  f"From run {plan.labels[0].run_id}: the labels on drawn entries that bring "
+                  f"each corrected accuracy to ±{plan.labels[0].half_width:g} (95%), at the "
+                  "agreement measured so far (report-judge.md of that run).", "",
+                  table(["Type", "Drawn labels now", "Labels needed (scorer pass / fail)",
+                         "More to give"],
+                        [[cell(x.test_type), str(x.labels_drawn),
+                          "out of reach: add entries" if x.needed is None
+                          else f"{x.needed.get('pass', 0)} / {x.needed.get('fail', 0)}",
+                          "—" if x.more is None else str(x.more)] for x in plan.labels]), ""]
     if plan.against is not None:
         lines += [f"## Contrast with {cell(plan.against)}", "",
                   f"A_r is the mean over shared items of (this experiment minus "

@@ -9,6 +9,10 @@ A floor is read from the pairwise disagreement of the replicates (``stability.js
 counts only pairs of replicates that observed a common item: replicates that share no item
 measured nothing, and are treated as no floor at all.
 
+When both runs have an accuracy corrected by people's labels for a type (see
+:func:`evalkit.stats.check_judge`), the gate is applied to the corrected gap: a judge that
+prefers one side's style would otherwise decide the comparison.
+
 A replicate series counts an item by majority over its replicates. An item split evenly (right
 in exactly half of an even number of replicates) is undecided: it is neither right nor wrong,
 so it is in no flip list and not among the shared items, rather than being tipped either way
@@ -17,13 +21,14 @@ by a tie-break. The accuracies themselves count every replicate's verdict.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any
 
 from evalkit.records import ItemCell, Mode, RunRecord, SeriesItems, TypeNames, names
-from evalkit.stats import StabilityDocument
+from evalkit.stats import CorrectedAccuracy, StabilityDocument, judge_checks, two_sided_z
 from evalkit.tracking import RunReader
 
 FLOOR_MULTIPLE = 2.0
@@ -65,6 +70,26 @@ class Side:
     items: Mapping[str, Mapping[str, bool | None]]
     """type -> item id -> correct; ``None`` for an item whose replicates split evenly."""
     noise_floor: Mapping[str, float]
+    corrected: Mapping[str, CorrectedAccuracy] = field(default_factory=dict)
+    """type -> the accuracy corrected by people's labels, where the run has one."""
+
+
+@dataclass(frozen=True)
+class CorrectedGap:
+    """A - B between two accuracies corrected by people's labels, each from its own run's
+    draw: independent, so ``SE = sqrt(SE_A² + SE_B²)`` and a normal interval."""
+
+    gap: float
+    standard_error: float
+    low: float
+    high: float
+
+    @classmethod
+    def of(cls, a: CorrectedAccuracy, b: CorrectedAccuracy) -> CorrectedGap:
+        error = math.hypot(a.standard_error, b.standard_error)
+        half = two_sided_z(a.confidence) * error
+        gap = a.estimate - b.estimate
+        return cls(gap, error, gap - half, gap + half)
 
 
 @dataclass(frozen=True)
@@ -77,6 +102,8 @@ class MetricComparison:
     right_in_a_only: tuple[str, ...]
     """Items A got right and B got wrong."""
     right_in_b_only: tuple[str, ...]
+    corrected: CorrectedGap | None = None
+    """The gap between the corrected accuracies, when both runs have one."""
 
     @property
     def gap(self) -> float:
@@ -84,14 +111,21 @@ class MetricComparison:
 
     @property
     def verdict(self) -> ComparisonVerdict:
-        return noise_gate(self.gap, self.floor)
+        """The noise gate on the corrected gap where both runs have one (the scorer's errors
+        would otherwise decide), else on the raw gap."""
+        return noise_gate(self.corrected.gap if self.corrected else self.gap, self.floor)
 
     def to_json(self) -> dict[str, Any]:
+        c = self.corrected
         return {"metric": TypeNames.of(self.test_type).accuracy, "a": self.a, "b": self.b,
                 "gap": self.gap, "noise_floor": self.floor,
                 "required_gap": None if self.floor is None else FLOOR_MULTIPLE * self.floor,
                 "shared_items": self.shared_items, "right_in_a_only": list(self.right_in_a_only),
-                "right_in_b_only": list(self.right_in_b_only), "verdict": str(self.verdict)}
+                "right_in_b_only": list(self.right_in_b_only),
+                "corrected_gap": None if c is None else {
+                    "gap": c.gap, "standard_error": c.standard_error, "low": c.low,
+                    "high": c.high},
+                "verdict": str(self.verdict)}
 
 
 def compare(a: Side, b: Side) -> tuple[MetricComparison, ...]:
@@ -106,7 +140,9 @@ def compare(a: Side, b: Side) -> tuple[MetricComparison, ...]:
             test_type, a.accuracy[test_type], b.accuracy[test_type],
             max(floors) if floors else None, len(shared),
             tuple(sorted(i for i in shared if items_a[i] and not items_b[i])),
-            tuple(sorted(i for i in shared if items_b[i] and not items_a[i]))))
+            tuple(sorted(i for i in shared if items_b[i] and not items_a[i])),
+            CorrectedGap.of(a.corrected[test_type], b.corrected[test_type])
+            if test_type in a.corrected and test_type in b.corrected else None))
     return tuple(results)
 
 
@@ -118,6 +154,8 @@ def load_side(reader: RunReader, reference: str) -> Side:
     accuracy = {n.test_type: record.metrics[n.accuracy] for n in map(TypeNames.of, types)
                 if n.accuracy in record.metrics}
     floors: Mapping[str, float] = {}
+    corrected = {t: c.corrected for t, c in judge_checks(record).items()
+                 if c.corrected is not None}
     if record.mode == Mode.REPLICATES:
         series = SeriesItems.from_json(record.documents[names.STABILITY_ITEMS_ARTIFACT])
         items = {t: {item: _majority(row) for item, row in rows.items()}
@@ -132,7 +170,7 @@ def load_side(reader: RunReader, reference: str) -> Side:
             floors = shared_item_floors(reader.fetch(parent))
     label = f"{record.experiment_name} / {record.run_name}"
     return Side(run_id, label, accuracy, items,
-                {t: floor for t, floor in floors.items() if t in types})
+                {t: floor for t, floor in floors.items() if t in types}, corrected)
 
 
 def shared_item_floors(parent: RunRecord) -> dict[str, float]:

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import json
 import statistics
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -22,15 +22,18 @@ from evalkit.records import ItemCell, Mode, RunRecord, SeriesItems, TypeNames, n
 from evalkit.reports import render_reports
 from evalkit.scorers import normalise
 from evalkit.stats import (
+    BUDGET_HALF_WIDTH,
     Allocation,
     ContrastPlan,
     Disagreement,
+    LabelPlan,
     MeasuredP,
     Plan,
     StabilityDocument,
     allocate,
     disagreement,
     items_and_replicates_t_interval,
+    judge_checks,
     nested_bootstrap_variance,
     replicate_mean_t_interval,
     replicates_for_half_width,
@@ -38,7 +41,7 @@ from evalkit.stats import (
     whole_replicate_bootstrap,
     whole_replicate_bootstrap_variance,
 )
-from evalkit.tracking import Tracker, source_tags
+from evalkit.tracking import RunReader, StoredRun, Tracker, source_tags
 
 
 def build_plan(tracker: Tracker, experiment: str, *, target_error: float = 0.01,
@@ -85,7 +88,20 @@ def build_plan(tracker: Tracker, experiment: str, *, target_error: float = 0.01,
         contrasts = _contrasts(parent, other, contrast_count, half_width)
     return Plan(experiment, target_error, tuple(measured), allocations,
                 None if parent is None else parent.run_id, against, contrasts,
-                contrast_count or len(contrasts), half_width)
+                contrast_count or len(contrasts), half_width, _label_plans(reader, runs))
+
+
+def _label_plans(reader: RunReader, runs: Sequence[StoredRun]) -> tuple[LabelPlan, ...]:
+    """The label budget of each judged or labelled type of the latest run that has one."""
+    for run in (r for r in runs if Mode.of(r.tags) == Mode.EVALUATION):
+        checks = judge_checks(reader.fetch(run.run_id))
+        if checks:
+            return tuple(LabelPlan(
+                t, run.run_id, len(c.drawn_labels), BUDGET_HALF_WIDTH,
+                None if c.budget is None else {"pass" if h else "fail": n
+                                               for h, n in c.budget.needed.items()},
+                None if c.budget is None else c.budget.more) for t, c in checks.items())
+    return ()
 
 
 def record_plan(tracker: Tracker, plan: Plan, reports_dir: Path,

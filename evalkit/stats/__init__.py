@@ -28,6 +28,7 @@ from evalkit.stats._corrected import (
     LabelBudget,
     Stratum,
     labels_for_half_width,
+    labels_missing,
     ppi_mean,
     rogan_gladen,
     stratified_ppi_mean,
@@ -54,10 +55,11 @@ from evalkit.stats._one_run import (
     convergence,
     cumulative_series,
     latency_percentiles,
+    two_sided_z,
     wilson_bounds,
     wilson_interval,
 )
-from evalkit.stats._plan import ContrastPlan, MeasuredP, Plan
+from evalkit.stats._plan import ContrastPlan, LabelPlan, MeasuredP, Plan
 from evalkit.stats._stability import (
     ReplicateStability,
     VarianceComponents,
@@ -80,13 +82,13 @@ from evalkit.stats._votes import (
 
 __all__ = [
     "BUDGET_HALF_WIDTH", "DECISION_CROSSOVER_P", "MIN_LABELS_PER_CLASS", "JudgeCheck",
-    "LabelDraws", "check_judge", "checks_for", "corrected_metrics", "judge_checks", "judge_points",
-    "latest_labels",
+    "LabelDraws", "LabelPlan", "check_judge", "checks_for", "corrected_metrics",
+    "judge_checks", "judge_points", "latest_labels",
     "Agreement", "ChanceCorrected",
     "CorrectedAccuracy", "DrawnEntry", "LabelBudget", "LabelDraw", "Stratum",
     "draw_for_labels", "agreement", "cohens_kappa", "gwets_ac1",
-    "labels_for_half_width", "ppi_mean", "rogan_gladen", "stratified_ppi_mean",
-    "wilson_bounds", "PLATEAU_RULE", "SEED_DERIVATION", "STABILITY_TOLERANCE_PP",
+    "labels_for_half_width", "labels_missing", "ppi_mean", "rogan_gladen", "stratified_ppi_mean",
+    "two_sided_z", "wilson_bounds", "PLATEAU_RULE", "SEED_DERIVATION", "STABILITY_TOLERANCE_PP",
     "WHOLE_REPLICATE_BOOTSTRAP_COVERAGE", "Allocation", "Calibration", "CalibrationPoint",
     "ConfusionMatrix", "ContrastInterval", "ContrastPlan", "Convergence", "Disagreement",
     "FlipCounts", "MeasuredP", "Plan",

@@ -18,9 +18,10 @@ import numpy as np
 from evalkit.stats._one_run import two_sided_z, wilson_bounds
 
 MIN_LABELS_PER_CLASS = 10
-"""Labels of each kind (a pass and a fail to a person) below which no corrected accuracy is
-given: the judge's error rates on the rarer kind are then a guess, and the intervals' coverage
-falls short of their level (``benchmarks/judge_coverage.py``)."""
+"""Labels among each of the judge's verdicts (its passes, its failures; every entry of a
+verdict that has fewer) below which no corrected accuracy is given: the judge's error rate
+on that verdict is then a guess (:func:`labels_missing`; coverage with it:
+``benchmarks/judge_coverage.py``)."""
 
 
 @dataclass(frozen=True)
@@ -91,6 +92,13 @@ class Stratum:
         agrees."""
         smoothed = (sum(self.labels) + 0.5) / (len(self.labels) + 1)
         return smoothed * (1 - smoothed)
+
+
+def labels_missing(strata: Mapping[bool, Stratum]) -> dict[bool, int]:
+    """Verdict -> labels still needed before a correction is given: each verdict with
+    entries needs ``min(N_h, MIN_LABELS_PER_CLASS)`` labels."""
+    return {h: max(0, min(s.entries, MIN_LABELS_PER_CLASS) - len(s.labels))
+            for h, s in strata.items() if s.entries}
 
 
 def _weighted(drawn: Mapping[bool, Stratum]) -> tuple[dict[bool, float], float, float]:

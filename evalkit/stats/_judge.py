@@ -25,11 +25,11 @@ from evalkit.records import (
 )
 from evalkit.stats._agreement import Agreement, agreement
 from evalkit.stats._corrected import (
-    MIN_LABELS_PER_CLASS,
     CorrectedAccuracy,
     LabelBudget,
     Stratum,
     labels_for_half_width,
+    labels_missing,
     rogan_gladen,
     stratified_ppi_mean,
 )
@@ -135,8 +135,7 @@ def check_judge(result: TypeResult, labels: Sequence[HumanLabel], draw: LabelDra
     drawn_ids = tuple(e for e in in_draw if e in latest)
     pairs = [(items[e].passed, label.passed) for e, label in latest.items()]
     strata = _strata(items, latest, draw, drawn_ids)
-    more = {h: max(0, min(s.entries, MIN_LABELS_PER_CLASS) - len(s.labels))
-            for h, s in strata.items() if s.entries}
+    more = labels_missing(strata)
     enough = draw is not None and not any(more.values())
     corrected = stratified_ppi_mean(strata, confidence) if enough else None
     return JudgeCheck(

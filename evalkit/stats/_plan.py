@@ -98,6 +98,32 @@ class ContrastPlan:
 
 
 @dataclass(frozen=True)
+class LabelPlan:
+    """The labels one type of the latest labelled or judged run needs for a corrected
+    interval of ``half_width`` (see :func:`evalkit.stats.labels_for_half_width`)."""
+
+    test_type: str
+    run_id: str
+    labels_drawn: int
+    half_width: float
+    needed: Mapping[str, int] | None
+    """``pass``/``fail`` (the scorer's verdicts) -> labels in all; ``None`` when the entries,
+    not the labels, keep the interval wider."""
+    more: int | None
+
+    def to_json(self) -> dict[str, Any]:
+        return {"test_type": self.test_type, "run_id": self.run_id,
+                "labels_drawn": self.labels_drawn, "half_width": self.half_width,
+                "needed": None if self.needed is None else dict(self.needed),
+                "more": self.more}
+
+    @classmethod
+    def from_json(cls, doc: Mapping[str, Any]) -> LabelPlan:
+        return cls(doc["test_type"], doc["run_id"], doc["labels_drawn"], doc["half_width"],
+                   doc["needed"], doc["more"])
+
+
+@dataclass(frozen=True)
 class Plan:
     """Everything ``evalkit plan`` works out for an experiment."""
 
@@ -112,6 +138,8 @@ class Plan:
     contrasts: tuple[ContrastPlan, ...]
     contrast_count: int
     half_width: float | None
+    labels: tuple[LabelPlan, ...] = ()
+    """The people's labels the latest labelled or judged run needs, per type."""
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -124,6 +152,7 @@ class Plan:
                 "against": self.against, "contrasts": self.contrast_count,
                 "half_width": self.half_width,
                 "types": [c.to_json() for c in self.contrasts]},
+            "labels": [x.to_json() for x in self.labels],
         }
 
     @classmethod
@@ -138,4 +167,5 @@ class Plan:
             contrasts=() if contrasts is None else tuple(
                 ContrastPlan.from_json(c) for c in contrasts["types"]),
             contrast_count=0 if contrasts is None else contrasts["contrasts"],
-            half_width=None if contrasts is None else contrasts["half_width"])
+            half_width=None if contrasts is None else contrasts["half_width"],
+            labels=tuple(LabelPlan.from_json(x) for x in doc.get("labels", ())))
