@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import math
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -20,6 +21,7 @@ from evalkit.stats import (
     check_judge,
     checks_for,
     judge_points,
+    judge_stability,
     rogan_gladen,
 )
 from evalkit.tracking import Tracker
@@ -262,3 +264,23 @@ def test_plan_gives_the_label_budget_of_the_latest_labelled_run(tmp_path: Path,
     assert type(plan).from_json(plan.to_json()) == plan
     _, _, report = record_plan(tracker, plan, tmp_path / "reports", {})
     assert f"| functional | 40 | {budget.needed[True]} / 0 | {budget.more} |" in report
+
+
+def test_the_judges_stability_from_its_votes() -> None:
+    votes = [(True, True, True), (True, False, True), (False, False, True),
+             (False, False, False)]
+    result = TypeResult("repeatability", "llm_judge", tuple(
+        replace(item(f"r{i}", sum(v) >= 2), judge_votes=v) for i, v in enumerate(votes)))
+    stability = judge_stability(result)
+
+    assert stability is not None
+    assert (stability.repeats, stability.items, stability.changed) == (3, 4, 2)
+    assert stability.flip_rate == 0.5
+    assert stability.disagreement is not None and stability.disagreement.p == 2 / 12
+    # majority of 3 wrong when 2 or 3 votes are: 3 p² (1 - p) + p³ at p = 1/6
+    assert stability.majority_error == pytest.approx(16 / 216)
+    assert (stability.failures, stability.failures_from_judge) == (2, 1)
+    check = check_judge(result, [], None)
+    assert check.stability == stability
+    assert {p.key: p.value for p in judge_points(check)}["repeatability_judge_flip_rate"] == 0.5
+    assert judge_stability(TypeResult("functional", "llm_judge", (item("x", True),))) is None

@@ -30,6 +30,10 @@ class JudgeSettings:
     system_in_user: bool = False
     """Send the prompt's system text at the head of the user message, for chat templates
     without a system role (Gemma under llama.cpp drops system messages silently)."""
+    repeats: int = 1
+    """``JUDGE_REPEATS``: how many times the judge is asked, with the identical request,
+    about the same outputs; the verdict is the majority of its votes. Temperature 0 does not
+    make a served model deterministic: more than 1 measures how stable the judge is."""
 
 
 def judge_settings(known: Mapping[str, Any], script: str) -> JudgeSettings | None:
@@ -59,4 +63,15 @@ def judge_settings(known: Mapping[str, Any], script: str) -> JudgeSettings | Non
         max_wait=positive_number(known, "JUDGE_MAX_WAIT", script, 120.0),
         prompts={k: Path(v) for k, v in prompts.items()},
         invalid_is_error=flags["JUDGE_INVALID_IS_ERROR"],
-        system_in_user=flags["JUDGE_SYSTEM_IN_USER"])
+        system_in_user=flags["JUDGE_SYSTEM_IN_USER"],
+        repeats=judge_repeats(known, script))
+
+
+def judge_repeats(known: Mapping[str, Any], script: str) -> int:
+    """``JUDGE_REPEATS``: an integer of at least 1 (1, the default, asks the judge once)."""
+    value = known.get("JUDGE_REPEATS", 1)
+    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        raise ConfigError(f"{script}: JUDGE_REPEATS={value!r} must be an integer of at least 1 "
+                          "(how many times the judge is asked about the same outputs): "
+                          "declare e.g. JUDGE_REPEATS = 3, or remove it to ask once")
+    return value

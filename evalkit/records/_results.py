@@ -50,13 +50,20 @@ class ItemResult:
     similarity: float | None = None
     error: str | None = None
     judge_reply: str | None = None
-    """The LLM judge's raw reply, when an LLM judged the item."""
+    """The LLM judge's raw reply, when an LLM judged the item; with ``JUDGE_REPEATS`` > 1
+    every reply in call order, joined by ``" / "``."""
     invalid_judgement: bool = False
-    """The judge replied something other than exactly 0 or 1 (scored 0)."""
+    """The judge replied something other than exactly 0 or 1 (scored 0); with
+    ``JUDGE_REPEATS`` > 1, at least one of its replies was."""
     score: float | None = None
     """What a scorer function measured, when it returned one."""
     rationale: str | None = None
     """A scorer function's reason for its verdict."""
+    judge_votes: tuple[bool, ...] | None = None
+    """With ``JUDGE_REPEATS`` > 1, the judge's votes on the item in call order: ``True`` for
+    a ``1``, ``False`` for a ``0`` or an invalid reply; ``passed`` is their strict majority
+    (a tie fails). Fewer than ``JUDGE_REPEATS`` when a judge call failed (the item is then an
+    error). ``None`` when the judge was asked once, or another scorer scored the item."""
 
     @property
     def correct(self) -> bool:
@@ -123,8 +130,7 @@ class ScoredRun:
         return cls(
             types=tuple(TypeResult(
                 t["test_type"], t["scorer"],
-                tuple(ItemResult(**{**i, "outputs": tuple(i["outputs"]),
-                                    "entry_ids": tuple(i["entry_ids"])}) for i in t["items"]),
+                tuple(_item_from_json(i) for i in t["items"]),
                 tuple(SkippedGroup(s["bias_group"], tuple(s["entry_ids"]), s["reason"])
                       for s in t["skipped"]),
             ) for t in doc["types"]),
@@ -137,10 +143,20 @@ class ScoredRun:
 FORMAT = "evalkit.evaluation/1"
 
 
+def _item_from_json(doc: Mapping[str, Any]) -> ItemResult:
+    votes = doc.get("judge_votes")  # absent from documents of a judge asked once
+    return ItemResult(**{**doc, "outputs": tuple(doc["outputs"]),
+                         "entry_ids": tuple(doc["entry_ids"]),
+                         "judge_votes": None if votes is None else tuple(votes)})
+
+
 def _item_json(item: ItemResult) -> dict[str, Any]:
-    return {"id": item.id, "passed": item.passed, "expected_pass": item.expected_pass,
-            "input": item.input, "expected": item.expected, "outputs": list(item.outputs),
-            "entry_ids": list(item.entry_ids), "similarity": item.similarity,
-            "error": item.error, "judge_reply": item.judge_reply,
-            "invalid_judgement": item.invalid_judgement, "score": item.score,
-            "rationale": item.rationale}
+    doc = {"id": item.id, "passed": item.passed, "expected_pass": item.expected_pass,
+           "input": item.input, "expected": item.expected, "outputs": list(item.outputs),
+           "entry_ids": list(item.entry_ids), "similarity": item.similarity,
+           "error": item.error, "judge_reply": item.judge_reply,
+           "invalid_judgement": item.invalid_judgement, "score": item.score,
+           "rationale": item.rationale}
+    if item.judge_votes is not None:  # only a judge asked more than once has votes
+        doc["judge_votes"] = list(item.judge_votes)
+    return doc

@@ -84,6 +84,8 @@ REPLICATES_PARAM = "REPLICATES"
 ROOT_SEED_PARAM = "ROOT_SEED"
 JUDGE_MODEL_PARAM = "judge_model"
 JUDGE_PARAM_PREFIX = "judge_"
+JUDGE_REPEATS_PARAM = "judge_repeats"
+"""``JUDGE_REPEATS``, logged only when the judge is asked more than once (absent: once)."""
 COMPONENT_PARAM_PREFIX = "component."
 
 
@@ -108,6 +110,7 @@ JUDGE_CALLS_METRIC = "judge_calls"
 JUDGE_RETRIES_METRIC = "judge_retries"
 JUDGE_FAILURES_METRIC = "judge_failures"
 JUDGE_INVALID_METRIC = "judge_invalid"
+"""Invalid judge replies: with ``JUDGE_REPEATS`` > 1 every one of them, not the items."""
 
 
 def call_latency_metric(percentile: str) -> str:
@@ -158,6 +161,7 @@ class TypeNames:
     judge_tpr: str
     judge_tnr: str
     judge_kappa: str
+    judge_flip_rate: str
     labels_drawn: str
     labels_by_choice: str
     # metrics of a replicate series' parent

@@ -20,6 +20,7 @@ from evalkit.stats import (
     Agreement,
     CorrectedAccuracy,
     JudgeCheck,
+    JudgeStability,
     TypeMetrics,
     latest_labels,
 )
@@ -55,6 +56,8 @@ def _type_section(check: JudgeCheck, m: TypeMetrics, result: TypeResult,
     rows += [_corrected_row(c) for c in (check.corrected, check.rogan_gladen) if c]
     lines += [table(["Accuracy", "Estimate", "95% interval", "Method"], rows), ""]
     lines += _labels_lines(check, record.run_id)
+    if check.stability is not None:
+        lines += _stability_lines(check.stability, check.test_type)
     if check.agreement is not None:
         lines += _agreement_lines(check.agreement)
         lines += _disagreements(check, result, record)
@@ -91,6 +94,22 @@ def _labels_lines(check: JudgeCheck, run_id: str) -> list[str]:
                      f"({per}), {budget.more} more than given, at the agreement measured "
                      "so far.")
     return [*lines, ""]
+
+
+def _stability_lines(s: JudgeStability, test_type: str) -> list[str]:
+    error = "—" if s.majority_error is None else f"{s.majority_error:.4f}"
+    p = "—" if s.disagreement is None else f"{s.disagreement.p:.4f}"
+    lines = [f"### The judge's own stability ({s.repeats} verdicts per item)", "",
+             table(["Items", "Verdict changed", "p (votes off the majority)",
+                    f"Error of the majority of {s.repeats}", "Failures",
+                    "Failures with a passing vote"],
+                   [[str(s.items), f"{s.changed} ({s.flip_rate:.1%})", p, error,
+                     str(s.failures), str(s.failures_from_judge)]]), ""]
+    if test_type == "repeatability" and s.failures_from_judge:
+        lines += [f"{s.failures_from_judge} of the {s.failures} repeatability failures had "
+                  "a passing vote: there the judge changing its mind, not only the "
+                  "component's answers, decided the failure.", ""]
+    return lines
 
 
 def _agreement_lines(a: Agreement) -> list[str]:

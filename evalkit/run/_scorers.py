@@ -82,6 +82,8 @@ class Scorers:
             "invalid_is_error": str(scorer.options.invalid_is_error),
             "system_in_user": str(scorer.options.system_in_user),
             "prompt_digest": combined.hexdigest()}
+        if scorer.options.repeats > 1:  # asked once, the params stay as they always were
+            settings["repeats"] = str(scorer.options.repeats)
         return {**{names.judge_param(k): v for k, v in settings.items()},
                 **{TypeNames.of(t).judge_prompt: f"{p.source} sha256:{p.digest[:16]}"
                    for t, p in sorted(self.judge_prompts.items())}}
@@ -90,20 +92,28 @@ class Scorers:
         """Start the judge's counters afresh (one endpoint serves every run of a series)."""
         if self.judge is not None:
             self.judge.stats = EndpointStats()
+        for scorer in self._judge_scorers():
+            scorer.repeated_invalid = 0
 
     def judge_retries(self) -> int:
         return 0 if self.judge is None else self.judge.stats.retries
 
     def judge_metrics(self, scored: ScoredRun) -> dict[str, float]:
-        """Judge calls, retries, failures, invalid replies and latency percentiles."""
+        """Judge calls, retries, failures, invalid replies and latency percentiles; every
+        call of a unit judged ``JUDGE_REPEATS`` times counts."""
         if self.judge is None:
             return {}
         stats = self.judge.stats
-        invalid = sum(i.invalid_judgement for t in scored.types for i in t.items)
+        invalid = sum(i.invalid_judgement for t in scored.types for i in t.items
+                      if i.judge_votes is None)  # one judgement: the item's reply
+        invalid += sum(s.repeated_invalid for s in self._judge_scorers())
         return {names.JUDGE_CALLS_METRIC: stats.calls + stats.failures,
                 names.JUDGE_RETRIES_METRIC: stats.retries,
                 names.JUDGE_FAILURES_METRIC: stats.failures, names.JUDGE_INVALID_METRIC: invalid,
                 **{names.judge_latency_metric(k): v for k, v in stats.percentiles().items()}}
+
+    def _judge_scorers(self) -> list[LLMJudgeScorer]:
+        return [s for s in self.by_type.values() if isinstance(s, LLMJudgeScorer)]
 
     def _judge_scorer(self, config: EvalConfig, test_type: str) -> LLMJudgeScorer:
         settings = config.judge_settings()
@@ -117,4 +127,4 @@ class Scorers:
         return LLMJudgeScorer(self.judge, prompt, JudgeOptions(
             max_tokens=settings.max_tokens, seed=settings.seed,
             concurrency=config.max_concurrency, invalid_is_error=settings.invalid_is_error,
-            system_in_user=settings.system_in_user))
+            system_in_user=settings.system_in_user, repeats=settings.repeats))

@@ -199,4 +199,5 @@ def _item(item_id: str, verdict: ScorerVerdict | None, error: str | None,
     return ItemResult(item_id, passed=verdict.passed and verdict.error is None,
                       similarity=verdict.similarity, error=verdict.error,
                       judge_reply=verdict.reply, invalid_judgement=verdict.invalid,
-                      score=verdict.score, rationale=verdict.rationale, **fields)
+                      score=verdict.score, rationale=verdict.rationale,
+                      judge_votes=verdict.votes, **fields)

@@ -51,6 +51,9 @@ class ScorerVerdict:
     """What a scorer function measured, when it returned one."""
     rationale: str | None = None
     """A scorer function's reason for its verdict."""
+    votes: tuple[bool, ...] | None = None
+    """An LLM judge asked more than once (``JUDGE_REPEATS``): each judgement in call order,
+    ``True`` for a ``1`` (an invalid reply votes ``False``); ``None`` when asked once."""
 
 
 class Scorer(Protocol):

@@ -10,12 +10,19 @@ Every text under judgement is given as a JSON string with ``<`` and ``>`` escape
 instruction outside it. The reply is parsed strictly: after trimming whitespace it must be
 ``0`` or ``1``. Anything else (``"1."``, ``"yes"``, ``""``, prose) scores 0 and is counted as
 an invalid judgement, never as a pass.
+
+Temperature 0 does not make a served model deterministic. With ``JUDGE_REPEATS`` = k > 1 each
+unit (a case, a repeatability entry, a bias group) is judged k times in a row with the
+identical request (:func:`majority`): the verdict passes only when more than half of the k
+votes are ``1``. An invalid reply votes ``0``, so a tie, or no valid vote, fails; a call that
+fails after its retries ends the unit's judging and makes it an error, as with one call.
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
+import threading
 from collections.abc import Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
@@ -125,6 +132,8 @@ class JudgeOptions:
     invalid_is_error: bool = False
     """Record an invalid reply as a scoring error rather than only counting it."""
     system_in_user: bool = False
+    repeats: int = 1
+    """Judgements per unit (``JUDGE_REPEATS``), asked one after the other."""
 
 
 class LLMJudgeScorer:
@@ -137,6 +146,10 @@ class LLMJudgeScorer:
         self.endpoint = endpoint
         self.prompt = prompt
         self.options = options
+        self.repeated_invalid = 0
+        """Invalid replies among the judgements of units judged more than once (with one
+        judgement per unit, the items' ``invalid_judgement`` counts them)."""
+        self._lock = threading.Lock()
 
     def against_expected(self, cases: Sequence[Case]) -> list[ScorerVerdict]:
         return self._judge_all([
@@ -156,9 +169,23 @@ class LLMJudgeScorer:
             return list(pool.map(self._judge, values))
 
     def _judge(self, values: Mapping[str, str]) -> ScorerVerdict:
+        """One unit's verdict: ``repeats`` judgements in a row inside this unit's job (so
+        ``concurrency`` bounds the calls in flight); a failed call ends them."""
+        messages = self.prompt.messages(self.options.system_in_user, **values)
+        if self.options.repeats == 1:
+            return self._ask(messages)
+        judgements: list[ScorerVerdict] = []
+        while len(judgements) < self.options.repeats:
+            judgements.append(self._ask(messages))
+            if judgements[-1].reply is None:  # the judge failed: the unit is an error anyway
+                break
+        with self._lock:
+            self.repeated_invalid += sum(j.invalid for j in judgements)
+        return majority(judgements)
+
+    def _ask(self, messages: Sequence[Mapping[str, str]]) -> ScorerVerdict:
         try:
-            reply = self.endpoint.complete(self.prompt.messages(self.options.system_in_user,
-                                                                **values), temperature=0,
+            reply = self.endpoint.complete(messages, temperature=0,
                                            max_tokens=self.options.max_tokens,
                                            seed=self.options.seed)
         except ProviderError as err:
@@ -169,3 +196,22 @@ class LLMJudgeScorer:
                      if self.options.invalid_is_error else None)
             return ScorerVerdict(False, reply=reply[:200], invalid=True, error=error)
         return ScorerVerdict(judgement == 1, reply=reply.strip())
+
+
+REPLY_SEPARATOR = " / "
+"""Between the replies of one unit's judgements in its verdict's ``reply``."""
+
+
+def majority(judgements: Sequence[ScorerVerdict]) -> ScorerVerdict:
+    """The verdict of one unit judged several times: a pass when more than half of the
+    judgements are a valid ``1`` (a tie fails; an invalid reply is a ``0`` vote) and none
+    failed. ``votes`` holds each judgement given (a failed call gives none), ``reply`` their
+    replies joined by :data:`REPLY_SEPARATOR`, ``invalid`` whether any was invalid, ``error``
+    the first error (a failed call, or an invalid reply with ``JUDGE_INVALID_IS_ERROR``)."""
+    given = [j for j in judgements if j.reply is not None]
+    votes = tuple(j.passed for j in given)
+    error = next((j.error for j in judgements if j.error is not None), None)
+    return ScorerVerdict(
+        2 * sum(votes) > len(votes) and error is None,
+        reply=REPLY_SEPARATOR.join(str(j.reply) for j in given) or None,
+        invalid=any(j.invalid for j in given), error=error, votes=votes)

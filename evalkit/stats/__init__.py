@@ -43,6 +43,7 @@ from evalkit.stats._judge import (
     judge_points,
     latest_labels,
 )
+from evalkit.stats._judge_stability import JudgeStability, judge_stability
 from evalkit.stats._label_draw import DrawnEntry, LabelDraw, LabelDraws, draw_for_labels
 from evalkit.stats._metrics import TypeMetrics, threshold_from_params, threshold_params
 from evalkit.stats._one_run import (
@@ -83,7 +84,7 @@ from evalkit.stats._votes import (
 __all__ = [
     "BUDGET_HALF_WIDTH", "DECISION_CROSSOVER_P", "MIN_LABELS_PER_CLASS", "JudgeCheck",
     "LabelDraws", "LabelPlan", "check_judge", "checks_for", "corrected_metrics",
-    "judge_checks", "judge_points", "latest_labels",
+    "judge_checks", "judge_points", "latest_labels", "JudgeStability", "judge_stability",
     "Agreement", "ChanceCorrected",
     "CorrectedAccuracy", "DrawnEntry", "LabelBudget", "LabelDraw", "Stratum",
     "draw_for_labels", "agreement", "cohens_kappa", "gwets_ac1",

@@ -33,6 +33,7 @@ from evalkit.stats._corrected import (
     rogan_gladen,
     stratified_ppi_mean,
 )
+from evalkit.stats._judge_stability import JudgeStability, judge_stability
 from evalkit.stats._label_draw import LabelDraw, LabelDraws
 from evalkit.stats._metrics import TypeMetrics
 
@@ -64,6 +65,8 @@ class JudgeCheck:
     ``min(N_h, MIN_LABELS_PER_CLASS)`` for each verdict with entries."""
     budget: LabelBudget | None
     """Labels for a corrected interval of :data:`BUDGET_HALF_WIDTH`."""
+    stability: JudgeStability | None = None
+    """How often the judge changed its mind (``JUDGE_REPEATS`` > 1); else ``None``."""
 
     @property
     def labels(self) -> int:
@@ -89,6 +92,12 @@ class JudgeCheck:
                 **{name: None if c is None else c.value
                    for name, c in (("kappa", a.kappa), ("ac1", a.ac1))},
                 "prevalence": a.prevalence},
+            "judge_stability": None if self.stability is None else {
+                "repeats": self.stability.repeats, "items": self.stability.items,
+                "flip_rate": self.stability.flip_rate,
+                "majority_error": self.stability.majority_error,
+                "failures": self.stability.failures,
+                "failures_from_judge": self.stability.failures_from_judge},
             "budget": None if self.budget is None else {
                 "half_width": self.budget.half_width, "total": self.budget.total,
                 "more": self.budget.more,
@@ -144,7 +153,7 @@ def check_judge(result: TypeResult, labels: Sequence[HumanLabel], draw: LabelDra
         tuple(e for e in latest if e not in in_draw), len(in_draw), corrected,
         _rogan_gladen(items, latest, strata, drawn_ids, in_draw, confidence)
         if corrected else None,
-        more, labels_for_half_width(strata, half_width, confidence))
+        more, labels_for_half_width(strata, half_width, confidence), judge_stability(result))
 
 
 def _strata(items: Mapping[str, ItemResult], latest: Mapping[str, HumanLabel],
@@ -211,6 +220,8 @@ def judge_points(check: JudgeCheck) -> list[MetricPoint]:
         points += [MetricPoint(n.accuracy_corrected, c.estimate),
                    MetricPoint(n.accuracy_corrected_low, c.low),
                    MetricPoint(n.accuracy_corrected_high, c.high)]
+    if check.stability is not None:
+        points.append(MetricPoint(n.judge_flip_rate, check.stability.flip_rate))
     a = check.agreement
     if a is not None:
         points += [MetricPoint(key, rate.successes / rate.n) for key, rate in (
