@@ -213,7 +213,7 @@ def test_a_label_file_is_imported_whole_or_not_at_all(tmp_path: Path, tracker: T
     bad.write_text("entry_id,type,verdict\ne01,functional,pass\n"
                    "e02,functional,maybe\n", encoding="utf-8")
     with pytest.raises(LabelFileInvalid, match=r"more.csv:3: verdict"):
-        import_labels(tracker, outcome.run_id, bad)
+        import_labels(tracker, outcome.run_id, bad, "carl")
     assert len(tracker.reader.fetch(outcome.run_id).labels) == before
     good = tmp_path / "good.csv"
     good.write_text("entry_id,type,verdict\ne01,functional,fail\n", encoding="utf-8")

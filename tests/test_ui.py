@@ -27,7 +27,7 @@ import pytest
 
 from tests.builders import REPO
 from tests.openai_stub import OpenAIStub, RecordedRequest, Reply, ok
-from tests.processes import run_eval
+from tests.processes import run_eval, run_evalkit
 from tools.team_server import free_port
 
 pytestmark = pytest.mark.ui
@@ -110,15 +110,19 @@ def browse(python: str, pages: list[dict[str, Any]]) -> dict[str, dict[str, Any]
 
 def shown_trace(store: str, run_id: str, failing: bool) -> Any:
     """The trace to open, as the store holds it: the one with the most verdicts and call spans
-    (a repeatability entry that is functional too), or the one whose verdict failed."""
+    (a repeatability entry that is functional too) and no person's label (the UI groups a
+    label with the verdict of its name), or the one whose verdict failed."""
     client = mlflow.MlflowClient(store)
     experiment = client.get_run(run_id).info.experiment_id
     traces = client.search_traces(locations=[experiment], run_id=run_id, max_results=500)
     if failing:
         return next(t for t in traces if any(a.feedback is not None and a.value is False
                                              for a in t.info.assessments))
-    return max(traces, key=lambda t: (len(t.info.assessments), len(t.data.spans),
-                                      t.info.trace_id))
+    unlabelled = [t for t in traces if not any(a.source.source_type == "HUMAN"
+                                               and a.feedback is not None
+                                               for a in t.info.assessments)]
+    return max(unlabelled, key=lambda t: (len(t.info.assessments), len(t.data.spans),
+                                          t.info.trace_id))
 
 
 def open_trace(ui: str, experiment: str, run: str, entries: int, trace_id: str
@@ -202,8 +206,9 @@ def test_the_run_traces_pane_has_an_assessment_column_per_test_type(
     assert len(types) == 7  # the billing group has entries of every type but planning's
     # MLflow shows a feedback named like one of its built-in scorers capitalised ("Safety")
     headers = {h.lower() for h in pages["traces-pane"]["headers"]}
-    assert {*types, "human_review", "expected_output", "request", "response"} <= headers
-    n = len(types) + 1  # the types and human_review
+    assert {*types, "human_review", "label_wanted", "expected_output", "request",
+            "response"} <= headers
+    n = len(types) + 2  # the types, human_review and label_wanted (eval.py's LABEL_SAMPLE)
     assert f"Assessments\n({n}/{n})" in pages["traces-pane"]["body"]
 
 
@@ -235,3 +240,38 @@ def test_a_single_trace_shows_its_request_response_calls_and_verdicts(
     if which == "judged":
         (failed,) = [a for a in feedback if a.value is False]
         assert (failed.name, failed.rationale) == ("functional", "FAIL; judge replied '0'")
+
+
+def test_a_label_added_in_the_ui_enters_the_corrected_accuracy(
+        logged: dict[str, str], ui: str, ui_python: str, tmp_path: Path) -> None:
+    """A person fails a drawn entry through the MLflow UI's own feedback form; evalkit report
+    counts the label in the corrected accuracy (the latest label of an entry wins)."""
+    store, run = logged["store"], logged["example_run"]
+    project = Path(logged["project"])
+    client = mlflow.MlflowClient(store)
+    draws = json.loads(Path(client.download_artifacts(
+        run, "labels/draws.json", str(tmp_path))).read_text())
+    drawn = [d["entry_id"] for d in draws["types"]["functional"]["drawn"]]
+    traces = client.search_traces(locations=[logged["example_experiment"]], run_id=run,
+                                  max_results=500)
+    trace = next(t for t in traces if t.info.tags["evalkit.entry_id"] == drawn[0])
+
+    def judge_report(folder: str) -> str:
+        done = run_evalkit(project, "report", run, "--output", tmp_path / folder)
+        assert done.returncode == 0, done.stderr[-2000:]
+        return (tmp_path / folder / "report-judge.md").read_text(encoding="utf-8")
+
+    before = judge_report("before")
+    entries = int(float(logged["example_entries"]))
+    browse(ui_python, [{
+        "name": "add-label", "url": f"{ui}/#/experiments/{logged['example_experiment']}"
+                                    f"/runs/{run}/traces",
+        "wait_for": f"{entries} of {entries}",
+        "steps": [["row", trace.info.trace_id], ["button", "Assess trace"],
+                  ["feedback", "functional=fail"]]}])
+    after = judge_report("after")
+
+    n = len(drawn)  # every drawn billing entry has the example's label: all passed
+    assert "| corrected (stratified PPI) | 1.000 |" in before
+    assert f"| corrected (stratified PPI) | {(n - 1) / n:.3f} |" in after
+    assert re.search(rf"\| {re.escape(drawn[0])} \| pass \| fail \| drawn \| User \|", after)

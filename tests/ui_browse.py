@@ -10,7 +10,10 @@ optionally ``"steps"``: ``[action, argument]`` pairs done in order once ``wait_f
 - ``["row", text]``: click the row of a table that shows ``text`` (opens a trace);
 - ``["button", name]``: click the button whose accessible name starts with ``name``;
 - ``["expand", css]``: click every element matching ``css`` (rows that unfold), in order;
-- ``["wait", text]``: wait until ``text`` shows.
+- ``["wait", text]``: wait until ``text`` shows;
+- ``["feedback", "NAME=VALUE"]``: add a feedback to the opened trace through the assessments
+  pane's own form, as a person would (VALUE ``pass`` or ``fail``: the Boolean True or False),
+  and wait until the pane counts it.
 
 Prints ``{name: {"body": the page's visible text, "dialog": an open dialog's text (the trace
 view) or "", "headers": the names of the table's columns}}`` as JSON and saves ``<name>.png`` in the
@@ -34,6 +37,48 @@ ARGS = ["--no-sandbox", "--disable-dev-shm-usage", "--disable-background-network
 TIMEOUT_MS = 180_000  # the UI's first render on a loaded 2-core machine takes tens of seconds
 ASSISTANT_CLOSE = '[data-component-id="mlflow.assistant.chat_panel.close"]'
 """MLflow 3.17's assistant panel opens beside every page and narrows the tables: closed."""
+FEEDBACKS = re.compile(r"^Feedback \((\d+)\)$")
+"""The assessments pane's header, which counts the trace's feedbacks (each, not each name)."""
+
+
+def feedback_count(page: Page) -> int:
+    header = page.get_by_text(FEEDBACKS)
+    if not header.count():
+        return 0
+    found = FEEDBACKS.match(header.first.inner_text().strip())
+    return int(found.group(1)) if found else 0
+
+
+def add_feedback(page: Page, name: str, verdict: str) -> None:
+    if verdict not in ("pass", "fail"):
+        raise ValueError(f"feedback value {verdict!r}: pass or fail")
+    add = page.get_by_role("button", name="Add feedback", exact=True)
+    add.wait_for(timeout=TIMEOUT_MS)  # the pane is drawn, its header counted
+    shown = feedback_count(page)
+    add.click()
+    page.get_by_placeholder("Enter a feedback name").fill(name)
+    # picking the name from the typeahead closes its menu, which covers the data type
+    page.get_by_test_id(f"assessment-name-typeahead-item-{name}").click()
+    # a name the trace already holds switches the data type to that name's (human_review: String)
+    page.get_by_role("combobox", name="Data Type").click()
+    page.get_by_role("option", name="String", exact=True).wait_for(timeout=TIMEOUT_MS)
+    boolean = page.get_by_role("option", name="Boolean", exact=True)
+    if boolean.count():
+        boolean.click()
+        page.locator('[data-component-id="shared.model-trace-explorer.'
+                     'assessment-value-boolean-input"]').get_by_text(
+            "True" if verdict == "pass" else "False", exact=True).click()
+    else:
+        page.get_by_role("option", name="String", exact=True).click()
+        page.get_by_test_id("assessment-value-string-input").fill(verdict)
+    with page.expect_response(lambda r: r.request.method == "POST"
+                              and r.url.endswith("/assessments")) as created:
+        page.get_by_role("button", name="Create", exact=True).click()
+    if not created.value.ok:
+        raise RuntimeError(f"feedback {name}={verdict}: {created.value.status} "
+                           f"{created.value.text()[:500]}")
+    # the pane shows it once the trace is read again
+    page.get_by_text(f"Feedback ({shown + 1})", exact=True).wait_for(timeout=TIMEOUT_MS)
 
 
 def step(page: Page, action: str, argument: str) -> None:
@@ -56,6 +101,9 @@ def step(page: Page, action: str, argument: str) -> None:
             found.nth(index).click()
     elif action == "wait":
         page.get_by_text(argument).first.wait_for(timeout=TIMEOUT_MS)
+    elif action == "feedback":
+        name, _, verdict = argument.partition("=")
+        add_feedback(page, name, verdict)
     else:
         raise ValueError(f"unknown step {action!r}")
 

@@ -4,15 +4,17 @@ file; each label is written to MLflow as it is given."""
 from __future__ import annotations
 
 import argparse
+import getpass
 import shutil
 import sys
+import textwrap
 from collections.abc import Mapping
 from pathlib import Path
 
 from evalkit._errors import ConfigError, ExitStatus
 from evalkit.cli._labeller import LabelCase, label_cases, terminal_keys
 from evalkit.records import HumanLabel
-from evalkit.run import LabelSession, import_labels, reviewer_name
+from evalkit.run import LabelSession, import_labels
 from evalkit.stats import JudgeCheck
 from evalkit.tracking import Tracker
 
@@ -49,18 +51,20 @@ def label_command(args: argparse.Namespace, tracker: Tracker) -> int:
     if args.sample < 0:
         raise ConfigError(f"--sample {args.sample}: draw a positive number of entries")
     if args.from_file is not None:
-        given, checks = import_labels(tracker, args.run, args.from_file, args.reviewer)
-        print(f"imported {given} labels from {args.from_file}")
+        given, checks = import_labels(tracker, args.run, args.from_file,
+                                      reviewer_name(args.reviewer))
+        _say(f"imported {given} labels from {args.from_file}")
         _print_checks(checks, args.run)
         return ExitStatus.OK
     session = LabelSession(tracker, args.run, args.test_type, args.sample, args.seed)
     reviewer = reviewer_name(args.reviewer)
+    width = min(100, shutil.get_terminal_size((80, 24)).columns)
     if session.draw is not None:
-        print(f"{len(session.draw.drawn)} {session.test_type} entries drawn for labels "
-              f"(seed {session.draw.seed}); labelling as {reviewer}")
+        _say(f"{len(session.draw.drawn)} {session.test_type} entries drawn for labels "
+             f"(seed {session.draw.seed}); labelling as {reviewer}", width)
     else:
-        print(f"no draw for {session.test_type}: labels on its entries count in the agreement "
-              f"only (draw with --sample N); labelling as {reviewer}")
+        _say(f"no draw for {session.test_type}: labels on its entries count in the agreement "
+             f"only (draw with --sample N); labelling as {reviewer}", width)
     mine = session.given_by(reviewer)
     items = {i.id: i for i in session.result.items}
     rubric = session.rubric()
@@ -70,22 +74,36 @@ def label_command(args: argparse.Namespace, tracker: Tracker) -> int:
     def write(case: LabelCase, passed: bool) -> None:
         session.give([HumanLabel(case.entry_id, case.test_type, passed, reviewer)])
 
-    width = min(100, shutil.get_terminal_size((80, 24)).columns)
     label_cases(cases, write, terminal_keys(sys.stdin), sys.stdout, width)
-    _print_checks({session.test_type: session.finish()}, args.run)
+    _print_checks({session.test_type: session.finish()}, args.run, width)
     return ExitStatus.OK
 
 
-def _print_checks(checks: Mapping[str, JudgeCheck], run: str) -> None:
+def reviewer_name(given: str | None) -> str:
+    """The reviewer a label is written for: ``--reviewer``, else the OS user."""
+    if given:
+        return given
+    try:
+        return getpass.getuser()
+    except (OSError, KeyError):  # no login name (a container without a passwd entry)
+        return "reviewer"
+
+
+def _say(text: str, width: int = 80) -> None:
+    """A line of the command's own, wrapped like the labeller's screen."""
+    print(textwrap.fill(text, width, subsequent_indent="  "))
+
+
+def _print_checks(checks: Mapping[str, JudgeCheck], run: str, width: int = 80) -> None:
     for test_type, check in checks.items():
         c = check.corrected
         if c is not None:
-            print(f"{test_type}: corrected accuracy {c.estimate:.3f} [{c.low:.3f}, "
-                  f"{c.high:.3f}] from {c.labels} drawn labels ({c.method})")
+            _say(f"{test_type}: corrected accuracy {c.estimate:.3f} [{c.low:.3f}, "
+                 f"{c.high:.3f}] from {c.labels} drawn labels ({c.method})", width)
         else:
             needed = sum(check.more_needed.values())
-            print(f"{test_type}: {len(check.drawn_labels)} drawn and "
-                  f"{len(check.chosen_labels)} chosen labels; "
-                  + (f"{needed} more drawn labels before a corrected accuracy" if check.drawn
-                     else f"no draw yet: evalkit label {run} --sample N"))
-    print(f"re-render the reports with: evalkit report {run}")
+            _say(f"{test_type}: {len(check.drawn_labels)} drawn and "
+                 f"{len(check.chosen_labels)} chosen labels; "
+                 + (f"{needed} more drawn labels before a corrected accuracy" if check.drawn
+                    else f"no draw yet: evalkit label {run} --sample N"), width)
+    _say(f"re-render the reports with: evalkit report {run}", width)

@@ -9,8 +9,8 @@ recorded on the run and the labels are feedback on its traces
 
 from __future__ import annotations
 
-import getpass
 import hashlib
+import logging
 from collections.abc import Collection, Mapping, Sequence
 from pathlib import Path
 
@@ -18,6 +18,7 @@ from evalkit._errors import ConfigError
 from evalkit.dataset import BIAS, Dataset, read_label_file
 from evalkit.records import HumanLabel, ScoredRun, TypeNames, TypeResult, names
 from evalkit.stats import (
+    MIN_LABELS_PER_CLASS,
     JudgeCheck,
     LabelDraw,
     LabelDraws,
@@ -35,15 +36,7 @@ from evalkit.tracking import (
     wanted_assessment,
 )
 
-
-def reviewer_name(given: str | None) -> str:
-    """The reviewer a label is written for: ``--reviewer``, else the OS user."""
-    if given:
-        return given
-    try:
-        return getpass.getuser()
-    except (OSError, KeyError):  # no login name (a container without a passwd entry)
-        return "reviewer"
+logger = logging.getLogger("evalkit")
 
 
 def labellable_types(scored: ScoredRun) -> dict[str, TypeResult]:
@@ -74,10 +67,24 @@ def draw_entries(labels: RunLabels, run_id: str, result: TypeResult, sample: int
                 f"{result.test_type} entries; a draw is made once per run (its labels count "
                 f"by their inclusion probabilities): label those, without --sample")
         return recorded
-    draw = draw_for_labels({i.id: i.passed for i in result.items}, sample,
-                           draw_seed(run_id, result.test_type, seed))
+    verdicts = {i.id: i.passed for i in result.items}
+    smallest = smallest_useful_draw(verdicts)
+    if sample < smallest:
+        raise ConfigError(
+            f"--sample {sample}: a draw of fewer than {smallest} {result.test_type} entries "
+            f"can never give a corrected accuracy (it needs {MIN_LABELS_PER_CLASS} labels "
+            "among the scorer's passes and among its failures, or all of them), and a draw "
+            f"is made once per run: draw at least {smallest}")
+    draw = draw_for_labels(verdicts, sample, draw_seed(run_id, result.test_type, seed))
     labels.record_draw(result.test_type, draw)
     return draw
+
+
+def smallest_useful_draw(verdicts: Mapping[str, bool]) -> int:
+    """The smallest draw whose labels can give a corrected accuracy: ``MIN_LABELS_PER_CLASS``
+    per scorer verdict, or all of a verdict's entries."""
+    counts = [sum(v is h for v in verdicts.values()) for h in (True, False)]
+    return sum(min(n, MIN_LABELS_PER_CLASS) for n in counts)
 
 
 def label_order(draw: LabelDraw) -> list[str]:
@@ -102,10 +109,10 @@ def known_entries(dataset: Dataset) -> dict[str, list[str]]:
 
 
 def read_labels(path: Path, known: Mapping[str, Collection[str]],
-                reviewer: str | None = None) -> tuple[HumanLabel, ...]:
-    """A labels file (see :func:`evalkit.dataset.read_label_file`): every bad row named, or
-    none read."""
-    return read_label_file(path, known, reviewer_name(reviewer))
+                reviewer: str) -> tuple[HumanLabel, ...]:
+    """A labels file (see :func:`evalkit.dataset.read_label_file`; ``reviewer`` for rows that
+    name none): every bad row named, or none read."""
+    return read_label_file(path, known, reviewer)
 
 
 def give_labels(labels: RunLabels, scored: ScoredRun,
@@ -135,6 +142,10 @@ def label_new_run(run: TrackedRun, scored: ScoredRun, given: Sequence[HumanLabel
     draws = LabelDraws({t: draw_for_labels({i.id: i.passed for i in r.items}, sample,
                                            draw_seed(run.id, t))
                         for t, r in types.items() if sample and t in wanted})
+    for test_type, draw in draws.by_type.items():
+        if len(draw.drawn) < smallest_useful_draw({i.id: i.passed for i in types[test_type].items}):
+            logger.warning("LABEL_SAMPLE = %d is too small for a corrected %s accuracy: its "
+                           "labels count in the agreement only", sample, test_type)
     by_entry: dict[str, list[Assessment]] = {}
     for test_type, draw in draws.by_type.items():
         for drawn in draw.drawn:
@@ -212,7 +223,7 @@ def _chosen_type(run_id: str, types: Mapping[str, TypeResult], wanted: str | Non
 
 
 def import_labels(tracker: Tracker, reference: str, path: Path,
-                  reviewer: str | None = None) -> tuple[int, dict[str, JudgeCheck]]:
+                  reviewer: str) -> tuple[int, dict[str, JudgeCheck]]:
     """Every label of a CSV or JSONL file given to a run, or none if any row is bad; returns
     how many were given and the checks of the types they label (their metrics logged)."""
     run_id = tracker.reader.resolve(reference)
