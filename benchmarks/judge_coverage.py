@@ -5,11 +5,15 @@ a judge of known true-positive and true-negative rate (equal here: the judge's a
 either kind of entry), N entries and n labels drawn either as a simple random sample (PPI++,
 ``ppi_mean``) or half among the judge's passes and half among its failures (stratified PPI,
 ``stratified_ppi_mean``). Per cell, over ``--runs`` runs: how often the 95% corrected
-interval covers the true accuracy, among the runs with at least ``MIN_LABELS_PER_CLASS``
-labels of each kind (a pass and a fail to the person: below that evalkit gives no
-corrected figure), and how often the judge-only Wilson interval does. A cell where fewer than
-half of the runs have enough labels is marked "few": the labels are too few for the rarer
-kind, and the run would say how many more it needs.
+interval covers the true accuracy, among the runs with enough labels, and how often the
+judge-only Wilson interval does. Enough labels: for the stratified draw evalkit makes, its
+own rule (``labels_missing``: ``MIN_LABELS_PER_CLASS`` labels among the judge's passes and
+among its failures, or all of a verdict's entries; below that a run gives no corrected
+figure); for PPI++ on a simple random sample (``ppi_mean``, which evalkit's runs do not
+use), that many labels of each kind (a pass and a fail to the person): with fewer, its
+variance estimate misses the rarer kind and the interval falls short. A cell where fewer
+than half of the runs have enough labels is marked "few": the run would say how many more
+labels it needs.
 
     .venv/bin/python benchmarks/judge_coverage.py [--runs 1000] [--seed 0]
 """
@@ -30,6 +34,7 @@ from evalkit.stats import (  # noqa: E402
     CorrectedAccuracy,
     Stratum,
     draw_for_labels,
+    labels_missing,
     ppi_mean,
     stratified_ppi_mean,
     wilson_interval,
@@ -43,15 +48,16 @@ GOAL = 0.93
 
 
 def simple(truth: np.ndarray, judge: np.ndarray, n: int,
-           rng: np.random.Generator) -> tuple[CorrectedAccuracy | None, np.ndarray]:
+           rng: np.random.Generator) -> tuple[CorrectedAccuracy | None, bool]:
     labelled = np.zeros(truth.size, dtype=bool)
     labelled[rng.choice(truth.size, n, replace=False)] = True
+    kinds = truth[labelled]
     return (ppi_mean(truth[labelled], judge[labelled], judge[~labelled]),
-            truth[labelled])
+            min(kinds.sum(), (~kinds).sum()) >= MIN_LABELS_PER_CLASS)
 
 
 def stratified(truth: np.ndarray, judge: np.ndarray, n: int,
-               rng: np.random.Generator) -> tuple[CorrectedAccuracy | None, np.ndarray]:
+               rng: np.random.Generator) -> tuple[CorrectedAccuracy | None, bool]:
     """The draw ``evalkit label --sample`` makes: half the labels among the judge's passes,
     half among its failures."""
     draw = draw_for_labels({str(i): bool(v) for i, v in enumerate(judge)}, n,
@@ -60,7 +66,7 @@ def stratified(truth: np.ndarray, judge: np.ndarray, n: int,
               for h in (True, False)}
     strata = {h: Stratum(draw.entries[h], [bool(x) for x in truth[picked[h]]])
               for h in picked}
-    return stratified_ppi_mean(strata), np.concatenate([truth[picked[h]] for h in picked])
+    return stratified_ppi_mean(strata), not any(labels_missing(strata).values())
 
 
 def cell(accuracy: float, rate: float, entries: int, labels: int, design: str, runs: int,
@@ -74,8 +80,8 @@ def cell(accuracy: float, rate: float, entries: int, labels: int, design: str, r
         judge = np.where(right, truth, ~truth)
         raw = wilson_interval(int(judge.sum()), entries)
         judge_covered += raw.low <= accuracy <= raw.high
-        found, labelled = draw(truth, judge, labels, rng)
-        if found is None or min(labelled.sum(), (~labelled).sum()) < MIN_LABELS_PER_CLASS:
+        found, enough_labels = draw(truth, judge, labels, rng)
+        if found is None or not enough_labels:
             continue
         enough += 1
         covered += found.low <= accuracy <= found.high
@@ -88,8 +94,9 @@ def main() -> None:
     parser.add_argument("--seed", type=int, default=0)
     args = parser.parse_args()
     rng = np.random.default_rng(args.seed)
-    print(f"{args.runs} runs per cell; corrected coverage among runs with at least "
-          f"{MIN_LABELS_PER_CLASS} labels of each kind\n")
+    print(f"{args.runs} runs per cell; corrected coverage among runs with enough labels "
+          f"({MIN_LABELS_PER_CLASS} of each kind for simple, {MIN_LABELS_PER_CLASS} per "
+          "judge verdict for stratified)\n")
     print("| design | accuracy | judge TPR = TNR | entries | labels | corrected | "
           "runs with enough labels | judge only |")
     print("|---|---:|---:|---:|---:|---:|---:|---:|")
