@@ -265,6 +265,7 @@ def example(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Tracker, An
     script = runpy.run_path(str(REPO / "eval.py"), run_name="example_eval")
     # Its dataset as it is; its reports (and the replicates' lock) in the scratch folder.
     script.update(DATASET_PATH=str(REPO / script["DATASET_PATH"]),
+                  LABELS_PATH=str(REPO / script["LABELS_PATH"]),
                   REPORTS_DIR=str(folder / "reports"))
     return folder, Tracker.in_memory(folder / ".evalkit" / "bundles"), script
 
@@ -306,7 +307,11 @@ def test_example_full_run_reports_every_type(example: tuple[Path, Tracker, Any])
     stored = tracker.reader.stored(outcome.run_id)
     types = stored.tags["test_types"].split(",")
     assert names_written == sorted([f"report-{t}.md" for t in types]
-                                   + ["report-human-review.md", "summary.md"])
+                                   + ["report-human-review.md", "report-judge.md", "summary.md"])
+    # the example's labels correct functional's accuracy: 20 drawn of its 26 entries
+    assert stored.metrics["functional_labels_drawn"] == 20
+    assert stored.metrics["functional_accuracy_corrected"] <= 1.0
+    assert "| functional | ✓ |" in (folder / "reports" / "summary.md").read_text()
     assert {"functional", "smoke", "fairness", "repeatability", "bias"} <= set(types)
     assert stored.tags["groups_filter"] == "all"
     assert stored.params["component.temperature"] == "0.05"
