@@ -17,6 +17,7 @@ import pytest
 from evalkit import Call, ChatEndpoint, ConfigError, Entry, EvalConfig, Selection, evaluate
 from evalkit.records import ItemResult, ScoredRun, TypeResult, names
 from evalkit.reports import render_reports
+from evalkit.run import LabelSession
 from evalkit.scorers import Case, JudgeOptions, JudgePrompt, LLMJudgeScorer, ScorerVerdict
 from evalkit.scorers._llm_judge import majority
 from evalkit.tracking import Tracker
@@ -131,6 +132,10 @@ def test_each_case_is_judged_k_times_and_the_majority_decides(
     assert data.metrics["functional_judge_flip_rate"] == pytest.approx(2 / 3)
     report = render_reports(tracker.reader.fetch(outcome.run_id))[names.JUDGE_REPORT]
     assert "| 3 | 2 (66.7%) | 0.2222 |" in report
+    # what a person labelling the run sees of the judge: its prompt, never its verdicts
+    rubric = LabelSession(tracker, outcome.run_id, None).rubric()
+    assert rubric.startswith("scorer llm_judge; judge prompt evalkit/prompts/expected.yaml")
+    assert "You are a strict evaluator" in rubric
 
 
 def test_a_tie_fails(tmp_path: Path, tracker: Tracker, monkeypatch: pytest.MonkeyPatch,

@@ -15,8 +15,9 @@ from collections.abc import Collection, Mapping, Sequence
 from pathlib import Path
 
 from evalkit._errors import ConfigError
-from evalkit.dataset import BIAS, Dataset, read_label_file
+from evalkit.dataset import BIAS, REPEATABILITY, Dataset, read_label_file
 from evalkit.records import HumanLabel, ScoredRun, TypeNames, TypeResult, names
+from evalkit.scorers import JudgePrompt
 from evalkit.stats import (
     MIN_LABELS_PER_CLASS,
     JudgeCheck,
@@ -191,13 +192,21 @@ class LabelSession:
         return {e: x.passed for e, x in latest_labels(mine, self.test_type).items()}
 
     def rubric(self) -> str:
-        """What the scorer was asked, as the run's params record it."""
+        """What the scorer was asked: the run's params for it and, for an LLM judge, the
+        system prompt of the prompt file the run names (when it can still be read)."""
         n = TypeNames.of(self.test_type)
         params = self.record.params
-        return "; ".join(f"{what} {params[key]}" for what, key in (
+        said = "; ".join(f"{what} {params[key]}" for what, key in (
             ("scorer", n.scorer), ("judge prompt", n.judge_prompt),
             ("similarity threshold", n.similarity_threshold)) if key in params) or \
             f"scorer {self.result.scorer}"
+        source = params.get(n.judge_prompt, "").split(" sha256:")[0]
+        use = self.test_type if self.test_type == REPEATABILITY else "expected"
+        try:  # the shipped prompt, or the user's file if it is still where the run found it
+            prompt = JudgePrompt.load(use, None if source.startswith("evalkit/") else source)
+        except (ConfigError, OSError):
+            return said
+        return f"{said}\n{prompt.system.strip()}" if source else said
 
     def give(self, labels: Sequence[HumanLabel]) -> None:
         self.store.give(labels)
