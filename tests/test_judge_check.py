@@ -200,8 +200,10 @@ def test_a_label_session_draws_once_and_writes_each_label(tmp_path: Path,
     first = session.order[0]
     session.give([HumanLabel(first, "functional", False, "zoe")])
     assert session.given_by("zoe") == {first: False}
-    check = session.finish()
+    after = session.finish()
+    check = after.checks["functional"]
     assert first in check.drawn_labels
+    assert after.verdict == after.verdict_before
     stored = tracker.reader.stored(outcome.run_id)
     assert stored.metrics["functional_labels_drawn"] == len(check.drawn_labels)
 
@@ -217,8 +219,8 @@ def test_a_label_file_is_imported_whole_or_not_at_all(tmp_path: Path, tracker: T
     assert len(tracker.reader.fetch(outcome.run_id).labels) == before
     good = tmp_path / "good.csv"
     good.write_text("entry_id,type,verdict\ne01,functional,fail\n", encoding="utf-8")
-    given, checks = import_labels(tracker, outcome.run_id, good, "carl")
-    assert given == 1 and set(checks) == {"functional"}
+    given, after = import_labels(tracker, outcome.run_id, good, "carl")
+    assert given == 1 and set(after.checks) == {"functional"}
     assert len(tracker.reader.fetch(outcome.run_id).labels) == before + 1
 
 
@@ -284,3 +286,33 @@ def test_the_judges_stability_from_its_votes() -> None:
     assert check.stability == stability
     assert {p.key: p.value for p in judge_points(check)}["repeatability_judge_flip_rate"] == 0.5
     assert judge_stability(TypeResult("functional", "llm_judge", (item("x", True),))) is None
+
+
+def test_labels_given_after_the_run_move_its_verdict_and_say_so(tmp_path: Path,
+                                                               tracker: Tracker) -> None:
+    outcome = labelled_run(tmp_path, tracker, EVAL_MIN_ACCURACY=0.9)  # labels, no draw
+    assert tracker.reader.stored(outcome.run_id).tags[names.VERDICT_TAG] == "PASS"
+
+    # every entry drawn: the file's labels (6 of 24 fail) now correct the accuracy
+    after = LabelSession(tracker, outcome.run_id, "functional", sample=24, seed=1).finish()
+    assert (after.verdict_before, after.verdict) == ("PASS", "FAIL")
+    assert after.failures == ("functional_accuracy_corrected 0.750 < 0.9",)
+    stored = tracker.reader.stored(outcome.run_id)
+    assert stored.tags[names.VERDICT_TAG] == "FAIL"
+    assert "**evalkit verdict: FAIL**" in stored.tags[names.DESCRIPTION_TAG]
+    assert stored.metrics["functional_accuracy_corrected"] == 0.75
+
+
+def test_a_session_on_a_type_without_labels_or_draw_ends_with_its_check(
+        tmp_path: Path, tracker: Tracker) -> None:
+    dataset = write_dataset(tmp_path / "ds", {"s1": entry("smoke"), "s2": entry("smoke")})
+    config = config_for(tmp_path, dataset)
+    outcome = evaluate(config, RecordingComponent(), Selection.parse("smoke", None, False),
+                       tracker=tracker, runs_dir=tmp_path / ".evalkit" / "runs")
+    with pytest.raises(ConfigError, match="has no 'bias' entries to label; its labellable "
+                                          "types: smoke"):
+        LabelSession(tracker, outcome.run_id, "bias")
+    session = LabelSession(tracker, outcome.run_id, "smoke")
+    assert session.draw is None and session.order == ["s1", "s2"]
+    after = session.finish()
+    assert after.checks["smoke"].labels == 0 and after.verdict == "PASS"

@@ -134,7 +134,8 @@ def test_each_case_is_judged_k_times_and_the_majority_decides(
     assert "| 3 | 2 (66.7%) | 0.2222 |" in report
     # what a person labelling the run sees of the judge: its prompt, never its verdicts
     rubric = LabelSession(tracker, outcome.run_id, None).rubric()
-    assert rubric.startswith("scorer llm_judge; judge prompt evalkit/prompts/expected.yaml")
+    assert rubric.startswith("Is the output a right answer to the input")
+    assert "\nscorer llm_judge; judge prompt evalkit/prompts/expected.yaml" in rubric
     assert "You are a strict evaluator" in rubric
 
 

@@ -213,7 +213,8 @@ def test_a_first_session_draws_ten_entries_and_writes_each_key_as_a_label(
     assert [_headers(s) for s in first.screens] == [
         [(order[0], 1, 10, 0)], [(order[1], 2, 10, 1)], [(order[2], 3, 10, 2)]]
     screen = first.screens[0]
-    for section in ("\ninput\n", "\noutput\n", "\nexpected_output\n", "\nrubric\n  scorer exact"):
+    for section in ("\ninput\n", "\noutput\n", "\nexpected_output\n",
+                    "\nrubric\n  Is the output a right answer", "scorer exact"):
         assert section in screen
     shown = [word for word in VERDICT_WORDS if word in screen]
     assert shown == [], f"the first screen shows {shown}:\n{screen}"

@@ -8,14 +8,12 @@ import getpass
 import shutil
 import sys
 import textwrap
-from collections.abc import Mapping
 from pathlib import Path
 
 from evalkit._errors import ConfigError, ExitStatus
 from evalkit.cli._labeller import LabelCase, label_cases, terminal_keys
 from evalkit.records import HumanLabel
-from evalkit.run import LabelSession, import_labels
-from evalkit.stats import JudgeCheck
+from evalkit.run import LabelOutcome, LabelSession, import_labels
 from evalkit.tracking import Tracker
 
 DESCRIPTION = (
@@ -38,7 +36,7 @@ def add_label_parser(commands: argparse._SubParsersAction, run_help: str) -> Non
     label.add_argument("run", metavar="RUN", help=run_help)
     label.add_argument("--type", dest="test_type", metavar="TYPE",
                        help="the test type to label (default: the run's one LLM-judged type)")
-    label.add_argument("--sample", type=int, default=0, metavar="N",
+    label.add_argument("--sample", type=int, metavar="N",
                        help="draw N entries at random (stratified by the scorer's verdict) "
                             "and label those; once per run and type")
     label.add_argument("--seed", type=int, help="seed of the draw (default: from the run id)")
@@ -48,15 +46,15 @@ def add_label_parser(commands: argparse._SubParsersAction, run_help: str) -> Non
 
 
 def label_command(args: argparse.Namespace, tracker: Tracker) -> int:
-    if args.sample < 0:
+    if args.sample is not None and args.sample < 1:
         raise ConfigError(f"--sample {args.sample}: draw a positive number of entries")
     if args.from_file is not None:
-        given, checks = import_labels(tracker, args.run, args.from_file,
-                                      reviewer_name(args.reviewer))
+        given, outcome = import_labels(tracker, args.run, args.from_file,
+                                       reviewer_name(args.reviewer))
         _say(f"imported {given} labels from {args.from_file}")
-        _print_checks(checks, args.run)
+        _print_outcome(outcome, args.run)
         return ExitStatus.OK
-    session = LabelSession(tracker, args.run, args.test_type, args.sample, args.seed)
+    session = LabelSession(tracker, args.run, args.test_type, args.sample or 0, args.seed)
     reviewer = reviewer_name(args.reviewer)
     width = min(100, shutil.get_terminal_size((80, 24)).columns)
     if session.draw is not None:
@@ -66,6 +64,11 @@ def label_command(args: argparse.Namespace, tracker: Tracker) -> int:
         _say(f"no draw for {session.test_type}: labels on its entries count in the agreement "
              f"only (draw with --sample N); labelling as {reviewer}", width)
     mine = session.given_by(reviewer)
+    others = session.labelled_by_others(reviewer)
+    if others:
+        _say(f"{len(others)} of these entries already have a label from "
+             f"{', '.join(sorted(set(others.values())))}: a label of yours replaces it (the "
+             "latest label of an entry counts)", width)
     items = {i.id: i for i in session.result.items}
     rubric = session.rubric()
     cases = [LabelCase(e, session.test_type, items[e].input, items[e].outputs,
@@ -75,7 +78,7 @@ def label_command(args: argparse.Namespace, tracker: Tracker) -> int:
         session.give([HumanLabel(case.entry_id, case.test_type, passed, reviewer)])
 
     label_cases(cases, write, terminal_keys(sys.stdin), sys.stdout, width)
-    _print_checks({session.test_type: session.finish()}, args.run, width)
+    _print_outcome(session.finish(), args.run, width)
     return ExitStatus.OK
 
 
@@ -94,8 +97,8 @@ def _say(text: str, width: int = 80) -> None:
     print(textwrap.fill(text, width, subsequent_indent="  "))
 
 
-def _print_checks(checks: Mapping[str, JudgeCheck], run: str, width: int = 80) -> None:
-    for test_type, check in checks.items():
+def _print_outcome(outcome: LabelOutcome, run: str, width: int = 80) -> None:
+    for test_type, check in outcome.checks.items():
         c = check.corrected
         if c is not None:
             _say(f"{test_type}: corrected accuracy {c.estimate:.3f} [{c.low:.3f}, "
@@ -105,5 +108,10 @@ def _print_checks(checks: Mapping[str, JudgeCheck], run: str, width: int = 80) -
             _say(f"{test_type}: {len(check.drawn_labels)} drawn and "
                  f"{len(check.chosen_labels)} chosen labels; "
                  + (f"{needed} more drawn labels before a corrected accuracy" if check.drawn
-                    else f"no draw yet: evalkit label {run} --sample N"), width)
+                    else f"no draw yet: evalkit label {run} --type {test_type} --sample N"),
+                 width)
+    if outcome.verdict != outcome.verdict_before:
+        _say(f"the run's verdict is now {outcome.verdict} (it was {outcome.verdict_before} "
+             "before these labels): " + ("; ".join(outcome.failures) or "every threshold met"),
+             width)
     _say(f"re-render the reports with: evalkit report {run}", width)

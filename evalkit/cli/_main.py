@@ -217,7 +217,7 @@ def _compare(args: argparse.Namespace) -> int:
             if r.corrected is not None:
                 c = r.corrected
                 print(f"  corrected by people's labels: gap {c.gap:+.3f} [{c.low:+.3f}, "
-                      f"{c.high:+.3f}]; the verdict is on this gap")
+                      f"{c.high:+.3f}]; the noise gate applies to this gap, not the raw one")
             print(f"  verdict: {r.verdict}")
     if not results:
         print("error: A and B share no test type", file=sys.stderr)

@@ -32,7 +32,8 @@ def judge_report(record: RunRecord, checks: Mapping[str, JudgeCheck],
                  metrics: Mapping[str, TypeMetrics]) -> str:
     corrected = sum(c.corrected is not None for c in checks.values())
     lines = header(record, "Judge Report: the scorers against people's labels", [
-        ("Types checked", str(len(checks))), ("Corrected accuracies", str(corrected))])
+        ("Types held against labels", ", ".join(checks)),
+        ("Corrected accuracies", str(corrected))])
     lines += [
         "Every accuracy evalkit reports takes each scorer verdict as right. Here people's "
         "labels measure how far that holds. Only labels on entries drawn at random "
@@ -54,6 +55,10 @@ def _type_section(check: JudgeCheck, m: TypeMetrics, result: TypeResult,
     rows = [["raw: every verdict taken as right", number(m.accuracy),
              f"[{number(m.ci_low)}, {number(m.ci_high)}]", f"Wilson over {m.samples} entries"]]
     rows += [_corrected_row(c) for c in (check.corrected, check.rogan_gladen) if c]
+    if check.corrected is not None and check.rogan_gladen is None:
+        rows.append(["corrected (Rogan-Gladen)", "—", "—", "undefined on these labels: it "
+                     "needs drawn labels people passed and ones they failed, and the scorer's "
+                     "sensitivity + specificity above 1"])
     lines += [table(["Accuracy", "Estimate", "95% interval", "Method"], rows), ""]
     lines += _labels_lines(check, record.run_id)
     if check.stability is not None:

@@ -32,7 +32,7 @@ from evalkit.run._executors import (
     calls_for,
     is_async,
 )
-from evalkit.run._labelling import LabelSession, import_labels
+from evalkit.run._label_session import LabelOutcome, LabelSession, import_labels
 from evalkit.run._planning import Plan, build_plan, record_plan
 from evalkit.run._prepare import PreparedEvaluation, RunRole, prepare
 from evalkit.run._progress import Progress, ProgressCallback, ProgressCounter
@@ -47,7 +47,7 @@ __all__ = [
     "ALL_TYPES", "FLOOR_MULTIPLE", "INTERRUPT", "RUNS_DIR", "AsyncCalls", "Call",
     "CallExecutor", "CallWindow", "CalibrationOutcome", "ComparisonVerdict", "Component",
     "EarlyJudging", "EntryOutputs", "Evaluation", "EvaluationOutcome", "FollowUps",
-    "LabelSession", "import_labels",
+    "LabelOutcome", "LabelSession", "import_labels",
     "MetricComparison", "Plan", "PlannedEntry", "PreparedEvaluation", "Progress",
     "ProgressCallback", "ProgressCounter", "ReplicatesOutcome", "RunPlan", "RunRole", "Scorers",
     "SeedLock", "Selection", "Side", "Stop", "ThreadCalls", "ThreadWorkers", "build_plan",

@@ -171,6 +171,10 @@ class Evaluation:
         if prepared.config.trace_calls and not run.offline:
             self.labels, self.draws = label_new_run(run, self.scored, prepared.labels,
                                                    prepared.config.label_sample)
+        elif prepared.labels or prepared.config.label_sample:
+            logger.warning("LABELS_PATH and LABEL_SAMPLE were not used: labels are feedback "
+                           "on the entries' traces, and this run has none (%s)",
+                           "the server went offline" if run.offline else "TRACE_CALLS = False")
         self.checks = checks_for(self.scored, self.labels, self.draws.by_type)
         self.metrics = corrected_metrics(self.metrics, self.checks)
         verdict = "PASS" if all(m.passed for m in self.metrics) else "FAIL"

@@ -1,10 +1,10 @@
-"""People's labels on a run: drawing the entries to label, giving labels, and what they change.
+"""People's labels on a run: which entries can be labelled, the draw, and the labels a run
+is given as it finishes.
 
-Two ways in, one path: ``evalkit label`` on a finished run (the terminal labeller, or a file
-with ``--from``), and ``LABELS_PATH`` / ``LABEL_SAMPLE`` in eval.py, which draw and give the
-labels a team keeps with its dataset to every run as it finishes. Either way a draw is
-recorded on the run and the labels are feedback on its traces
-(:class:`evalkit.tracking.RunLabels`), and the run's judge metrics are logged again.
+Two ways in, one path: ``evalkit label`` on a finished run (:mod:`._label_session`), and
+``LABELS_PATH`` / ``LABEL_SAMPLE`` in eval.py, which draw and give the labels a team keeps
+with its dataset to every run as it finishes. Either way a draw is recorded on the run and
+the labels are feedback on its traces (:class:`evalkit.tracking.RunLabels`).
 """
 
 from __future__ import annotations
@@ -15,24 +15,18 @@ from collections.abc import Collection, Mapping, Sequence
 from pathlib import Path
 
 from evalkit._errors import ConfigError
-from evalkit.dataset import BIAS, REPEATABILITY, Dataset, read_label_file
-from evalkit.records import HumanLabel, ScoredRun, TypeNames, TypeResult, names
-from evalkit.scorers import JudgePrompt
+from evalkit.dataset import BIAS, Dataset, read_label_file
+from evalkit.records import HumanLabel, ScoredRun, TypeResult, names
 from evalkit.stats import (
     MIN_LABELS_PER_CLASS,
-    JudgeCheck,
     LabelDraw,
     LabelDraws,
     draw_for_labels,
-    judge_checks,
-    judge_points,
-    latest_labels,
 )
 from evalkit.tracking import (
     Assessment,
     RunLabels,
     TrackedRun,
-    Tracker,
     label_assessment,
     wanted_assessment,
 )
@@ -116,15 +110,6 @@ def read_labels(path: Path, known: Mapping[str, Collection[str]],
     return read_label_file(path, known, reviewer)
 
 
-def give_labels(labels: RunLabels, scored: ScoredRun,
-                given: Sequence[HumanLabel]) -> tuple[HumanLabel, ...]:
-    """Write the labels that name an entry this run scored for that type (a file may label
-    entries another selection of the dataset holds); returns those written."""
-    fitting = fitting_labels(scored, given)
-    labels.give(fitting)
-    return fitting
-
-
 def fitting_labels(scored: ScoredRun, given: Sequence[HumanLabel]) -> tuple[HumanLabel, ...]:
     """The labels that name an entry the run scored for that type."""
     scored_ids = {t: {i.id for i in r.items} for t, r in labellable_types(scored).items()}
@@ -159,92 +144,3 @@ def label_new_run(run: TrackedRun, scored: ScoredRun, given: Sequence[HumanLabel
     if by_entry:
         run.traces.add_assessments(by_entry)
     return fitting, draws
-
-
-class LabelSession:
-    """One person labelling one test type of a finished run (``evalkit label``)."""
-
-    def __init__(self, tracker: Tracker, reference: str, test_type: str | None,
-                 sample: int = 0, seed: int | None = None) -> None:
-        reader = tracker.reader
-        self.run_id = reader.resolve(reference)
-        self.record = reader.fetch(self.run_id)
-        if self.record.evaluation is None:
-            raise ConfigError(f"run {self.run_id} is a {self.record.mode} run: it scored no "
-                              "entries; label an evaluation run")
-        types = labellable_types(self.record.evaluation)
-        self.result = types[_chosen_type(self.run_id, types, test_type)]
-        self.test_type = self.result.test_type
-        self._tracker = tracker
-        self.store = RunLabels(tracker.backend, reader.stored(self.run_id))
-        self.draw = (draw_entries(self.store, self.run_id, self.result, sample, seed)
-                     if sample or self.test_type in self.store.draws().by_type else None)
-
-    @property
-    def order(self) -> list[str]:
-        """The entries to label: the drawn ones (alternating the scorer's verdicts), or,
-        without a draw, every entry of the type (their labels count by choice)."""
-        return label_order(self.draw) if self.draw else [i.id for i in self.result.items]
-
-    def given_by(self, reviewer: str) -> dict[str, bool]:
-        """Entry id -> the reviewer's latest label on this type."""
-        mine = [x for x in self.store.given([self.test_type]) if x.reviewer == reviewer]
-        return {e: x.passed for e, x in latest_labels(mine, self.test_type).items()}
-
-    def rubric(self) -> str:
-        """What the scorer was asked: the run's params for it and, for an LLM judge, the
-        system prompt of the prompt file the run names (when it can still be read)."""
-        n = TypeNames.of(self.test_type)
-        params = self.record.params
-        said = "; ".join(f"{what} {params[key]}" for what, key in (
-            ("scorer", n.scorer), ("judge prompt", n.judge_prompt),
-            ("similarity threshold", n.similarity_threshold)) if key in params) or \
-            f"scorer {self.result.scorer}"
-        source = params.get(n.judge_prompt, "").split(" sha256:")[0]
-        use = self.test_type if self.test_type == REPEATABILITY else "expected"
-        try:  # the shipped prompt, or the user's file if it is still where the run found it
-            prompt = JudgePrompt.load(use, None if source.startswith("evalkit/") else source)
-        except (ConfigError, OSError):
-            return said
-        return f"{said}\n{prompt.system.strip()}" if source else said
-
-    def give(self, labels: Sequence[HumanLabel]) -> None:
-        self.store.give(labels)
-
-    def finish(self) -> JudgeCheck:
-        """The type's check with every label now given, its metrics logged to the run."""
-        record = self._tracker.reader.fetch(self.run_id)
-        check = judge_checks(record)[self.test_type]
-        self.store.log(judge_points(check))
-        return check
-
-
-def _chosen_type(run_id: str, types: Mapping[str, TypeResult], wanted: str | None) -> str:
-    if wanted is not None:
-        if wanted not in types:
-            raise ConfigError(f"run {run_id} has no {wanted!r} entries to label; its "
-                              f"labellable types: {', '.join(types) or 'none'}")
-        return wanted
-    judged = [t for t, r in types.items() if r.scorer == "llm_judge"]
-    if len(judged) == 1:
-        return judged[0]
-    raise ConfigError(f"name the type to label with --type, one of: {', '.join(types)}")
-
-
-def import_labels(tracker: Tracker, reference: str, path: Path,
-                  reviewer: str) -> tuple[int, dict[str, JudgeCheck]]:
-    """Every label of a CSV or JSONL file given to a run, or none if any row is bad; returns
-    how many were given and the checks of the types they label (their metrics logged)."""
-    run_id = tracker.reader.resolve(reference)
-    record = tracker.reader.fetch(run_id)
-    if record.evaluation is None:
-        raise ConfigError(f"run {run_id} is a {record.mode} run: it scored no entries")
-    types = labellable_types(record.evaluation)
-    labels = read_labels(path, {t: [i.id for i in r.items] for t, r in types.items()},
-                         reviewer)
-    store = RunLabels(tracker.backend, tracker.reader.stored(run_id))
-    store.give(labels)
-    checks = judge_checks(tracker.reader.fetch(run_id))
-    labelled = {x.test_type for x in labels}
-    store.log([p for t, c in checks.items() if t in labelled for p in judge_points(c)])
-    return len(labels), {t: c for t, c in checks.items() if t in labelled}

@@ -43,7 +43,9 @@ def _chance_corrected(name: str, pairs: Sequence[tuple[bool, bool]], chance: flo
         Var(c) = sum_i (c*_i - c)² / (n (n - 1))
 
     a_i is 1 when the two agree on item i, e_i the item's share of chance agreement; the
-    interval is c ± t(n-1) x SE. Reference: K. L. Gwet, Handbook of Inter-Rater Reliability,
+    interval is c ± t(n-1) x SE, kept within [-1, 1] (as irrCAC's R package). When every
+    pair agrees (or every pair disagrees), each c*_i equals c and the variance is 0: the
+    interval is the point, as in irrCAC. Reference: K. L. Gwet, Handbook of Inter-Rater Reliability,
     4th ed. (2014), ch. 5; the same as the ``irrCAC`` package. ``None`` when p_e = 1 (both
     gave one answer throughout: agreement beyond chance is undefined).
     """
@@ -56,7 +58,8 @@ def _chance_corrected(name: str, pairs: Sequence[tuple[bool, bool]], chance: flo
                   for a, e in zip(agreed, chance_of_item, strict=True)]
     error = math.sqrt(sum((c - value) ** 2 for c in linearised) / (n * (n - 1)))
     half = float(student_t.ppf(0.5 + confidence / 2, n - 1)) * error
-    return ChanceCorrected(name, value, chance, error, confidence, value - half, value + half)
+    return ChanceCorrected(name, value, chance, error, confidence, max(-1.0, value - half),
+                           min(1.0, value + half))
 
 
 def cohens_kappa(pairs: Sequence[tuple[bool, bool]],

@@ -12,9 +12,9 @@ from __future__ import annotations
 
 import json
 import time
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
-from evalkit._errors import TrackingError
+from evalkit._errors import ConfigError
 from evalkit.records import HumanLabel, MetricPoint, labels_in, names
 from evalkit.stats import DrawnEntry, LabelDraw, LabelDraws
 from evalkit.tracking._backend import Backend, StoredRun
@@ -38,7 +38,7 @@ class RunLabels:
         ids = [trace_id_for(self._run.run_id, e) for e in entry_ids]
         missing = [e for e, t in zip(entry_ids, ids, strict=True) if t not in self._traces]
         if missing:
-            raise TrackingError(
+            raise ConfigError(
                 f"run {self._run.run_id} has no trace for {', '.join(missing[:3])}"
                 f"{' and more' if len(missing) > 3 else ''}: labels are feedback on an "
                 "entry's trace; a run made with TRACE_CALLS = False has none (evaluate again "
@@ -57,11 +57,16 @@ class RunLabels:
             (trace, label_assessment(label)) for trace, label in zip(traces, labels,
                                                                       strict=True)])
 
-    def log(self, points: Sequence[MetricPoint]) -> None:
-        """Metrics that labels changed (the judge's), logged to the finished run."""
+    def log(self, points: Sequence[MetricPoint], tags: Mapping[str, str] | None = None) -> None:
+        """Metrics and tags that labels changed (the judge's figures, the verdict), logged to
+        the finished run."""
         now = int(time.time() * 1000)
         self._backend.log_batch(self._run.run_id, metrics=[
-            LoggedPoint(p.key, float(p.value), p.step, now) for p in points])
+            LoggedPoint(p.key, float(p.value), p.step, now) for p in points], tags=tags)
+
+    def check_traces(self, entry_ids: Sequence[str]) -> None:
+        """Fail before anything is shown or written when the entries have no traces."""
+        self._on_traces(entry_ids)
 
     def draws(self) -> LabelDraws:
         """The draws recorded on the run so far."""
