@@ -12,17 +12,21 @@ import pytest
 
 from evalkit import ConfigError, Selection, evaluate
 from evalkit.dataset import LabelFileInvalid
-from evalkit.records import HumanLabel, ItemResult, ScoredRun, TypeResult, names
+from evalkit.records import HumanLabel, ItemResult, MetricPoint, ScoredRun, TypeResult, names
 from evalkit.reports import render_reports
 from evalkit.run import LabelSession, build_plan, compare, import_labels, load_side, record_plan
 from evalkit.stats import (
     DrawnEntry,
     LabelDraw,
+    LabelDraws,
+    Stratum,
     check_judge,
     checks_for,
     judge_points,
     judge_stability,
+    labels_for_half_width,
     rogan_gladen,
+    stratified_ppi_mean,
 )
 from evalkit.tracking import Tracker
 from tests.builders import RecordingComponent, config_for, entry, write_dataset
@@ -238,7 +242,10 @@ def test_compare_gates_the_gap_between_corrected_accuracies(tmp_path: Path,
     half = 1.959964 * math.hypot(ca.standard_error, cb.standard_error)
     assert (result.corrected.low, result.corrected.high) == pytest.approx(
         (result.corrected.gap - half, result.corrected.gap + half), abs=1e-5)
-    assert result.to_json()["corrected_gap"]["gap"] == result.corrected.gap
+    assert result.to_json()["corrected_gap"] == {
+        "gap": result.corrected.gap, "standard_error": result.corrected.standard_error,
+        "low": result.corrected.low, "high": result.corrected.high}
+    assert result.corrected.standard_error == math.hypot(ca.standard_error, cb.standard_error)
     assert str(result.verdict) == "no noise floor measured: run replicates first"
 
 
@@ -279,6 +286,7 @@ def test_the_judges_stability_from_its_votes() -> None:
     assert (stability.repeats, stability.items, stability.changed) == (3, 4, 2)
     assert stability.flip_rate == 0.5
     assert stability.disagreement is not None and stability.disagreement.p == 2 / 12
+    assert stability.disagreement.source == "judge"
     # majority of 3 wrong when 2 or 3 votes are: 3 p² (1 - p) + p³ at p = 1/6
     assert stability.majority_error == pytest.approx(16 / 216)
     assert (stability.failures, stability.failures_from_judge) == (2, 1)
@@ -316,3 +324,72 @@ def test_a_session_on_a_type_without_labels_or_draw_ends_with_its_check(
     assert session.draw is None and session.order == ["s1", "s2"]
     after = session.finish()
     assert after.checks["smoke"].labels == 0 and after.verdict == "PASS"
+
+
+def test_the_check_passes_its_level_on_and_names_its_type_and_scorer() -> None:
+    at_90 = check_judge(RESULT, LABELS, DRAW, confidence=0.9)
+    strata = {True: Stratum(20, [i < 8 for i in range(10)]),
+              False: Stratum(10, [i < 3 for i in range(10)])}
+    assert at_90.corrected == stratified_ppi_mean(strata, 0.9)
+    assert at_90.budget == labels_for_half_width(strata, 0.05, 0.9)
+    assert at_90.agreement is not None and at_90.agreement.tpr is not None
+    assert at_90.agreement.tpr.confidence == 0.9
+    assert (at_90.test_type, at_90.scorer, at_90.entries, at_90.drawn) == (
+        "functional", "llm_judge", 30, 20)
+    unlabelled = check_judge(RESULT, [], None)
+    assert unlabelled.agreement is None and unlabelled.labels == 0
+    # before a draw the run's own verdicts give N_h, with no label yet
+    assert unlabelled.budget == labels_for_half_width(
+        {True: Stratum(20, ()), False: Stratum(10, ())}, 0.05)
+    assert unlabelled.more_needed == {True: 10, False: 10}
+
+
+def test_the_checks_json_and_metrics_hold_every_figure() -> None:
+    check = check_judge(RESULT, LABELS, DRAW)
+    c, rg, a = check.corrected, check.rogan_gladen, check.agreement
+    assert c is not None and rg is not None and a is not None
+    assert check.budget is None  # 30 entries cannot give +-0.05
+    assert a.kappa is not None and a.ac1 is not None
+    assert check.to_json() == {
+        "scorer": "llm_judge", "entries": 30, "drawn": 20, "labels_drawn": 20,
+        "labels_by_choice": 0,
+        "corrected": {"method": "stratified PPI", "estimate": c.estimate,
+                      "standard_error": c.standard_error, "confidence": 0.95, "low": c.low,
+                      "high": c.high, "labels": 20, "entries": 30},
+        "rogan_gladen": {"method": rg.method, "estimate": rg.estimate,
+                         "standard_error": rg.standard_error, "confidence": 0.95,
+                         "low": rg.low, "high": rg.high, "labels": 20, "entries": 30},
+        "label_entry_ids": list(check.drawn_labels),
+        "more_labels_needed": {"pass": 0, "fail": 0},
+        "agreement": {"confusion": {"tp": 8, "fp": 2, "fn": 3, "tn": 7},
+                      "tpr": 8 / 11, "tnr": 7 / 9, "precision": 8 / 10,
+                      "kappa": a.kappa.value, "ac1": a.ac1.value, "prevalence": 11 / 20},
+        "judge_stability": None,
+        "budget": None}
+    wide = check_judge(RESULT, LABELS, DRAW, half_width=0.2)
+    b = wide.budget
+    assert b is not None and wide.to_json()["budget"] == {
+        "half_width": 0.2, "total": b.total, "more": b.more,
+        "needed": {"pass": b.needed[True], "fail": b.needed[False]}}
+    assert judge_points(check) == [
+        MetricPoint("functional_labels_drawn", 20), MetricPoint("functional_labels_by_choice", 0),
+        MetricPoint("functional_accuracy_corrected", c.estimate),
+        MetricPoint("functional_accuracy_corrected_low", c.low),
+        MetricPoint("functional_accuracy_corrected_high", c.high),
+        MetricPoint("functional_judge_tpr", 8 / 11), MetricPoint("functional_judge_tnr", 7 / 9),
+        MetricPoint("functional_judge_kappa", a.kappa.value)]
+
+
+def test_a_runs_draws_are_a_document_read_back_whole() -> None:
+    draws = LabelDraws({"functional": DRAW})
+    doc = draws.to_json()
+    assert doc["format"] == "evalkit.label-draws/1"
+    assert doc["types"]["functional"]["seed"] == 7
+    assert doc["types"]["functional"]["entries"] == {"pass": 20, "fail": 10}
+    assert doc["types"]["functional"]["drawn"][0] == {
+        "entry_id": "p00", "verdict": True, "inclusion_probability": 0.5}
+    assert doc["types"]["functional"]["drawn"][-1] == {
+        "entry_id": "f09", "verdict": False, "inclusion_probability": 1.0}
+    assert LabelDraws.from_json(json.loads(json.dumps(doc))) == draws
+    with pytest.raises(ValueError, match="unsupported label-draws format"):
+        LabelDraws.from_json({**doc, "format": "other"})
