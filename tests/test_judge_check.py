@@ -391,5 +391,41 @@ def test_a_runs_draws_are_a_document_read_back_whole() -> None:
     assert doc["types"]["functional"]["drawn"][-1] == {
         "entry_id": "f09", "verdict": False, "inclusion_probability": 1.0}
     assert LabelDraws.from_json(json.loads(json.dumps(doc))) == draws
-    with pytest.raises(ValueError, match="unsupported label-draws format"):
+    with pytest.raises(ValueError, match="unsupported label-draws format 'other'"):
         LabelDraws.from_json({**doc, "format": "other"})
+
+
+def test_the_level_reaches_every_estimate_and_unequal_draws_weigh_their_labels() -> None:
+    # 14 of the 20 passes drawn (12 people pass), all 10 failures (3 people pass)
+    draw = LabelDraw(3, {True: 20, False: 10},
+                     tuple([DrawnEntry(e, True, 0.7) for e in PASSES[:14]]
+                           + [DrawnEntry(e, False, 1.0) for e in FAILURES]))
+    labels = ([HumanLabel(e, "functional", i < 12, "ann") for i, e in enumerate(PASSES[:14])]
+              + [HumanLabel(e, "functional", i < 3, "ann") for i, e in enumerate(FAILURES)])
+    check = check_judge(RESULT, labels, draw, confidence=0.9)
+    w_pass, w_fail = 20 / 14, 10 / 10
+    scale = 24 / (14 * w_pass + 10 * w_fail)
+    expected = rogan_gladen(20, 30, (12 * w_pass * scale, (12 * w_pass + 3 * w_fail) * scale),
+                            (7 * w_fail * scale, (2 * w_pass + 7 * w_fail) * scale), 0.9)
+    assert check.rogan_gladen is not None and expected is not None
+    assert (check.rogan_gladen.low, check.rogan_gladen.high) == pytest.approx(
+        (expected.low, expected.high))
+    assert checks_for(ScoredRun((RESULT,)), labels, {"functional": draw}, 0.9) == {
+        "functional": check}
+
+
+def test_an_uncorrected_check_names_no_label_entries_and_its_missing_rates() -> None:
+    few = [x for x in LABELS if x.entry_id not in FAILURES[6:]]
+    assert check_judge(RESULT, few, DRAW).to_json()["label_entry_ids"] == []
+    assert check_judge(RESULT, [], None).to_json()["agreement"] is None
+    everyone_passes = [HumanLabel(e, "functional", True, "ann") for e in PASSES[:10]]
+    agreement = check_judge(RESULT, everyone_passes, DRAW).to_json()["agreement"]
+    assert (agreement["tpr"], agreement["tnr"], agreement["kappa"]) == (1.0, None, None)
+
+
+def test_compare_corrects_a_gap_only_when_both_runs_are_corrected(tmp_path: Path,
+                                                                  tracker: Tracker) -> None:
+    a = labelled_run(tmp_path / "a", tracker, LABEL_SAMPLE=20)
+    b = labelled_run(tmp_path / "b", tracker)  # labels but no draw: no correction
+    (result,) = compare(load_side(tracker.reader, a.run_id), load_side(tracker.reader, b.run_id))
+    assert result.corrected is None and result.to_json()["corrected_gap"] is None

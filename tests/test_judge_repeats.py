@@ -153,6 +153,12 @@ def test_a_tie_fails(tmp_path: Path, tracker: Tracker, monkeypatch: pytest.Monke
         "late": (False, (False, True))}
     assert items["tie"].error is None  # a tie is a verdict, not an error
     assert judge.calls("for tie.") == judge.calls("for both.") == 2
+    assert tracker.reader.stored(outcome.run_id).params["judge_repeats"] == "2"
+    # the stability in the run's --json: 2 of 3 items changed the judge's mind
+    stability = outcome.checks["functional"].to_json()["judge_stability"]
+    assert stability == {"repeats": 2, "items": 3, "flip_rate": 2 / 3,
+                         "majority_error": pytest.approx(1 - (2 / 3) ** 2),
+                         "failures": 2, "failures_from_judge": 2}
 
 
 def test_an_invalid_reply_is_a_fail_vote_and_marks_the_item(

@@ -164,7 +164,7 @@ def _strata(items: Mapping[str, ItemResult], latest: Mapping[str, HumanLabel],
         verdicts = [i.passed for i in items.values()]
         return {h: Stratum(verdicts.count(h), ()) for h in (True, False)}
     verdict = {d.entry_id: d.verdict for d in draw.drawn}
-    return {h: Stratum(draw.entries.get(h, 0), tuple(
+    return {h: Stratum(draw.entries[h], tuple(
         latest[e].passed == items[e].expected_pass for e in drawn_ids
         if verdict[e] is h)) for h in (True, False)}
 

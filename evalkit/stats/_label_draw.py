@@ -72,8 +72,7 @@ class LabelDraws:
     def to_json(self) -> dict[str, Any]:
         return {"format": DRAWS_FORMAT, "types": {
             test_type: {"seed": d.seed,
-                        "entries": {"pass": d.entries.get(True, 0),
-                                    "fail": d.entries.get(False, 0)},
+                        "entries": {"pass": d.entries[True], "fail": d.entries[False]},
                         "drawn": [{"entry_id": e.entry_id, "verdict": e.verdict,
                                    "inclusion_probability": e.inclusion_probability}
                                   for e in d.drawn]}
