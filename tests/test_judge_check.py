@@ -22,6 +22,7 @@ from evalkit.stats import (
     Stratum,
     check_judge,
     checks_for,
+    judge_checks,
     judge_points,
     judge_stability,
     labels_for_half_width,
@@ -181,6 +182,9 @@ def test_a_run_with_labels_is_gated_on_its_corrected_accuracy(tmp_path: Path,
     assert reports == {**reports, **{p.name: p.read_text() for p in outcome.reports}}
     check = outcome.checks["functional"]
     assert check.to_json()["label_entry_ids"] == list(check.drawn_labels)
+    at_90 = judge_checks(record, 0.9)["functional"].corrected
+    assert at_90 is not None and at_90.confidence == 0.9 and at_90.high - at_90.low < \
+        m.corrected.high - m.corrected.low
 
 
 def test_without_a_draw_the_labels_are_agreement_only(tmp_path: Path, tracker: Tracker) -> None:
@@ -293,6 +297,9 @@ def test_the_judges_stability_from_its_votes() -> None:
     check = check_judge(result, [], None)
     assert check.stability == stability
     assert {p.key: p.value for p in judge_points(check)}["repeatability_judge_flip_rate"] == 0.5
+    assert check.to_json()["judge_stability"] == {
+        "repeats": 3, "items": 4, "flip_rate": 0.5, "majority_error": pytest.approx(16 / 216),
+        "failures": 2, "failures_from_judge": 1}
     assert judge_stability(TypeResult("functional", "llm_judge", (item("x", True),))) is None
 
 
@@ -412,6 +419,12 @@ def test_the_level_reaches_every_estimate_and_unequal_draws_weigh_their_labels()
         (expected.low, expected.high))
     assert checks_for(ScoredRun((RESULT,)), labels, {"functional": draw}, 0.9) == {
         "functional": check}
+    strata = {True: Stratum(20, [i < 12 for i in range(14)]),
+              False: Stratum(10, [i < 3 for i in range(10)])}
+    wide = check_judge(RESULT, labels, draw, confidence=0.9, half_width=0.2)
+    assert wide.budget is not None
+    assert wide.budget == labels_for_half_width(strata, 0.2, 0.9)
+    assert wide.budget != labels_for_half_width(strata, 0.2, 0.95)
 
 
 def test_an_uncorrected_check_names_no_label_entries_and_its_missing_rates() -> None:

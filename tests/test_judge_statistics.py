@@ -288,3 +288,20 @@ def test_a_budget_of_exactly_every_entry_is_still_a_budget() -> None:
     budget = labels_for_half_width({True: Stratum(112, [True] * 8 + [False] * 2),
                                     False: Stratum(28, [True] * 2 + [False] * 8)}, 0.08)
     assert budget is not None and dict(budget.needed) == {True: 112, False: 28}
+
+
+def test_agreement_intervals_stay_within_minus_one_and_one() -> None:
+    # 8 agree on pass, 1 on fail, 1 disagrees: c + t x SE passes 1 for both coefficients
+    pairs = [(True, True)] * 8 + [(False, False)] + [(True, False)]
+    ac1, kappa = gwets_ac1(pairs), cohens_kappa(pairs)
+    assert ac1 is not None and kappa is not None
+    assert ac1.value + 2.262 * ac1.standard_error > 1 and ac1.high == 1.0
+    assert kappa.value + 2.262 * kappa.standard_error > 1 and kappa.high == 1.0
+    # ten disagreements on a two-way split: kappa -1 with no spread, its bound -1
+    opposed = [(True, False)] * 5 + [(False, True)] * 5
+    worst = cohens_kappa(opposed)
+    assert worst is not None and (worst.value, worst.low) == (-1.0, -1.0)
+    wide = cohens_kappa([(True, False)] * 4 + [(False, True)] * 3 + [(True, True)] * 2
+                        + [(False, False)])
+    assert wide is not None and wide.value - 2.262 * wide.standard_error < -1
+    assert wide.low == -1.0
