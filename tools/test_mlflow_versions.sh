@@ -21,7 +21,7 @@ for version in "$@"; do
   started=$(date +%s)
   "$venv/bin/python" -m pip install --quiet "mlflow==$version" -e . \
     'pytest>=8,<10' 'pytest-xdist>=3.6,<4' 'pytest-timeout>=2.3,<3' 'hypothesis>=6.100,<7' \
-    'psycopg2-binary>=2.9,<3'
+    'psycopg2-binary>=2.9,<3' 'pexpect>=4.8,<5'
   echo "installed in $(( $(date +%s) - started )) s"
   installed=$("$venv/bin/python" -c 'import mlflow; print(mlflow.__version__)')
   [ "$installed" = "$version" ] || fail "asked for MLflow $version, got $installed"
