@@ -86,6 +86,11 @@ class TypeResult:
     items: tuple[ItemResult, ...]
     skipped: tuple[SkippedGroup, ...] = ()
 
+    @property
+    def per_entry(self) -> bool:
+        """Every item is one entry (not a bias group): what people's labels can name."""
+        return not self.skipped and all(len(i.entry_ids) == 1 for i in self.items)
+
 
 @dataclass(frozen=True)
 class HumanReviewItem:

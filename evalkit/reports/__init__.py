@@ -22,10 +22,9 @@ from evalkit.stats import (
     Calibration,
     Plan,
     StabilityDocument,
-    TypeMetrics,
     corrected_metrics,
     judge_checks,
-    threshold_from_params,
+    recorded_metrics,
 )
 
 
@@ -41,10 +40,8 @@ def render_reports(record: RunRecord) -> dict[str, str]:
     assert record.evaluation is not None
     reports = {}
     checks = judge_checks(record)
-    typed = list(zip(record.evaluation.types, corrected_metrics([TypeMetrics.from_mlflow(
-        result.test_type, record.metrics, record.histories,
-        threshold_from_params(result.test_type, record.params))
-        for result in record.evaluation.types], checks), strict=True))
+    typed = list(zip(record.evaluation.types,
+                     corrected_metrics(recorded_metrics(record), checks), strict=True))
     for result, metrics in typed:
         reports[names.report_name(result.test_type)] = type_report(record, result, metrics)
     reports[names.SUMMARY_REPORT] = summary_report(

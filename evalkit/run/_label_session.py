@@ -17,13 +17,12 @@ from evalkit.scorers import JudgePrompt
 from evalkit.stats import (
     JudgeCheck,
     LabelDraws,
-    TypeMetrics,
     check_judge,
     corrected_metrics,
     judge_checks,
     judge_points,
     latest_labels,
-    threshold_from_params,
+    recorded_metrics,
 )
 from evalkit.tracking import RunLabels, Tracker
 
@@ -144,7 +143,7 @@ def after_labels(tracker: Tracker, store: RunLabels, run_id: str,
     draws = LabelDraws.from_json(doc).by_type if doc else {}
     mine = {t: checks.get(t) or check_judge(record.evaluation.type_result(t), record.labels,
                                             draws.get(t)) for t in types}
-    metrics = _metrics(record, checks)
+    metrics = corrected_metrics(recorded_metrics(record), checks)
     verdict = "PASS" if all(m.passed for m in metrics) else "FAIL"
     before = record.tags.get(names.VERDICT_TAG)
     tags = None if verdict == before else {
@@ -152,14 +151,6 @@ def after_labels(tracker: Tracker, store: RunLabels, run_id: str,
         names.DESCRIPTION_TAG: run_description(metrics, list(render_reports(record)))}
     store.log([p for c in mine.values() for p in judge_points(c)], tags)
     return LabelOutcome(mine, before, verdict, tuple(f for m in metrics for f in m.failures))
-
-
-def _metrics(record: RunRecord, checks: Mapping[str, JudgeCheck]) -> tuple[TypeMetrics, ...]:
-    assert record.evaluation is not None
-    return corrected_metrics([TypeMetrics.from_mlflow(
-        r.test_type, record.metrics, record.histories,
-        threshold_from_params(r.test_type, record.params)) for r in record.evaluation.types],
-        checks)
 
 
 def _chosen_type(record: RunRecord, types: Mapping[str, TypeResult], wanted: str | None) -> str:

@@ -15,13 +15,15 @@ from collections.abc import Collection, Mapping, Sequence
 from pathlib import Path
 
 from evalkit._errors import ConfigError
-from evalkit.dataset import BIAS, Dataset, read_label_file
+from evalkit.dataset import Dataset, read_label_file
 from evalkit.records import HumanLabel, ScoredRun, TypeResult, names
 from evalkit.stats import (
     MIN_LABELS_PER_CLASS,
     LabelDraw,
     LabelDraws,
+    Stratum,
     draw_for_labels,
+    labels_missing,
 )
 from evalkit.tracking import (
     Assessment,
@@ -37,7 +39,7 @@ logger = logging.getLogger("evalkit")
 def labellable_types(scored: ScoredRun) -> dict[str, TypeResult]:
     """The run's types whose items are single entries (a bias group is not labelled)."""
     return {r.test_type: r for r in scored.types
-            if r.test_type != BIAS and all(len(i.entry_ids) == 1 for i in r.items)}
+            if r.per_entry}
 
 
 def draw_seed(run_id: str, test_type: str, seed: int | None = None) -> int:
@@ -78,8 +80,9 @@ def draw_entries(labels: RunLabels, run_id: str, result: TypeResult, sample: int
 def smallest_useful_draw(verdicts: Mapping[str, bool]) -> int:
     """The smallest draw whose labels can give a corrected accuracy: ``MIN_LABELS_PER_CLASS``
     per scorer verdict, or all of a verdict's entries."""
-    counts = [sum(v is h for v in verdicts.values()) for h in (True, False)]
-    return sum(min(n, MIN_LABELS_PER_CLASS) for n in counts)
+    counts = list(verdicts.values())
+    unlabelled = {h: Stratum(counts.count(h), ()) for h in (True, False)}
+    return sum(labels_missing(unlabelled).values())
 
 
 def label_order(draw: LabelDraw) -> list[str]:

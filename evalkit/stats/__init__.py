@@ -45,7 +45,12 @@ from evalkit.stats._judge import (
 )
 from evalkit.stats._judge_stability import JudgeStability, judge_stability
 from evalkit.stats._label_draw import DrawnEntry, LabelDraw, LabelDraws, draw_for_labels
-from evalkit.stats._metrics import TypeMetrics, threshold_from_params, threshold_params
+from evalkit.stats._metrics import (
+    TypeMetrics,
+    recorded_metrics,
+    threshold_from_params,
+    threshold_params,
+)
 from evalkit.stats._one_run import (
     STABILITY_TOLERANCE_PP,
     ConfusionMatrix,
@@ -99,6 +104,7 @@ __all__ = [
     "cumulative_series", "disagreement", "items_and_replicates_t_interval",
     "latency_percentiles", "nested_bootstrap_variance", "replicate_mean_t_interval",
     "replicate_seed", "replicate_stability", "replicates_for_half_width",
-    "threshold_from_params", "threshold_params", "variance_times_budget", "vote_table",
+    "recorded_metrics", "threshold_from_params", "threshold_params", "variance_times_budget",
+    "vote_table",
     "whole_replicate_bootstrap", "whole_replicate_bootstrap_variance", "wilson_interval",
 ]

@@ -205,7 +205,7 @@ def checks_for(scored: ScoredRun, labels: Sequence[HumanLabel],
     labelled = {label.test_type for label in labels}
     return {r.test_type: check_judge(r, labels, draws.get(r.test_type), confidence)
             for r in scored.types
-            if all(len(i.entry_ids) == 1 for i in r.items)
+            if r.per_entry
             and (r.scorer == "llm_judge" or r.test_type in labelled or r.test_type in draws)}
 
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
-from evalkit.records import MetricPoint, Threshold, TypeNames, TypeResult
+from evalkit.records import MetricPoint, RunRecord, Threshold, TypeNames, TypeResult
 from evalkit.stats._corrected import CorrectedAccuracy
 from evalkit.stats._one_run import (
     Convergence,
@@ -116,6 +116,14 @@ class TypeMetrics:
             ci_high=metrics.get(n.ci_upper),
             cumulative_accuracy=tuple(histories.get(n.cumulative_accuracy, ())),
             cumulative_f1=tuple(histories.get(n.cumulative_f1, ())), threshold=threshold)
+
+
+def recorded_metrics(record: RunRecord) -> tuple[TypeMetrics, ...]:
+    """Each scored type's metrics as a run holds them, with the threshold it logged."""
+    assert record.evaluation is not None
+    return tuple(TypeMetrics.from_mlflow(r.test_type, record.metrics, record.histories,
+                                         threshold_from_params(r.test_type, record.params))
+                 for r in record.evaluation.types)
 
 
 def threshold_params(test_type: str, threshold: Threshold) -> dict[str, str]:
