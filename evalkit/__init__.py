@@ -10,6 +10,7 @@ from evalkit._errors import (
     DatasetInvalid,
     EvalkitError,
     ExitStatus,
+    NotFound,
     RunInterrupted,
     TrackingError,
 )
@@ -54,7 +55,8 @@ __all__ = [
     "confusion_matrix", "ConfusionMatrix", "Convergence", "convergence", "cumulative_series",
     "Dataset", "DatasetInvalid", "Entry", "EvalConfig", "EvalkitError", "evaluate",
     "evaluate_calibration", "evaluate_replicates", "EvaluationOutcome", "ExitStatus",
-    "lint_dataset", "LintReport", "LintViolation", "load_dataset", "Progress", "ProgressDisplay",
-    "ProviderError", "resume", "RetryPolicy", "run_eval_script", "RunInterrupted", "ScoreResult",
-    "Selection", "Stop", "Threshold", "TrackingError", "wilson_interval", "WilsonInterval",
+    "lint_dataset", "LintReport", "LintViolation", "load_dataset", "NotFound", "Progress",
+    "ProgressDisplay", "ProviderError", "resume", "RetryPolicy", "run_eval_script",
+    "RunInterrupted", "ScoreResult", "Selection", "Stop", "Threshold", "TrackingError",
+    "wilson_interval", "WilsonInterval",
 ]

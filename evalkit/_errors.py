@@ -44,6 +44,11 @@ class ConfigError(EvalkitError):
     exit_status = ExitStatus.USAGE
 
 
+class NotFound(ConfigError):
+    """What a command names (an experiment, a run id, a prefix of one) is not in the tracking
+    store: a usage error, not a failure of the store."""
+
+
 class DatasetInvalid(EvalkitError):
     """The golden dataset failed lint; carries every violation found."""
 

@@ -23,7 +23,7 @@ from typing import Any
 
 import pytest
 
-from evalkit import EvalConfig, Selection, Stop, TrackingError, evaluate
+from evalkit import EvalConfig, NotFound, Selection, Stop, evaluate
 from evalkit.cli._signals import stopping_on_signals
 from evalkit.records import names
 from evalkit.run import build_plan, evaluate_calibration, evaluate_replicates, record_plan
@@ -104,14 +104,55 @@ def test_a_run_reference_resolves_by_id_prefix_or_experiment_and_refuses_the_unk
     reader = tracker.reader
     for reference in (outcome.run_id, outcome.run_id[:8], "cli/tests"):
         assert reader.resolve(reference) == outcome.run_id
-    with pytest.raises(TrackingError, match=r"no run at memory: has an id starting with "
-                                            r"'ffff0000': give more of the run id"):
+    with pytest.raises(NotFound, match=r"no run at memory: has an id starting with "
+                                       r"'ffff0000': give more of the run id"):
         reader.resolve("ffff0000")
-    with pytest.raises(TrackingError, match=f"run {'0' * 32} not found") as raised:
+    with pytest.raises(NotFound, match=f"run {'0' * 32} not found") as raised:
         reader.fetch(reader.resolve("0" * 32))
-    assert raised.value.exit_status == 4
-    with pytest.raises(TrackingError, match="no experiment 'cli/other'"):
+    assert raised.value.exit_status == 2  # a usage error: the store answered
+    with pytest.raises(NotFound, match=r"no experiment 'cli/other' at memory: \(and it is not "
+                                       "a run id"):
         reader.resolve("cli/other")
+
+
+UNKNOWN = {
+    "history": ["history", "nosuch/exp"],
+    "report (prefix)": ["report", "ffff0000"],
+    "report (experiment)": ["report", "nosuch/exp"],
+    "report (run id)": ["report", "f" * 32],
+    "compare": ["compare", "zzzz", "cli/tests"],
+    "plan": ["plan", "nosuch/exp"],
+    "label": ["label", "ffff0000", "--from", "labels.csv"],
+}
+
+
+@pytest.mark.parametrize("command", list(UNKNOWN))
+def test_an_unknown_experiment_run_or_prefix_is_a_usage_error(
+        tmp_path: Path, tracker: Tracker, monkeypatch: pytest.MonkeyPatch,
+        capsys: pytest.CaptureFixture[str], command: str) -> None:
+    dataset = write_dataset(tmp_path / "ds", {"f": entry("functional")})
+    config = EvalConfig.from_constants({**CONSTANTS, "DATASET_PATH": str(dataset),
+                                        "REPORTS_DIR": str(tmp_path / "reports")}, "eval.py")
+    evaluate(config, RecordingComponent(), Selection("functional"), tracker=tracker,
+             runs_dir=tmp_path / "runs")
+    (tmp_path / "labels.csv").write_text("entry_id,test_type,verdict\n", encoding="utf-8")
+    monkeypatch.setattr("evalkit.cli._main.Tracker", lambda *args, **kwargs: tracker)
+    capsys.readouterr()
+    assert evalkit_command(*UNKNOWN[command]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and err.startswith("error: ") and "memory" in err, err
+    assert re.search(r"nosuch/exp|ffff0000|'zzzz'|f{32}", err)
+
+
+def test_resuming_an_unknown_run_is_a_usage_error(
+        tmp_path: Path, tracker: Tracker, monkeypatch: pytest.MonkeyPatch,
+        capsys: pytest.CaptureFixture[str]) -> None:
+    write_dataset(tmp_path / "ds", {"a": entry("functional")})
+    monkeypatch.setattr("evalkit.run._evaluate.Tracker", lambda *args, **kwargs: tracker)
+    component = RecordingComponent()
+    assert eval_script(CONSTANTS, component, "--resume", "f" * 32) == 2
+    assert f"error: run {'f' * 32} not found at memory" in capsys.readouterr().err
+    assert component.calls == []
 
 
 # --- a job started with SIGINT ignored, in-process -----------------------------------------------

@@ -232,6 +232,44 @@ def test_contrast_between_two_systems_over_replicates(tmp_path: Path,
     assert "(covers ≈ 0.75, not 0.95)" in report  # the bootstrap at 3 replicates
 
 
+def test_plan_reads_a_series_named_by_its_id_and_refuses_a_series_against_itself(
+        tmp_path: Path, tracker: Tracker, monkeypatch: pytest.MonkeyPatch,
+        capsys: pytest.CaptureFixture[str]) -> None:
+    dataset = write_dataset(tmp_path / "ds", {f"q{i}": entry("functional") for i in range(6)})
+    series = {}
+    for name, right in (("plan/ids-a", 5), ("plan/ids-b", 2)):
+        config = EvalConfig.from_constants({
+            "EXPERIMENT_NAME": name, "DATASET_PATH": str(dataset),
+            "REPORTS_DIR": str(tmp_path / name), "EVAL_MIN_ACCURACY": 0.0, "REPLICATES": 2},
+            "eval.py")
+        series[name] = [evaluate_replicates(
+            config, lambda e, c, right=right: "a" if int(e.id[1:]) < right else "x",
+            Selection("all"), tracker=tracker, runs_dir=tmp_path / "runs").parent_run_id
+            for _ in range(2)]
+    older_a, latest_a = series["plan/ids-a"]
+    # A run id prefix reads that series, not the experiment's latest; B by prefix too.
+    plan = build_plan(tracker, older_a[:8], against=series["plan/ids-b"][0][:6])
+    assert plan.experiment == "plan/ids-a" and plan.allocation_run == older_a
+    (contrast,) = plan.contrasts
+    assert contrast.differences == pytest.approx((0.5, 0.5))  # (5 - 2) / 6 in each replicate
+    assert build_plan(tracker, "plan/ids-a").allocation_run == latest_a
+
+    monkeypatch.setattr("evalkit.cli._main.Tracker", lambda *args, **kwargs: tracker)
+    for a, b in ((latest_a[:8], "plan/ids-a"), (latest_a, latest_a[:5])):
+        capsys.readouterr()
+        assert evalkit_command("plan", a, "--against", b, "--output", tmp_path / "r") == 2
+        err = capsys.readouterr().err
+        assert err == (f"error: {a!r} and --against {b!r} are the same replicate series "
+                       f"({latest_a}): a system contrasted with itself differs by nothing; "
+                       "name the other system's series\n")
+    assert evalkit_command("plan", older_a[:8], "--against", latest_a[:8],
+                           "--output", tmp_path / "r") == 0  # two series of one system
+    assert "mlflow: planning run " in capsys.readouterr().out
+    capsys.readouterr()
+    assert evalkit_command("plan", "plan/ids-a", "--against", "ffff0000") == 2
+    assert "no run at memory: has an id starting with 'ffff0000'" in capsys.readouterr().err
+
+
 def sampled(entry: Entry, call: Call) -> Any:
     """Right about 80% of the time, the same answer for the same seed, entry and repeat."""
     rng = random.Random(f"{call.seed}:{entry.id}:{call.repeat}")

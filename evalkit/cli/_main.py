@@ -90,7 +90,10 @@ def main(argv: Sequence[str] | None = None) -> int:
                     "N each needs, the items-vs-replicates optimum, and, with --against, "
                     "intervals for the contrast between two systems. Calls no component; logs "
                     "a planning run and writes reports/report-planning.md.")
-    plan.add_argument("experiment", metavar="EXPERIMENT")
+    plan.add_argument("experiment", metavar="EXPERIMENT",
+                      help="experiment name (its latest runs), or a run id or its first 4 or "
+                           "more characters: a replicate series' parent, or a run with "
+                           "repeatability entries, read instead of the latest")
     plan.add_argument("--target-error", type=float, default=0.01,
                       help="error an aggregated verdict may have (default: 0.01)")
     plan.add_argument("--max-n", type=int, default=20, help="largest N in the table (20)")
@@ -99,7 +102,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     plan.add_argument("--item-cost", type=float, default=1.0,
                       help="cost b of one more item (writing and reviewing it); default 1")
     plan.add_argument("--against", metavar="OTHER",
-                      help="a second system: experiment name or replicate-parent run id")
+                      help="a second system: experiment name (its latest replicate "
+                           "series) or a series' parent run id or its first 4 or more "
+                           "characters; not EXPERIMENT's own series")
     plan.add_argument("--contrasts", type=int, metavar="K",
                       help="contrasts in the family for Bonferroni (default: shared types)")
     plan.add_argument("--half-width", type=float, metavar="W",
@@ -242,7 +247,7 @@ def _plan(args: argparse.Namespace) -> int:
         print(json.dumps({"run_id": run_id, **plan.to_json()}, indent=1))
     else:
         print(report)
-        print(f"wrote: {path}\nmlflow: planning run {run_id} in {args.experiment}")
+        print(f"wrote: {path}\nmlflow: planning run {run_id} in {plan.experiment}")
     return ExitStatus.OK
 
 

@@ -16,7 +16,7 @@ from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
 
-from evalkit._errors import TrackingError
+from evalkit._errors import ConfigError, NotFound
 from evalkit.dataset import REPEATABILITY
 from evalkit.records import ItemCell, Mode, RunRecord, SeriesItems, TypeNames, names
 from evalkit.reports import render_reports
@@ -44,13 +44,22 @@ from evalkit.stats import (
 from evalkit.tracking import RunReader, StoredRun, Tracker, source_tags
 
 
-def build_plan(tracker: Tracker, experiment: str, *, target_error: float = 0.01,
+def build_plan(tracker: Tracker, reference: str, *, target_error: float = 0.01,
                max_n: int = 20, against: str | None = None, contrast_count: int | None = None,
                half_width: float | None = None, replicate_cost: float = 1.0,
                item_cost: float = 1.0) -> Plan:
-    """Everything ``evalkit plan`` prints, from the experiment's runs in MLflow."""
+    """Everything ``evalkit plan`` prints, from the experiment's runs in MLflow.
+
+    ``reference`` names an experiment (its latest runs are read), or a run of one by its id or
+    a prefix of it: a replicate series' parent or a run with repeatability entries, read in
+    place of the experiment's latest of its kind."""
     reader = tracker.reader
+    named = None if reader.is_experiment(reference) else reader.stored(
+        reader.resolve(reference))
+    experiment = reference if named is None else reader.experiment_name(named)
     runs = [r for r in reader.evaluation_runs(experiment) if r.status == "FINISHED"]
+    if named is not None:  # the named run first: it is the one read for its kind
+        runs = [named, *(r for r in runs if r.run_id != named.run_id)]
     repeats_run = next((r for r in runs if Mode.of(r.tags) != Mode.REPLICATES
                         and REPEATABILITY in r.tags.get(names.TEST_TYPES_TAG, "").split(",")),
                        None)
@@ -76,15 +85,19 @@ def build_plan(tracker: Tracker, experiment: str, *, target_error: float = 0.01,
                 allocations[TypeNames.of_accuracy(metric.metric).test_type] = allocate(
                     metric.components, replicate_cost, item_cost)
     if not measured:
-        raise TrackingError(f"experiment {experiment!r} has no finished run with repeatability "
-                            "entries and no replicate series: run make eval (with "
-                            "repeatability entries) or make eval-replicates first")
+        raise NotFound(f"experiment {experiment!r} has no finished run with repeatability "
+                       "entries and no replicate series: run make eval (with repeatability "
+                       "entries) or make eval-replicates first")
     contrasts: tuple[ContrastPlan, ...] = ()
     if against is not None:
         if parent is None:
-            raise TrackingError(f"contrasts need replicates of {experiment!r}: run "
-                                "make eval-replicates first")
+            raise NotFound(f"contrasts need replicates of {experiment!r}: run "
+                           "make eval-replicates first")
         other = reader.fetch(reader.resolve(against, mode=Mode.REPLICATES))
+        if other.run_id == parent.run_id:
+            raise ConfigError(f"{reference!r} and --against {against!r} are the same replicate "
+                              f"series ({parent.run_id}): a system contrasted with itself "
+                              "differs by nothing; name the other system's series")
         contrasts = _contrasts(parent, other, contrast_count, half_width)
     return Plan(experiment, target_error, tuple(measured), allocations,
                 None if parent is None else parent.run_id, against, contrasts,
@@ -142,7 +155,8 @@ def _contrasts(a: RunRecord, b: RunRecord, contrast_count: int | None,
                half_width: float | None) -> tuple[ContrastPlan, ...]:
     """A minus B per shared test type, replicate r of A paired with replicate r of B."""
     if b.mode != Mode.REPLICATES:
-        raise TrackingError(f"run {b.run_id} is not a replicate series' parent")
+        raise ConfigError(f"run {b.run_id} is not a replicate series' parent: --against takes "
+                          "a series' parent run id, or an experiment (its latest series)")
     items_a = SeriesItems.from_json(a.documents[names.STABILITY_ITEMS_ARTIFACT]).types
     items_b = SeriesItems.from_json(b.documents[names.STABILITY_ITEMS_ARTIFACT]).types
     shared_types = [t for t in items_a if t in items_b]

@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from evalkit._errors import TrackingError
+from evalkit._errors import NotFound, TrackingError
 from evalkit.records import ReviewerVerdict, names
 from evalkit.tracking._backend import StoredRun
 from evalkit.tracking._journal import LoggedPoint, RunJournal
@@ -176,5 +176,5 @@ class MemoryBackend:
 
     def _journal(self, run_id: str) -> RunJournal:
         if run_id not in self.journals:
-            raise TrackingError(f"run {run_id} not found at {self.tracking_uri}")
+            raise NotFound(f"run {run_id} not found at {self.tracking_uri}")
         return self.journals[run_id]

@@ -13,7 +13,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from evalkit._errors import TrackingError
+from evalkit._errors import NotFound, TrackingError
 from evalkit.records import ReviewerVerdict
 from evalkit.tracking import _mlflow_genai as genai
 from evalkit.tracking import _mlflow_private as private
@@ -112,7 +112,7 @@ class MlflowBackend:
             return _stored(self._client.get_run(run_id))
         except MlflowException as err:
             if err.error_code in ("RESOURCE_DOES_NOT_EXIST", "INVALID_PARAMETER_VALUE"):
-                raise TrackingError(f"run {run_id} not found at {self.tracking_uri}: "
+                raise NotFound(f"run {run_id} not found at {self.tracking_uri}: "
                                     f"{self.hide_password(err.message)}") from None
             raise self._unreachable(err) from None
 

@@ -13,7 +13,7 @@ from collections.abc import Callable
 from dataclasses import replace
 from typing import Any
 
-from evalkit._errors import TrackingError
+from evalkit._errors import NotFound, TrackingError
 from evalkit.records import (
     MODE_DOCUMENTS,
     WITHOUT_EVALUATION,
@@ -69,12 +69,19 @@ class RunReader:
         """The run's page in the MLflow UI (see :func:`evalkit.tracking.run_url`)."""
         return run_url(self._backend.tracking_uri, run.experiment_id, run.run_id)
 
+    def experiment_name(self, run: StoredRun) -> str:
+        return self._backend.experiment_name(run.experiment_id)
+
+    def is_experiment(self, name: str) -> bool:
+        return self._backend.experiment_id(name, create=False) is not None
+
     def runs(self, experiment_name: str, limit: int = 1000) -> list[StoredRun]:
         """An experiment's runs, newest first."""
         experiment_id = self._backend.experiment_id(experiment_name, create=False)
         if experiment_id is None:
-            raise TrackingError(f"no experiment {experiment_name!r} at "
-                                f"{self._backend.tracking_uri}")
+            raise NotFound(f"no experiment {experiment_name!r} at "
+                           f"{self._backend.tracking_uri}: check the name (EXPERIMENT_NAME in "
+                           "eval.py) and MLFLOW_TRACKING_URI")
         return self._backend.runs(experiment_id, limit)
 
     def evaluation_runs(self, experiment_name: str) -> list[StoredRun]:
@@ -91,26 +98,29 @@ class RunReader:
         (of the given mode, e.g. a replicate series, when one is asked)."""
         if _RUN_ID.match(reference):
             return reference
-        if _RUN_ID_PREFIX.match(reference) and \
-                self._backend.experiment_id(reference, create=False) is None:
-            return self._run_with_prefix(reference)
+        if not self.is_experiment(reference):
+            if _RUN_ID_PREFIX.match(reference):
+                return self._run_with_prefix(reference)
+            raise NotFound(f"no experiment {reference!r} at {self._backend.tracking_uri} "
+                           "(and it is not a run id, 32 hex digits, nor the first 4 or more "
+                           "of one)")
         for run in self.evaluation_runs(reference):
             if run.status == "FINISHED" and (mode is None
                                              or run.tags.get(names.MODE_TAG) == mode):
                 return run.run_id
         kind = f"{mode} run" if mode else "run"
-        raise TrackingError(f"experiment {reference!r} has no finished {kind}"
-                            + (": run make eval-replicates for it first"
-                               if mode == Mode.REPLICATES else ""))
+        raise NotFound(f"experiment {reference!r} has no finished {kind}"
+                       + (": run make eval-replicates for it first"
+                          if mode == Mode.REPLICATES else ""))
 
     def _run_with_prefix(self, prefix: str) -> str:
         matches = self._backend.run_ids(prefix)
         if len(matches) != 1:
             found = ("no run" if not matches else
                      f"{len(matches)} runs ({', '.join(sorted(matches)[:5])})")
-            raise TrackingError(f"{found} at {self._backend.tracking_uri} has an id starting "
-                                f"with {prefix!r}: give more of the run id, or the experiment "
-                                "name")
+            raise NotFound(f"{found} at {self._backend.tracking_uri} has an id starting "
+                           f"with {prefix!r}: give more of the run id, or the experiment "
+                           "name")
         return matches[0]
 
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from evalkit._errors import TrackingError
+from evalkit._errors import NotFound, TrackingError
 from evalkit.records import ScoredRun, names
 from evalkit.tracking._backend import Backend, StoredRun
 from evalkit.tracking._journal import RunJournal, mark_synced
@@ -23,7 +23,7 @@ def upload_bundle(backend: Backend, folder: Path) -> str:
     backend.check_reachable()
     try:
         known: StoredRun | None = backend.run(journal.run_id)
-    except TrackingError:  # the server lost the run (or never had it: it began offline)
+    except (NotFound, TrackingError):  # the server lost the run (or it began offline)
         known = None
     if known is not None and known.status == "FINISHED" and journal.status != "FINISHED":
         raise TrackingError(f"run {known.run_id} was resumed and finished after the bundle in "
