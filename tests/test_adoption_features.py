@@ -6,6 +6,7 @@ as processes."""
 from __future__ import annotations
 
 import importlib.util
+import json
 import runpy
 import sys
 from pathlib import Path
@@ -138,8 +139,9 @@ def test_init_scaffolds_a_runnable_evaluation(
     assert f"next: cd {repo} && make eval" in capsys.readouterr().out
     assert (repo / "reports").is_dir()
     assert (repo / ".gitignore").read_text(encoding="utf-8") == (
-        "node_modules/\nmlruns/\n# evalkit: the local MLflow store and run folders\n"
-        "mlflow.db\n.evalkit/\n")
+        "node_modules/\nmlruns/\n# evalkit: the local MLflow store, run folders and generated "
+        "reports\nmlflow.db\nmlflow.db.lock\nmlflow.db-journal\nmlflow.db-wal\nmlflow.db-shm\n"
+        "mlartifacts/\n.evalkit/\nreports/*.md\nreports/*.png\nreports/stability.json\n")
     script = (repo / "eval.py").read_text(encoding="utf-8")
     assert 'EXPERIMENT_NAME = "my-repo/golden"' in script
     assert "examples" not in script
@@ -161,14 +163,36 @@ def test_init_scaffolds_a_runnable_evaluation(
 
 
 @pytest.mark.slow
-def test_init_then_make_eval_passes(tmp_path: Path) -> None:
+def test_init_then_make_eval_passes_and_leaves_git_clean(tmp_path: Path) -> None:
     repo = tmp_path / "my-repo"
     assert evalkit_command("init", repo) == 0
+    for git in (("init", "-q"), ("add", "-A"),
+                ("-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", "scaffold")):
+        assert run_command(repo, "git", *git).returncode == 0
     make = run_command(repo, "make", "eval", f"PYTHON={sys.executable}")
     assert make.returncode == 0, make.stderr
     assert "7 entries, valid" in make.stdout
     assert "PASS  repeatability_accuracy 1.000" in make.stdout  # request_id is not compared
     assert (repo / "reports" / "report-human-review.md").is_file()
+    assert (repo / "mlflow.db.lock").is_file()  # the store, its lock, runs and reports: ignored
+    status = run_command(repo, "git", "status", "--porcelain", "--untracked-files=all")
+    assert status.stdout == ""
+
+
+def test_scaffold_schema_takes_any_expected_output_until_narrowed(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert evalkit_command("init", tmp_path) == 0
+    data = tmp_path / "datasets" / "golden" / "data"
+    for name, answer in (("text", "Paris"), ("number", 42), ("list", ["a", "b"])):
+        (data / "functional" / f"{name}.json").write_text(json.dumps({
+            "$schema": "../../dataset.schema.json", "test_types": ["functional"],
+            "input": f"a question with a {name} answer", "expected_output": answer}),
+            encoding="utf-8")
+    capsys.readouterr()
+    assert evalkit_command("lint", tmp_path / "datasets" / "golden") == 0
+    assert "10 entries, valid" in capsys.readouterr().out
+    schema = json.loads((data.parent / "dataset.schema.json").read_text(encoding="utf-8"))
+    assert set(schema["properties"]["expected_output"]) == {"$comment"}
 
 
 def test_init_refuses_to_overwrite_and_lists_every_conflict(

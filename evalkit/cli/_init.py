@@ -14,7 +14,15 @@ from pathlib import Path, PurePosixPath
 
 from evalkit._errors import ConfigError
 
-GITIGNORE_LINES = ("mlflow.db", "mlruns/", ".evalkit/")
+GITIGNORE_LINES = (
+    # the local store: sqlite's database, its lock and the files of an open transaction
+    "mlflow.db", "mlflow.db.lock", "mlflow.db-journal", "mlflow.db-wal", "mlflow.db-shm",
+    "mlruns/",  # the artifacts of runs logged to the local store
+    "mlartifacts/",  # the artifacts of experiments created in `evalkit ui`
+    ".evalkit/",  # run journals and bundles
+    # generated reports; reports/replicates.lock.json stays, a rerun reads its seeds back
+    "reports/*.md", "reports/*.png", "reports/stability.json",
+)
 _NAME = re.compile(r"^[a-z0-9][a-z0-9._-]*$")
 
 
@@ -45,9 +53,9 @@ def scaffold(target: Path, component: str, dataset: str) -> list[Path]:
     missing = [line for line in GITIGNORE_LINES if line not in before.splitlines()]
     if missing:
         separator = "\n" if before and not before.endswith("\n") else ""
-        gitignore.write_text(before + separator + "# evalkit: the local MLflow store and run "
-                             "folders\n" + "".join(f"{line}\n" for line in missing),
-                             encoding="utf-8")
+        gitignore.write_text(before + separator + "# evalkit: the local MLflow store, run "
+                             "folders and generated reports\n"
+                             + "".join(f"{line}\n" for line in missing), encoding="utf-8")
         written.append(gitignore)
     return written
 
