@@ -211,3 +211,30 @@ def test_ui_prints_a_tracking_servers_own_url(capsys: pytest.CaptureFixture[str]
     assert evalkit_command("ui") == 0
     assert capsys.readouterr().out == \
         "the tracking server serves its own UI: http://127.0.0.1:5999\n"
+
+
+def test_init_dataset_beside_an_existing_eval_script_adds_only_that_dataset(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert evalkit_command("init", tmp_path) == 0
+    before = sorted(p for p in tmp_path.rglob("*") if p.is_file())
+    capsys.readouterr()
+    assert evalkit_command("init", "--dataset", "capitals", tmp_path) == 0
+    out = capsys.readouterr().out
+    added = sorted(set(p for p in tmp_path.rglob("*") if p.is_file()) - set(before))
+    folder = tmp_path / "datasets" / "capitals"
+    assert added and all(p.is_relative_to(folder) for p in added)
+    assert len(added) == 2 + len(SCAFFOLD_ENTRIES)  # README, schema and the example entries
+    assert out.splitlines()[-1] == 'next: point eval.py at it: DATASET_PATH = "datasets/capitals"'
+    assert "# capitals" in (folder / "README.md").read_text(encoding="utf-8")
+    assert evalkit_command("lint", folder) == 0
+    # Refused only when that folder exists: nothing else of the scaffold is in the way.
+    assert evalkit_command("init", "--dataset", "capitals", tmp_path) == 2
+    assert f"{folder} exists" in capsys.readouterr().err
+
+
+def test_init_dataset_beside_a_foreign_eval_script_still_refuses(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    (tmp_path / "eval.py").write_text("print('not evalkit')\n", encoding="utf-8")
+    assert evalkit_command("init", "--dataset", "capitals", tmp_path) == 2
+    assert "these exist:" in capsys.readouterr().err
+    assert [p.name for p in tmp_path.iterdir()] == ["eval.py"]

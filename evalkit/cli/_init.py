@@ -2,7 +2,8 @@
 
 Writes eval.py, datasets/<name>/, a Makefile and reports/, and adds the local store's lines
 to .gitignore. It never overwrites: when any file it would write exists, it writes nothing and
-lists every conflict.
+lists every conflict. In a folder that already has evalkit's eval.py, ``--dataset NAME``
+adds only datasets/NAME/.
 """
 
 from __future__ import annotations
@@ -12,7 +13,7 @@ from importlib import resources
 from importlib.resources.abc import Traversable
 from pathlib import Path, PurePosixPath
 
-from evalkit._errors import ConfigError
+from evalkit._errors import ConfigError, ExitStatus
 
 GITIGNORE_LINES = (
     # the local store: sqlite's database, its lock and the files of an open transaction
@@ -23,30 +24,60 @@ GITIGNORE_LINES = (
     # generated reports; reports/replicates.lock.json stays, a rerun reads its seeds back
     "reports/*.md", "reports/*.png", "reports/stability.json",
 )
+DATASETS_DIR = "datasets"
+DEFAULT_DATASET = "golden"
 _NAME = re.compile(r"^[a-z0-9][a-z0-9._-]*$")
 
 
-def scaffold(target: Path, component: str, dataset: str) -> list[Path]:
-    """Write the scaffold into ``target`` (created if missing); return the paths written.
+def init_command(target: Path, component: str | None, dataset: str | None) -> int:
+    """``evalkit init``: the whole scaffold, or only a dataset beside an existing eval.py."""
+    target = target.resolve()
+    if dataset is not None and _has_eval_script(target):
+        for path in scaffold(target, component or target.name.lower(), dataset,
+                             dataset_only=True):
+            print(f"wrote: {path}")
+        print(f'next: point eval.py at it: DATASET_PATH = "{DATASETS_DIR}/{dataset}"')
+        return ExitStatus.OK
+    for path in scaffold(target, component or target.name.lower(), dataset or DEFAULT_DATASET):
+        print(f"wrote: {path}")
+    print(f"next: cd {target} && make eval   (make help lists every target)")
+    return ExitStatus.OK
 
-    Raises :class:`ConfigError` listing every file that exists already, having written none.
+
+def _has_eval_script(target: Path) -> bool:
+    """An eval.py of evalkit's (it sets DATASET_PATH), not any script of that name."""
+    script = target / "eval.py"
+    return script.is_file() and "DATASET_PATH" in script.read_text(encoding="utf-8",
+                                                                   errors="replace")
+
+
+def scaffold(target: Path, component: str, dataset: str, *,
+             dataset_only: bool = False) -> list[Path]:
+    """Write the scaffold (or, ``dataset_only``, datasets/DATASET/ alone) into ``target``
+    (created if missing); return the paths written.
+
+    Raises :class:`ConfigError` listing every file that exists already, having written none;
+    ``dataset_only`` refuses only an existing datasets/DATASET/.
     """
     for label, name in (("--component", component), ("--dataset", dataset)):
         if not _NAME.match(name):
             raise ConfigError(f"{label} {name!r}: use lower-case letters, digits, '.', '_' "
                               "and '-' (it names a folder and the MLflow experiment)")
     files = {path: text.replace("{{component}}", component).replace("{{dataset}}", dataset)
-             for path, text in _templates(dataset)}
+             for path, text in _templates(dataset)
+             if not dataset_only or path.parts[:2] == (DATASETS_DIR, dataset)}
+    if dataset_only:
+        folder = target / DATASETS_DIR / dataset
+        if folder.exists():
+            raise ConfigError(f"{folder} exists: evalkit init writes nothing over it; choose "
+                              "another --dataset name, or move the folder aside")
+        return _write(target, files)
     conflicts = sorted(str(target / path) for path in files if (target / path).exists())
     if conflicts:
         raise ConfigError("evalkit init writes nothing over existing files; these exist:\n  "
                           + "\n  ".join(conflicts)
                           + "\nmove them aside, or scaffold into another folder")
-    written = []
-    for path, text in files.items():
-        (target / path).parent.mkdir(parents=True, exist_ok=True)
-        (target / path).write_text(text, encoding="utf-8")
-        written.append(target / path)
+    written = _write(target, files)
     (target / "reports").mkdir(exist_ok=True)
     gitignore = target / ".gitignore"
     before = gitignore.read_text(encoding="utf-8") if gitignore.exists() else ""
@@ -60,13 +91,20 @@ def scaffold(target: Path, component: str, dataset: str) -> list[Path]:
     return written
 
 
+def _write(target: Path, files: dict[PurePosixPath, str]) -> list[Path]:
+    for path, text in files.items():
+        (target / path).parent.mkdir(parents=True, exist_ok=True)
+        (target / path).write_text(text, encoding="utf-8")
+    return [target / path for path in files]
+
+
 def _templates(dataset: str) -> list[tuple[PurePosixPath, str]]:
     """(path in the scaffold, template text) of every packaged template."""
     root = resources.files("evalkit").joinpath("cli", "templates")
     found = []
     for relative, item in _walk(root, PurePosixPath()):
         if relative.parts[0] == "dataset":
-            relative = PurePosixPath("datasets", dataset, *relative.parts[1:])
+            relative = PurePosixPath(DATASETS_DIR, dataset, *relative.parts[1:])
         found.append((relative.with_name(relative.name.removesuffix(".tmpl")),
                       item.read_text(encoding="utf-8")))
     return found

@@ -13,7 +13,7 @@ from pathlib import Path
 from evalkit._distribution import DISTRIBUTION, VERSION
 from evalkit._errors import ExitStatus
 from evalkit.cli._common import EXIT_STATUSES, guarded, process_configured
-from evalkit.cli._init import scaffold
+from evalkit.cli._init import init_command
 from evalkit.cli._label import add_label_parser, label_command
 from evalkit.cli._parser import Parser
 from evalkit.cli._ui import serve_ui
@@ -49,11 +49,12 @@ def main(argv: Sequence[str] | None = None) -> int:
                     "eval-replicates, eval-calibrate, lint, ui; it uses the python on PATH, "
                     "or PYTHON=...) and reports/, and add the local store to .gitignore. "
                     "Nothing is overwritten: if a file exists, nothing is written and every "
-                    "conflict is listed.")
+                    "conflict is listed. Where evalkit's eval.py exists already, --dataset NAME "
+                    "adds only datasets/NAME/ and prints the DATASET_PATH line to set.")
     init.add_argument("directory", nargs="?", type=Path, default=Path("."), metavar="DIR")
     init.add_argument("--component", help="component name, the first half of EXPERIMENT_NAME "
                                           "(default: DIR's folder name)")
-    init.add_argument("--dataset", default="golden",
+    init.add_argument("--dataset",
                       help="dataset folder name under datasets/ (default: golden)")
     lint = commands.add_parser("lint", help="check datasets; list every violation")
     lint.add_argument("datasets", nargs="+", metavar="DATASET", help="dataset folder(s)")
@@ -141,20 +142,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     ui.add_argument("--port", type=int, default=5000, help="port (default: 5000)")
     args = parser.parse_args(argv)
     handlers: dict[str, Callable[[argparse.Namespace], int]] = {
-        "init": _init, "ui": lambda a: serve_ui(os.environ.get("MLFLOW_TRACKING_URI"), a.port),
+        "init": lambda a: init_command(a.directory, a.component, a.dataset),
+        "ui": lambda a: serve_ui(os.environ.get("MLFLOW_TRACKING_URI"), a.port),
         "lint": _lint, "report": _report, "compare": _compare, "history": _history,
         "plan": _plan, "sync": _sync, "resume": _resume,
         "label": lambda a: label_command(a, _reachable())}
     with process_configured():
         return guarded(lambda: handlers[args.command](args))
-
-
-def _init(args: argparse.Namespace) -> int:
-    target = args.directory.resolve()
-    for path in scaffold(target, args.component or target.name.lower(), args.dataset):
-        print(f"wrote: {path}")
-    print(f"next: cd {target} && make eval   (make help lists every target)")
-    return ExitStatus.OK
 
 
 def _lint(args: argparse.Namespace) -> int:
