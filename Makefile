@@ -30,7 +30,8 @@ help:
 	@echo "make test-llm           run examples/eval_llm.py against a real local LLM (llama.cpp, offline)"
 	@echo "make test-adoption      the wheel in fresh virtualenvs: light install, evalkit init, make eval, the semantic extra"
 	@echo "make mutation           mutation testing of the statistics and the run's core (slow; not in CI)"
-	@echo "make dev-mlflow         MLflow UI on http://127.0.0.1:$(MLFLOW_PORT) over the local store"
+	@echo "make dev-mlflow         MLflow UI on http://127.0.0.1:$(MLFLOW_PORT) over MLFLOW_TRACKING_URI,"
+	@echo "                        else the local store (evalkit ui)"
 	@echo "make dev-mlflow-server  a throwaway team server (PostgreSQL + MLflow) on loopback; Ctrl-C stops it"
 	@echo "make install            create .venv and install evalkit (done by every target)"
 	@echo "make clean              remove .venv and caches (keeps mlflow.db, mlruns/ and reports/)"
@@ -145,8 +146,9 @@ $(UI_STAMP):
 test-ui: install $(UI_STAMP)
 	EVALKIT_UI_PYTHON=$(abspath $(UI_VENV)/bin/python) $(BIN)/python -m pytest -m ui tests/test_ui.py
 
+# evalkit ui: the store evalkit itself uses; Ctrl-C or SIGTERM stops every process it started.
 dev-mlflow: install
-	$(BIN)/mlflow ui --backend-store-uri sqlite:///mlflow.db --host 127.0.0.1 --port $(MLFLOW_PORT)
+	$(BIN)/evalkit ui --port $(MLFLOW_PORT)
 
 # A team tracking server for development: PostgreSQL (a throwaway cluster) behind an MLflow
 # server with an artifact store in .cache/team-server; prints the MLFLOW_TRACKING_URI to export.

@@ -1,18 +1,32 @@
-"""``evalkit ui``: the MLflow UI over the store evalkit would use, on loopback."""
+"""``evalkit ui``: the MLflow UI over the store evalkit would use, on loopback.
+
+``mlflow ui`` runs a uvicorn parent, its workers and a job runner. They are started in a
+process group of their own, and Ctrl-C or SIGTERM to evalkit stops that whole group (SIGTERM,
+then SIGKILL to what is left after a grace period): stopping only the direct child would leave
+workers serving the port. A terminal's Ctrl-C reaches evalkit alone, which stops the group.
+"""
 
 from __future__ import annotations
 
+import os
+import signal
 import subprocess
 import sys
+import threading
+import time
 
 from evalkit._errors import ExitStatus
 
 LOCAL_STORE = "sqlite:///mlflow.db"
+_STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM)
+GRACE_SECONDS = 10.0
+"""How long the server's processes get to end after SIGTERM, before SIGKILL."""
 
 
 def serve_ui(tracking_uri: str | None, port: int) -> int:
     """Serve the UI over ``tracking_uri`` (the local store when ``None``) on 127.0.0.1:PORT
-    until Ctrl-C; a tracking server already has its own UI, whose URL is printed instead."""
+    until Ctrl-C or SIGTERM (exit 130); a tracking server already has its own UI, whose URL is
+    printed instead."""
     store = tracking_uri or LOCAL_STORE
     if store.startswith(("http://", "https://")):
         print(f"the tracking server serves its own UI: {store}")
@@ -21,10 +35,41 @@ def serve_ui(tracking_uri: str | None, port: int) -> int:
     print(f"MLflow UI over {store} on {url} (Ctrl-C stops it)", flush=True)
     command = [sys.executable, "-m", "mlflow", "ui", "--backend-store-uri", store,
                "--host", "127.0.0.1", "--port", str(port)]
-    server = subprocess.Popen(command)
+    stop = threading.Event()
+    previous = {number: signal.signal(number, lambda *_: stop.set())
+                for number in _STOP_SIGNALS}
     try:
-        return server.wait()
-    except KeyboardInterrupt:  # Ctrl-C reaches the server too; this only makes sure it ends
-        server.terminate()
-        server.wait()
-        return ExitStatus.INTERRUPTED
+        server = subprocess.Popen(command, start_new_session=True)
+        try:
+            while server.poll() is None and not stop.wait(0.2):
+                pass
+        finally:  # also when the server ended by itself: its workers may outlive it
+            stop_group(server)
+    finally:
+        for number, action in previous.items():
+            signal.signal(number, action)
+    return ExitStatus.INTERRUPTED if stop.is_set() else server.returncode
+
+
+def stop_group(leader: subprocess.Popen[bytes]) -> None:
+    """End every process of ``leader``'s process group: SIGTERM, then SIGKILL to those still
+    there after :data:`GRACE_SECONDS`."""
+    for number in (signal.SIGTERM, signal.SIGKILL):
+        try:
+            os.killpg(leader.pid, number)
+        except ProcessLookupError:
+            return
+        deadline = time.monotonic() + GRACE_SECONDS
+        while time.monotonic() < deadline:
+            leader.poll()  # reaped: a zombie leader would still count as the group's member
+            if not _group_alive(leader.pid):
+                return
+            time.sleep(0.1)
+
+
+def _group_alive(group: int) -> bool:
+    try:
+        os.killpg(group, 0)
+    except ProcessLookupError:
+        return False
+    return True

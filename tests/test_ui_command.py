@@ -1,0 +1,86 @@
+"""``evalkit ui``: the MLflow UI it starts ends whole on Ctrl-C or SIGTERM (slow: a real
+``mlflow ui`` and its workers in a process of their own), and ``make dev-mlflow`` goes
+through it."""
+
+from __future__ import annotations
+
+import signal
+import socket
+import subprocess
+import sys
+import urllib.request
+from pathlib import Path
+
+import pytest
+
+from evalkit._errors import ExitStatus
+from tests.builders import REPO
+from tests.processes import script_env, wait_for
+from tools.team_server import free_port
+
+
+def group_members(group: int) -> list[int]:
+    """Every process (zombies included) of process group ``group``."""
+    members = []
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            fields = stat.read_text().rpartition(")")[2].split()
+        except OSError:  # ended while listed
+            continue
+        if int(fields[2]) == group:  # after the name: state, ppid, pgrp
+            members.append(int(stat.parent.name))
+    return members
+
+
+def children(pid: int) -> list[int]:
+    return [int(child) for task in Path(f"/proc/{pid}/task").iterdir()
+            for child in (task / "children").read_text().split()]
+
+
+def port_free(port: int) -> bool:
+    with socket.socket() as probe:
+        try:
+            probe.bind(("127.0.0.1", port))
+        except OSError:
+            return False
+    return True
+
+
+def serves(url: str) -> bool:
+    try:
+        with urllib.request.urlopen(f"{url}/health", timeout=5) as response:
+            return bool(response.status == 200)
+    except OSError:
+        return False
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("number", [signal.SIGTERM, signal.SIGINT])
+def test_a_signal_to_evalkit_ui_stops_every_process_of_the_server(
+        tmp_path: Path, number: int) -> None:
+    port = free_port()
+    log = (tmp_path / "ui.log").open("w")
+    ui = subprocess.Popen([sys.executable, "-m", "evalkit", "ui", "--port", str(port)],
+                          cwd=tmp_path, stdout=log, stderr=subprocess.STDOUT,
+                          env=script_env(tmp_path))
+    try:
+        wait_for(lambda: ui.poll() is not None or serves(f"http://127.0.0.1:{port}"),
+                 "mlflow ui to answer", timeout=240)
+        assert ui.poll() is None, (tmp_path / "ui.log").read_text()
+        (server,) = children(ui.pid)
+        assert len(group_members(server)) > 2  # mlflow ui, uvicorn, its workers: a group
+        ui.send_signal(number)
+        assert ui.wait(timeout=60) == ExitStatus.INTERRUPTED
+        assert group_members(server) == []
+        assert port_free(port)
+    finally:
+        if ui.poll() is None:
+            ui.kill()
+            ui.wait()
+
+
+def test_make_dev_mlflow_is_evalkit_ui() -> None:
+    """So that it serves the store evalkit uses (MLFLOW_TRACKING_URI) and stops whole."""
+    makefile = (REPO / "Makefile").read_text(encoding="utf-8")
+    recipe = makefile.partition("\ndev-mlflow: install\n")[2].split("\n\n")[0]
+    assert recipe.strip() == "$(BIN)/evalkit ui --port $(MLFLOW_PORT)"
