@@ -246,10 +246,12 @@ def test_one_judgement_stores_no_votes_and_no_new_param(
     assert all(i.judge_votes is None for i in items.values())
     assert judge.calls("for flip.") == 1
     stored = stored_items(tracker, outcome)
-    assert all("judge_votes" not in i for i in stored.values())  # the document as before
-    assert list(stored["flip"]) == [
+    assert all("judge_votes" not in i for i in stored.values())  # the document as before,
+    assert list(stored["flip"]) == [  # with what was sent to the judge and its one call
         "id", "passed", "expected_pass", "input", "expected", "outputs", "entry_ids",
-        "similarity", "error", "judge_reply", "invalid_judgement", "score", "rationale"]
+        "similarity", "error", "judge_reply", "invalid_judgement", "score", "rationale",
+        "judge_messages", "judge_calls"]
+    assert [c["reply"] for c in stored["flip"]["judge_calls"]] == ["0"]
     data = tracker.reader.stored(outcome.run_id)
     assert "judge_repeats" not in data.params and "JUDGE_REPEATS" not in data.params
     assert data.metrics["judge_calls"] == 2

@@ -217,7 +217,9 @@ def test_a_bias_group_verdict_lands_on_every_member() -> None:
             False, "LLM_JUDGE", "judge-x")
         assert verdict.rationale == ("FAIL; judge replied '0'; 2 distinct answer(s) of 2: "
                                      "'x' x1, 'y' x1; group g1 (m1, m2)")
-        assert trace.judge_replies == [("bias", "0")]
+        # results written before the judge's calls were kept: one span with the reply alone
+        (judged,) = trace.judge_calls
+        assert (judged.name, judged.messages, judged.call.reply) == ("judge: bias", None, "0")
 
 
 # --- how MLflow holds them (a real store, slow) -------------------------------------------------
@@ -345,8 +347,13 @@ def test_a_judged_run_registers_its_prompts_and_traces_the_judge(
     traces = {t.info.tags["evalkit.entry_id"]: t for t in traces_of(tracking_uri,
                                                                   runs[0].run_id)}
     judge = traces["e1"].data.spans[-1]
-    assert (judge.name, judge.attributes["evalkit.judge_model"],
+    assert (judge.name, judge.span_type, judge.attributes["mlflow.llm.model"],
             judge.attributes["evalkit.prompt_use"], judge.outputs) == (
-        "judge expected 0", "stub-judge", "expected", "1")
+        "judge: functional", "CHAT_MODEL", "stub-judge", "expected", "1")
+    system, user = judge.inputs["messages"]  # what was sent, as the UI shows a chat
+    assert system["role"] == "system" and "EXPECTED: " in user["content"]
+    assert judge.attributes["mlflow.message.format"] == "openai"
+    usage = judge.attributes["mlflow.chat.tokenUsage"]  # the stub counts words
+    assert usage["output_tokens"] == 1 and usage["total_tokens"] == usage["input_tokens"] + 1
     verdict = traces["e2"].search_assessments("repeatability")[0]
     assert (verdict.source.source_type, verdict.source.source_id) == ("LLM_JUDGE", "stub-judge")

@@ -13,6 +13,7 @@ from evalkit.records._results import (
     FORMAT,
     HumanReviewItem,
     ItemResult,
+    JudgeCall,
     MetricPoint,
     ScoredRun,
     SkippedGroup,
@@ -22,12 +23,26 @@ from evalkit.records._results import (
 )
 from evalkit.records._run import MODE_DOCUMENTS, WITHOUT_EVALUATION, ReviewerVerdict, RunRecord
 from evalkit.records._series import ItemCell, SeriesItems
+from evalkit.records._usage import (
+    Cost,
+    Prices,
+    TokenPrice,
+    TokenUsage,
+    checked_usage,
+    cost_of,
+    merged,
+    prices_from_param,
+    usage_attribute,
+    usage_of,
+)
 from evalkit.records.names import Mode, TypeNames
 
 __all__ = [
     "FAIL_VALUES", "FORMAT", "MODE_DOCUMENTS", "PASS_VALUES", "WITHOUT_EVALUATION",
-    "CallRecord", "HumanLabel", "HumanReviewItem",
-    "ItemCell", "ItemResult", "MetricPoint", "Mode", "ReviewerVerdict", "RunRecord",
+    "CallRecord", "Cost", "HumanLabel", "HumanReviewItem",
+    "ItemCell", "ItemResult", "JudgeCall", "MetricPoint", "Prices", "TokenPrice", "TokenUsage",
+    "Mode", "ReviewerVerdict", "RunRecord",
     "ScoredRun", "SeriesItems", "SkippedGroup", "Threshold", "TypeNames", "TypeResult",
-    "as_text", "label_verdict", "labels_in", "names",
+    "as_text", "checked_usage", "cost_of", "label_verdict", "labels_in", "merged", "names",
+    "prices_from_param", "usage_attribute", "usage_of",
 ]

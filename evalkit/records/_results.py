@@ -11,6 +11,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, NamedTuple
 
+from evalkit.records._usage import TokenUsage
+
 
 @dataclass(frozen=True)
 class Threshold:
@@ -33,6 +35,26 @@ def as_text(value: Any) -> str:
     if isinstance(value, str):
         return value
     return json.dumps(value, sort_keys=True, ensure_ascii=False, separators=(", ", ": "))
+
+
+@dataclass(frozen=True)
+class JudgeCall:
+    """One call to the LLM judge: its reply (as given, valid or not), or the error the call
+    failed with, and the tokens it used when the endpoint reported them."""
+
+    reply: str | None
+    error: str | None = None
+    usage: TokenUsage | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        return {"reply": self.reply, "error": self.error,
+                "usage": None if self.usage is None else self.usage.to_json()}
+
+    @classmethod
+    def from_json(cls, doc: Mapping[str, Any]) -> JudgeCall:
+        usage = doc.get("usage")
+        return cls(doc.get("reply"), doc.get("error"),
+                   None if usage is None else TokenUsage.from_json(usage))
 
 
 @dataclass(frozen=True)
@@ -64,6 +86,11 @@ class ItemResult:
     a ``1``, ``False`` for a ``0`` or an invalid reply; ``passed`` is their strict majority
     (a tie fails). Fewer than ``JUDGE_REPEATS`` when a judge call failed (the item is then an
     error). ``None`` when the judge was asked once, or another scorer scored the item."""
+    judge_messages: tuple[Mapping[str, str], ...] | None = None
+    """The chat messages sent to the judge about the item (secrets redacted), the same for
+    each of its calls; ``None`` when no judge was asked (or the run predates them)."""
+    judge_calls: tuple[JudgeCall, ...] = ()
+    """Every call to the judge about the item, in call order."""
 
     @property
     def correct(self) -> bool:
@@ -150,9 +177,13 @@ FORMAT = "evalkit.evaluation/1"
 
 def _item_from_json(doc: Mapping[str, Any]) -> ItemResult:
     votes = doc.get("judge_votes")  # absent from documents of a judge asked once
+    messages = doc.get("judge_messages")  # absent from documents of runs without a judge
     return ItemResult(**{**doc, "outputs": tuple(doc["outputs"]),
                          "entry_ids": tuple(doc["entry_ids"]),
-                         "judge_votes": None if votes is None else tuple(votes)})
+                         "judge_votes": None if votes is None else tuple(votes),
+                         "judge_messages": None if messages is None else tuple(messages),
+                         "judge_calls": tuple(JudgeCall.from_json(c)
+                                              for c in doc.get("judge_calls", ()))})
 
 
 def _item_json(item: ItemResult) -> dict[str, Any]:
@@ -164,4 +195,7 @@ def _item_json(item: ItemResult) -> dict[str, Any]:
            "rationale": item.rationale}
     if item.judge_votes is not None:  # only a judge asked more than once has votes
         doc["judge_votes"] = list(item.judge_votes)
+    if item.judge_messages is not None:  # only a judged item has them
+        doc["judge_messages"] = [dict(m) for m in item.judge_messages]
+        doc["judge_calls"] = [c.to_json() for c in item.judge_calls]
     return doc

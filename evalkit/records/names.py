@@ -226,6 +226,14 @@ SPAN_LATENCY_MS = "evalkit.latency_ms"
 SPAN_ERROR = "evalkit.error"
 SPAN_JUDGE_MODEL = "evalkit.judge_model"
 SPAN_PROMPT_USE = "evalkit.prompt_use"
+SPAN_MESSAGE_FORMAT = "mlflow.message.format"
+"""How the UI reads a chat span's inputs: ``openai`` for ``{"messages": [...]}``."""
+SPAN_LLM_MODEL = "mlflow.llm.model"
+SPAN_TOKEN_USAGE = "mlflow.chat.tokenUsage"
+"""``{input_tokens, output_tokens, total_tokens}``; the store sums a trace's spans into the
+trace's token usage."""
+SPAN_COST = "mlflow.llm.cost"
+"""``{input_cost, output_cost, total_cost}`` in US dollars."""
 
 # --- the evaluation dataset and the judge's prompts in MLflow's registries -------------------
 

@@ -200,4 +200,5 @@ def _item(item_id: str, verdict: ScorerVerdict | None, error: str | None,
                       similarity=verdict.similarity, error=verdict.error,
                       judge_reply=verdict.reply, invalid_judgement=verdict.invalid,
                       score=verdict.score, rationale=verdict.rationale,
-                      judge_votes=verdict.votes, **fields)
+                      judge_votes=verdict.votes, judge_messages=verdict.judge_messages,
+                      judge_calls=verdict.judge_calls, **fields)

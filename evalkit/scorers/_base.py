@@ -12,9 +12,11 @@ Each answer is a binary :class:`ScorerVerdict`, with what the method measured on
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
+
+from evalkit.records import JudgeCall
 
 
 @dataclass(frozen=True)
@@ -54,6 +56,10 @@ class ScorerVerdict:
     votes: tuple[bool, ...] | None = None
     """An LLM judge asked more than once (``JUDGE_REPEATS``): each judgement in call order,
     ``True`` for a ``1`` (an invalid reply votes ``False``); ``None`` when asked once."""
+    judge_messages: tuple[Mapping[str, str], ...] | None = None
+    """The messages an LLM judge was sent about the unit (the same for each of its calls)."""
+    judge_calls: tuple[JudgeCall, ...] = ()
+    """Each call an LLM judge made about the unit, in call order."""
 
 
 class Scorer(Protocol):

@@ -25,6 +25,7 @@ from urllib.parse import urlsplit, urlunsplit
 
 from evalkit._errors import ConfigError, EvalkitError, ExitStatus
 from evalkit._secrets import Redactor
+from evalkit.records import TokenUsage, usage_of
 from evalkit.stats import latency_percentiles
 
 
@@ -124,6 +125,15 @@ def safe_url(url: str | None) -> str:
     return urlunsplit((parts.scheme, host, parts.path.rstrip("/"), "", ""))
 
 
+@dataclass(frozen=True)
+class ChatReply:
+    """One chat completion: the reply text, and the tokens it used when the endpoint says."""
+
+    text: str
+    usage: TokenUsage | None
+    """Named for the model asked for (what ``TOKEN_PRICES`` prices)."""
+
+
 class ChatEndpoint:
     """One model behind an OpenAI-compatible ``/chat/completions``."""
 
@@ -154,14 +164,23 @@ class ChatEndpoint:
 
         Raises :class:`ProviderError` after the last attempt, or at once on a permanent
         error."""
+        return self.chat(messages, temperature=temperature, max_tokens=max_tokens, seed=seed,
+                         extra_body=extra_body, extra_headers=extra_headers).text
+
+    def chat(self, messages: Sequence[Mapping[str, str]], *, temperature: float,
+             max_tokens: int | None = None, seed: int | None = None,
+             extra_body: Mapping[str, Any] | None = None,
+             extra_headers: Mapping[str, str] | None = None) -> ChatReply:
+        """:meth:`complete`, with the tokens the completion used (give it to
+        ``call.record_llm_response`` in a component)."""
         try:
             for attempt in self._retrying(self.retry):
                 with attempt:
                     started = time.perf_counter()
-                    text = self._once(messages, temperature, max_tokens, seed, extra_body,
-                                      extra_headers)
+                    reply = self._once(messages, temperature, max_tokens, seed, extra_body,
+                                       extra_headers)
                     self.stats.record((time.perf_counter() - started) * 1000)
-                    return text
+                    return reply
         except Exception as err:
             self.stats.record(failure=True)
             kind = "transient, retries exhausted" if is_transient(err) else "permanent"
@@ -199,7 +218,7 @@ class ChatEndpoint:
 
     def _once(self, messages: Sequence[Mapping[str, str]], temperature: float,
               max_tokens: int | None, seed: int | None, extra_body: Mapping[str, Any] | None,
-              extra_headers: Mapping[str, str] | None) -> str:
+              extra_headers: Mapping[str, str] | None) -> ChatReply:
         params: dict[str, Any] = {"model": self.model, "messages": list(messages),
                                   "temperature": temperature}
         if max_tokens is not None:
@@ -213,7 +232,11 @@ class ChatEndpoint:
         reply = self._client.chat.completions.create(**params)
         if not reply.choices:
             raise ValueError("the reply has no choices")
-        return reply.choices[0].message.content or ""
+        try:
+            usage = usage_of(reply, self.model)
+        except ValueError:  # counts a provider got wrong cost the reply nothing
+            usage = None
+        return ChatReply(reply.choices[0].message.content or "", usage)
 
     def preflight(self) -> None:
         """One tiny completion with a short timeout, retried within :data:`PREFLIGHT_RETRY`:

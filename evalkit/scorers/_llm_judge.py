@@ -25,7 +25,7 @@ import json
 import threading
 from collections.abc import Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from importlib import resources
 from pathlib import Path
 from string import Template
@@ -33,7 +33,7 @@ from typing import Any
 
 from evalkit._errors import ConfigError
 from evalkit.dataset import BIAS, REPEATABILITY
-from evalkit.records import as_text
+from evalkit.records import JudgeCall, as_text
 from evalkit.scorers._base import Case, OutputGroup, ScorerVerdict
 from evalkit.scorers._endpoint import ChatEndpoint, ProviderError
 
@@ -170,10 +170,11 @@ class LLMJudgeScorer:
 
     def _judge(self, values: Mapping[str, str]) -> ScorerVerdict:
         """One unit's verdict: ``repeats`` judgements in a row inside this unit's job (so
-        ``concurrency`` bounds the calls in flight); a failed call ends them."""
+        ``concurrency`` bounds the calls in flight); a failed call ends them. The verdict
+        keeps the messages sent and every call made."""
         messages = self.prompt.messages(self.options.system_in_user, **values)
         if self.options.repeats == 1:
-            return self._ask(messages)
+            return replace(self._ask(messages), judge_messages=tuple(messages))
         judgements: list[ScorerVerdict] = []
         while len(judgements) < self.options.repeats:
             judgements.append(self._ask(messages))
@@ -181,21 +182,25 @@ class LLMJudgeScorer:
                 break
         with self._lock:
             self.repeated_invalid += sum(j.invalid for j in judgements)
-        return majority(judgements)
+        return replace(majority(judgements), judge_messages=tuple(messages))
 
     def _ask(self, messages: Sequence[Mapping[str, str]]) -> ScorerVerdict:
         try:
-            reply = self.endpoint.complete(messages, temperature=0,
-                                           max_tokens=self.options.max_tokens,
-                                           seed=self.options.seed)
+            answer = self.endpoint.chat(messages, temperature=0,
+                                        max_tokens=self.options.max_tokens,
+                                        seed=self.options.seed)
         except ProviderError as err:
-            return ScorerVerdict(False, error=f"judge failed: {err}")
+            failure = f"judge failed: {err}"
+            return ScorerVerdict(False, error=failure, judge_calls=(JudgeCall(None, failure),))
+        reply, usage = answer.text, answer.usage
         judgement = parse_judgement(reply)
         if judgement is None:
             error = (f"invalid judgement {reply[:80]!r}: the judge must reply exactly 0 or 1"
                      if self.options.invalid_is_error else None)
-            return ScorerVerdict(False, reply=reply[:200], invalid=True, error=error)
-        return ScorerVerdict(judgement == 1, reply=reply.strip())
+            return ScorerVerdict(False, reply=reply[:200], invalid=True, error=error,
+                                 judge_calls=(JudgeCall(reply[:200], None, usage),))
+        return ScorerVerdict(judgement == 1, reply=reply.strip(),
+                             judge_calls=(JudgeCall(reply.strip(), None, usage),))
 
 
 REPLY_SEPARATOR = " / "
@@ -214,4 +219,5 @@ def majority(judgements: Sequence[ScorerVerdict]) -> ScorerVerdict:
     return ScorerVerdict(
         2 * sum(votes) > len(votes) and error is None,
         reply=REPLY_SEPARATOR.join(str(j.reply) for j in given) or None,
-        invalid=any(j.invalid for j in given), error=error, votes=votes)
+        invalid=any(j.invalid for j in given), error=error, votes=votes,
+        judge_calls=tuple(c for j in judgements for c in j.judge_calls))

@@ -25,9 +25,15 @@ from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
-from evalkit.records import names
+from evalkit.records import TokenUsage, names, usage_attribute
 from evalkit.tracking import _mlflow_private as private
-from evalkit.tracking._traces import Assessment, EntryTrace, RunContext, response_of
+from evalkit.tracking._traces import (
+    Assessment,
+    EntryTrace,
+    RunContext,
+    prompt_use,
+    response_of,
+)
 
 logger = logging.getLogger("evalkit")
 
@@ -131,18 +137,29 @@ def _call_spans(context: RunContext, entry: EntryTrace) -> list[Any]:
 
 
 def _judge_spans(context: RunContext, entry: EntryTrace) -> list[Any]:
-    """One span per judge call that judged the entry, after the call spans, until the end of
-    the entry's root span."""
+    """One chat span per judge call that judged the entry, after the call spans, until the
+    end of the entry's root span: the messages sent as its inputs (the UI shows them as a
+    chat), the reply as its outputs, the tokens used."""
     start = context.start_time_ms * 1_000_000
     end = _root_end(start, entry)
     first = start + len(entry.calls) + 1
-    return [private.finished_span(entry.trace_id, f"judge {use} {index}", entry.entry_id,
-                                  first + index, max(end, first + index), "LLM", {
-                                      "inputs": entry.input,
-                                      names.SPAN_JUDGE_MODEL: context.params.get(
-                                          names.JUDGE_MODEL_PARAM),
-                                      names.SPAN_PROMPT_USE: use, "outputs": reply}, None)
-            for index, (use, reply) in enumerate(entry.judge_replies)]
+    model = context.params.get(names.JUDGE_MODEL_PARAM)
+    return [private.finished_span(
+        entry.trace_id, judge.name, entry.entry_id, first + index, max(end, first + index),
+        "CHAT_MODEL", {
+            "inputs": entry.input if judge.messages is None else {
+                "messages": [dict(m) for m in judge.messages]},
+            names.SPAN_MESSAGE_FORMAT: "openai", names.SPAN_LLM_MODEL: model,
+            names.SPAN_JUDGE_MODEL: model, names.SPAN_PROMPT_USE: prompt_use(judge.test_type),
+            **_usage_attributes(() if judge.call.usage is None else (judge.call.usage,)),
+            "outputs": judge.call.reply}, judge.call.error)
+        for index, judge in enumerate(entry.judge_calls)]
+
+
+def _usage_attributes(usages: Sequence[TokenUsage]) -> dict[str, Any]:
+    """The tokens a span's LLM calls used, as MLflow reads them (nothing when none were
+    reported)."""
+    return {names.SPAN_TOKEN_USAGE: usage_attribute(usages)} if usages else {}
 
 
 def _root_end(start: int, entry: EntryTrace) -> int:

@@ -1,10 +1,11 @@
 """A run's entries as MLflow traces, built from its records after the calls.
 
 One trace per entry: the entry's input as the request, its output(s) as the response, a span
-per component call (repeat, replicate, seed, latency, error) and per judge call (model, prompt
-use, reply), and its verdicts as assessments. Everything is built from what the run already
-keeps (``results/evaluation.json``, the raw results, the params and tags), so a bundle synced
-after an outage yields the same traces as a run that never lost its server.
+per component call (repeat, replicate, seed, latency, error, tokens) and per judge call (the
+messages sent, model, reply, tokens), and its verdicts as assessments. Everything is built
+from what the run already keeps (``results/evaluation.json``, the raw results, the params and
+tags), so a bundle synced after an outage yields the same traces as a run that never lost its
+server.
 
 Trace and span ids are derived from the run id and the entry id: writing a run's traces again
 (a resumed run, a second sync) finds them by id instead of duplicating them.
@@ -20,7 +21,16 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from evalkit.dataset import COMPARATIVE_TYPES
-from evalkit.records import ItemCell, ItemResult, ScoredRun, TypeNames, as_text, names
+from evalkit.records import (
+    ItemCell,
+    ItemResult,
+    JudgeCall,
+    ScoredRun,
+    TokenUsage,
+    TypeNames,
+    as_text,
+    names,
+)
 
 
 @dataclass(frozen=True)
@@ -42,6 +52,28 @@ class CallSpan:
     output: Any
     error: str | None
     latency_ms: float
+    usage: tuple[TokenUsage, ...] = ()
+
+
+@dataclass(frozen=True)
+class JudgeSpan:
+    """One judge call about an entry: which test type it judged, which of the unit's calls
+    it was, the messages sent and what came back."""
+
+    test_type: str
+    ask: int
+    """1-based, among the ``asks`` calls of the unit (``JUDGE_REPEATS``)."""
+    asks: int
+    messages: tuple[Mapping[str, str], ...] | None
+    """``None`` in the results of a run that predates them."""
+    call: JudgeCall
+
+    @property
+    def name(self) -> str:
+        """``judge: functional``, or ``judge: functional (ask 2/3)`` when asked repeatedly:
+        what it judges, never a number that reads as a verdict."""
+        return f"judge: {self.test_type}" + (
+            f" (ask {self.ask}/{self.asks})" if self.asks > 1 else "")
 
 
 @dataclass
@@ -52,8 +84,8 @@ class EntryTrace:
     trace_id: str
     input: Any = None
     calls: list[CallSpan] = field(default_factory=list)
-    judge_replies: list[tuple[str, str]] = field(default_factory=list)
-    """(prompt use, reply) of every judge call that judged this entry."""
+    judge_calls: list[JudgeSpan] = field(default_factory=list)
+    """Every judge call that judged this entry."""
     assessments: list[Assessment] = field(default_factory=list)
 
 
@@ -88,10 +120,12 @@ def build_traces(context: RunContext, evaluation: ScoredRun,
         if "input" in call:
             trace(call["entry_id"]).input = call["input"]
         trace(call["entry_id"]).calls.append(CallSpan(
-            call["repeat"], call.get("output"), call.get("error"), float(call["latency_ms"])))
+            call["repeat"], call.get("output"), call.get("error"), float(call["latency_ms"]),
+            tuple(TokenUsage.from_json(u) for u in call.get("usage", ()))))
     for entry in traces.values():  # calls arrive in the order they finish
         entry.calls.sort(key=lambda c: c.repeat)
     judge_model = context.params.get(names.JUDGE_MODEL_PARAM, "llm judge")
+    repeats = int(context.params.get(names.JUDGE_REPEATS_PARAM, "1"))
     for result in evaluation.types:
         judged = result.scorer == "llm_judge"
         for item in result.items:
@@ -105,8 +139,8 @@ def build_traces(context: RunContext, evaluation: ScoredRun,
                 if entry.input is None and len(item.entry_ids) == 1:
                     entry.input = item.input
                 entry.assessments.append(verdict)
-                if judged and item.judge_reply is not None:
-                    entry.judge_replies.append((prompt_use(result.test_type), item.judge_reply))
+                if judged:
+                    entry.judge_calls += _judge_spans(result.test_type, item, repeats)
             if item.expected is not None and len(item.entry_ids) == 1:
                 entry = trace(item.id)
                 if not any(a.expectation for a in entry.assessments):
@@ -120,6 +154,16 @@ def build_traces(context: RunContext, evaluation: ScoredRun,
                                             review.instructions, "CODE",
                                             names.code_source(names.REVIEW_ASSESSMENT)))
     return list(traces.values())
+
+
+def _judge_spans(test_type: str, item: ItemResult, repeats: int) -> list[JudgeSpan]:
+    """The judge calls about an item (results written before they were kept hold the reply
+    alone)."""
+    calls = item.judge_calls or (
+        () if item.judge_reply is None else (JudgeCall(item.judge_reply),))
+    asks = max(repeats, len(calls))
+    return [JudgeSpan(test_type, ask, asks, item.judge_messages, call)
+            for ask, call in enumerate(calls, 1)]
 
 
 def prompt_use(test_type: str) -> str:
