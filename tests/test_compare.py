@@ -33,6 +33,22 @@ def test_compare_counts_flips_in_each_direction() -> None:
     assert (result.right_in_a_only, result.right_in_b_only) == (("y",), ("z",))
     assert result.shared_items == 3  # w split evenly across A's replicates
     assert result.gap == 0.25 and result.floor == 0.1 and result.verdict is Verdict.BETTER
+    assert result.undecided_items == 1
+    assert result.paired is not None and result.paired.items == 3
+    assert (result.paired.a_only, result.paired.b_only, result.paired.gap) == (1, 1, 0.0)
+
+
+def test_only_a_floor_inside_which_the_gap_falls_refuses() -> None:
+    assert Verdict.INSIDE_NOISE.refused
+    assert not any(v.refused for v in (Verdict.BETTER, Verdict.WORSE, Verdict.NO_FLOOR))
+    assert not Verdict.NO_FLOOR.decided
+
+
+@pytest.mark.parametrize(("floor", "too_high"), [(None, False), (0.49, False), (0.5, True),
+                                                  (2 / 3, True)])
+def test_a_floor_of_half_or_more_can_never_be_cleared(floor: float | None,
+                                                      too_high: bool) -> None:
+    assert MetricComparison("t", 1.0, 0.0, floor, 3, (), ()).floor_too_high is too_high
 
 
 
@@ -65,12 +81,12 @@ def test_comparison_json() -> None:
     assert decided.to_json() == {
         "metric": "functional_accuracy", "a": 0.9, "b": 0.5, "gap": pytest.approx(0.4),
         "noise_floor": 0.1, "required_gap": FLOOR_MULTIPLE * 0.1, "shared_items": 10,
-        "right_in_a_only": ["x"], "right_in_b_only": ["y", "z"], "corrected_gap": None,
-        "verdict": "A better"}
+        "right_in_a_only": ["x"], "right_in_b_only": ["y", "z"], "undecided_items": 0,
+        "paired_gap": None, "corrected_gap": None, "verdict": "A better"}
     assert decided.verdict.decided and Verdict.WORSE.decided
     unfloored = MetricComparison("smoke", 0.5, 0.9, None, 0, (), ()).to_json()
     assert unfloored["required_gap"] is None
-    assert unfloored["verdict"] == "no noise floor measured: run replicates first"
+    assert unfloored["verdict"] == "not gated: no noise floor measured (no replicates)"
 
 
 @pytest.mark.parametrize(("votes", "majority"), [

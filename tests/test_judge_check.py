@@ -250,7 +250,7 @@ def test_compare_gates_the_gap_between_corrected_accuracies(tmp_path: Path,
         "gap": result.corrected.gap, "standard_error": result.corrected.standard_error,
         "low": result.corrected.low, "high": result.corrected.high}
     assert result.corrected.standard_error == math.hypot(ca.standard_error, cb.standard_error)
-    assert str(result.verdict) == "no noise floor measured: run replicates first"
+    assert str(result.verdict) == "not gated: no noise floor measured (no replicates)"
 
 
 def test_plan_gives_the_label_budget_of_the_latest_labelled_run(tmp_path: Path,

@@ -353,7 +353,7 @@ def test_compare_and_history_commands_on_the_local_store(
     monkeypatch.setenv("MLFLOW_TRACKING_URI", tracking_uri)  # the commands' store
     tracker = Tracker(tracking_uri)
     untraced = {"TRACE_CALLS": False}  # what the commands read is the runs, not their traces
-    run_pack(tmp_path, tracker, 0.7, "cli/a", replicated=False, **untraced)
+    single = run_pack(tmp_path, tracker, 0.7, "cli/a", replicated=False, **untraced)
     run_pack(tmp_path, tracker, 0.7, "cli/a", **untraced)
     run_pack(tmp_path, tracker, 0.7, "cli/b", root_seed=1, **untraced)
     run_pack(tmp_path, tracker, 0.2, "cli/weak", **untraced)
@@ -365,6 +365,11 @@ def test_compare_and_history_commands_on_the_local_store(
     assert status == 0, out
     (metric,) = json.loads(out)["metrics"]
     assert metric["verdict"] == "A better" and metric["gap"] > 2 * metric["noise_floor"] > 0
+    single_weak = run_pack(tmp_path, tracker, 0.2, "cli/single-weak", replicated=False,
+                           **untraced)
+    status, out = command("compare", single, single_weak)
+    assert status == 0, out  # no replicates: shown, not gated
+    assert "verdict: not gated: no noise floor measured (no replicates)" in out
 
     status, out = command("history", "cli/a")
     assert status == 0

@@ -27,7 +27,8 @@ exit status:
        that the tracking store does not hold)
   3    the golden dataset is invalid (every violation is listed; nothing was run)
   4    runtime failure (MLflow or the judge endpoint unreachable, unexpected error)
-  5    evalkit compare refused to call a winner (gap inside the noise, or no noise floor)
+  5    evalkit compare refused to call a winner: a gap inside the noise floor measured by
+       replicates (without replicates the gap is shown, not gated, and the status is 0)
   6    the tracking server became unreachable mid-run: the run is saved as a local bundle
        (named in the message); upload it with evalkit sync BUNDLE
   130  interrupted (SIGINT/SIGTERM): the MLflow run is marked KILLED, outputs are kept;

@@ -13,6 +13,7 @@ from pathlib import Path
 from evalkit._distribution import DISTRIBUTION, VERSION
 from evalkit._errors import ExitStatus
 from evalkit.cli._common import EXIT_STATUSES, guarded, process_configured
+from evalkit.cli._compare import COMPARE_EPILOG, compare_command
 from evalkit.cli._init import init_command
 from evalkit.cli._label import add_label_parser, label_command
 from evalkit.cli._parser import Parser
@@ -20,7 +21,7 @@ from evalkit.cli._ui import serve_ui
 from evalkit.dataset import lint_dataset
 from evalkit.records import Mode, names
 from evalkit.reports import plot_calibration, render_reports
-from evalkit.run import FLOOR_MULTIPLE, build_plan, compare, load_side, record_plan
+from evalkit.run import build_plan, record_plan
 from evalkit.stats import Calibration, judge_checks
 from evalkit.tracking import Tracker, history, render_history
 
@@ -77,9 +78,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         description="Compare A with B per test type: the accuracy gap, the items that flipped "
                     "between them, and the noise floor (the largest disagreement rate between "
                     "two replicates) measured behind A and/or B. A winner is named only when "
-                    "the gap clears twice the floor; otherwise the comparison is refused.",
-        epilog="exit status: 0 every metric decided, 5 a comparison was refused "
-               "(inside the noise, or no floor: run replicates first), 4 runtime failure")
+                    "the gap clears twice the floor; inside it the comparison is refused. "
+                    "Without replicates on either side there is no floor: the gap is shown "
+                    "with its paired interval over the shared items and is not gated.",
+        epilog=COMPARE_EPILOG)
     for side in ("a", "b"):
         compare.add_argument(side, metavar=side.upper(), help=RUN_REFERENCE)
     compare.add_argument("--json", action="store_true", help="machine-readable output")
@@ -192,37 +194,7 @@ def _report(args: argparse.Namespace) -> int:
 
 
 def _compare(args: argparse.Namespace) -> int:
-    reader = _reachable().reader
-    a, b = load_side(reader, args.a), load_side(reader, args.b)
-    results = compare(a, b)
-    if args.json:
-        print(json.dumps({"a": {"run_id": a.run_id, "label": a.label},
-                          "b": {"run_id": b.run_id, "label": b.label},
-                          "metrics": [r.to_json() for r in results]}, indent=1))
-    else:
-        print(f"A: {a.run_id} ({a.label})\nB: {b.run_id} ({b.label})")
-        for r in results:
-            floor = ("none" if r.floor is None
-                     else f"{r.floor:.2%} (a gap must exceed {FLOOR_MULTIPLE * r.floor:.2%})")
-            print(f"\n{r.test_type}_accuracy: A {r.a:.3f}, B {r.b:.3f}, gap {r.gap:+.3f}; "
-                  f"noise floor {floor}")
-            print(f"  items flipped over {r.shared_items} shared: {len(r.right_in_a_only)} "
-                  f"right in A only, {len(r.right_in_b_only)} right in B only")
-            for label, ids in (("right in A only", r.right_in_a_only),
-                               ("right in B only", r.right_in_b_only)):
-                if ids:
-                    print(f"    {label}: " + ", ".join(ids[:20])
-                          + (f" (+{len(ids) - 20} more)" if len(ids) > 20 else ""))
-            if r.corrected is not None:
-                c = r.corrected
-                print(f"  corrected by people's labels: gap {c.gap:+.3f} [{c.low:+.3f}, "
-                      f"{c.high:+.3f}]; the noise gate applies to this gap, not the raw one")
-            print(f"  verdict: {r.verdict}")
-    if not results:
-        print("error: A and B share no test type", file=sys.stderr)
-        return ExitStatus.INCONCLUSIVE
-    return ExitStatus.OK if all(r.verdict.decided for r in results) \
-        else ExitStatus.INCONCLUSIVE
+    return compare_command(args, _reachable().reader)
 
 
 def _plan(args: argparse.Namespace) -> int:

@@ -4,7 +4,10 @@ A difference between two totals means nothing until it clears the noise of runni
 thing twice (seeds/002). For each test type both runs share, the comparison reports the gap,
 which items flipped between A and B in each direction, and the noise floor measured from the
 replicates behind A and/or B (the larger of the two when both have one). Only a gap that
-clears twice the floor gets a winner; inside it, or without a floor, the comparison refuses.
+clears twice the floor gets a winner; inside it the comparison refuses. Without a floor (no
+replicates on either side) the gap is shown with its paired interval over the shared items
+(:func:`evalkit.stats.paired_gap`: item sampling only) and is not gated: nothing measured
+what running the same thing twice would move.
 A floor is read from the pairwise disagreement of the replicates (``stability.json``) and
 counts only pairs of replicates that observed a common item: replicates that share no item
 measured nothing, and are treated as no floor at all.
@@ -16,7 +19,8 @@ prefers one side's style would otherwise decide the comparison.
 A replicate series counts an item by majority over its replicates. An item split evenly (right
 in exactly half of an even number of replicates) is undecided: it is neither right nor wrong,
 so it is in no flip list and not among the shared items, rather than being tipped either way
-by a tie-break. The accuracies themselves count every replicate's verdict.
+by a tie-break; the comparison counts those it left out. The accuracies themselves count
+every replicate's verdict.
 """
 
 from __future__ import annotations
@@ -28,7 +32,14 @@ from enum import StrEnum
 from typing import Any
 
 from evalkit.records import ItemCell, Mode, RunRecord, SeriesItems, TypeNames, names
-from evalkit.stats import CorrectedAccuracy, StabilityDocument, judge_checks, two_sided_z
+from evalkit.stats import (
+    CorrectedAccuracy,
+    PairedGap,
+    StabilityDocument,
+    judge_checks,
+    paired_gap,
+    two_sided_z,
+)
 from evalkit.tracking import RunReader
 
 FLOOR_MULTIPLE = 2.0
@@ -40,12 +51,18 @@ class ComparisonVerdict(StrEnum):
     BETTER = "A better"
     WORSE = "A worse"
     INSIDE_NOISE = "inside the noise"
-    NO_FLOOR = "no noise floor measured: run replicates first"
-    """No replicates behind either side, or replicates that share no item."""
+    NO_FLOOR = "not gated: no noise floor measured (no replicates)"
+    """No replicates behind either side, or replicates that share no item: the gap is shown,
+    not judged."""
 
     @property
     def decided(self) -> bool:
         return self in (ComparisonVerdict.BETTER, ComparisonVerdict.WORSE)
+
+    @property
+    def refused(self) -> bool:
+        """A floor was measured and the gap does not clear it (``evalkit compare`` exits 5)."""
+        return self is ComparisonVerdict.INSIDE_NOISE
 
 
 def noise_gate(gap: float, floor: float | None) -> ComparisonVerdict:
@@ -104,10 +121,19 @@ class MetricComparison:
     right_in_b_only: tuple[str, ...]
     corrected: CorrectedGap | None = None
     """The gap between the corrected accuracies, when both runs have one."""
+    undecided_items: int = 0
+    """Items on both sides left out because a replicate series split evenly on them."""
+    paired: PairedGap | None = None
+    """The gap over the shared items with its interval (no shared item: ``None``)."""
 
     @property
     def gap(self) -> float:
         return self.a - self.b
+
+    @property
+    def floor_too_high(self) -> bool:
+        """Twice the floor is 100% or more: no accuracy gap can ever clear it."""
+        return self.floor is not None and FLOOR_MULTIPLE * self.floor >= 1
 
     @property
     def verdict(self) -> ComparisonVerdict:
@@ -122,6 +148,8 @@ class MetricComparison:
                 "required_gap": None if self.floor is None else FLOOR_MULTIPLE * self.floor,
                 "shared_items": self.shared_items, "right_in_a_only": list(self.right_in_a_only),
                 "right_in_b_only": list(self.right_in_b_only),
+                "undecided_items": self.undecided_items,
+                "paired_gap": None if self.paired is None else self.paired.to_json(),
                 "corrected_gap": None if c is None else {
                     "gap": c.gap, "standard_error": c.standard_error, "low": c.low,
                     "high": c.high},
@@ -134,15 +162,19 @@ def compare(a: Side, b: Side) -> tuple[MetricComparison, ...]:
     for test_type in [t for t in a.accuracy if t in b.accuracy]:
         floors = [s.noise_floor[test_type] for s in (a, b) if test_type in s.noise_floor]
         items_a, items_b = a.items.get(test_type, {}), b.items.get(test_type, {})
-        shared = [i for i in items_a if i in items_b
-                  and items_a[i] is not None and items_b[i] is not None]
+        on_both = [i for i in items_a if i in items_b]
+        shared = [i for i in on_both if items_a[i] is not None and items_b[i] is not None]
+        a_only = tuple(sorted(i for i in shared if items_a[i] and not items_b[i]))
+        b_only = tuple(sorted(i for i in shared if items_b[i] and not items_a[i]))
+        both_right = sum(bool(items_a[i] and items_b[i]) for i in shared)
         results.append(MetricComparison(
             test_type, a.accuracy[test_type], b.accuracy[test_type],
-            max(floors) if floors else None, len(shared),
-            tuple(sorted(i for i in shared if items_a[i] and not items_b[i])),
-            tuple(sorted(i for i in shared if items_b[i] and not items_a[i])),
+            max(floors) if floors else None, len(shared), a_only, b_only,
             CorrectedGap.of(a.corrected[test_type], b.corrected[test_type])
-            if test_type in a.corrected and test_type in b.corrected else None))
+            if test_type in a.corrected and test_type in b.corrected else None,
+            undecided_items=len(on_both) - len(shared),
+            paired=paired_gap(both_right, len(a_only), len(b_only),
+                              len(shared) - both_right - len(a_only) - len(b_only))))
     return tuple(results)
 
 

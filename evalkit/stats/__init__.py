@@ -3,7 +3,8 @@ reference in its docstring and a typed result.
 
 One run (Wilson interval, confusion matrix, convergence, latency percentiles, per-type
 metrics); replicates (variance components, flips, noise floor, effective-n interval); votes
-over N runs; the items-vs-replicates budget; contrast intervals; REPEAT_COUNT calibration;
+over N runs; the items-vs-replicates budget; contrast intervals; the paired gap of two
+runs over shared items; REPEAT_COUNT calibration;
 the judge against people's labels (agreement, the corrected accuracy, the label budget).
 Nothing here imports evalkit beyond its errors and records.
 """
@@ -65,6 +66,7 @@ from evalkit.stats._one_run import (
     wilson_bounds,
     wilson_interval,
 )
+from evalkit.stats._paired import PairedGap, paired_gap
 from evalkit.stats._plan import ContrastPlan, LabelPlan, MeasuredP, Plan
 from evalkit.stats._stability import (
     ReplicateStability,
@@ -94,7 +96,8 @@ __all__ = [
     "CorrectedAccuracy", "DrawnEntry", "LabelBudget", "LabelDraw", "Stratum",
     "draw_for_labels", "agreement", "cohens_kappa", "gwets_ac1",
     "labels_for_half_width", "labels_missing", "ppi_mean", "rogan_gladen", "stratified_ppi_mean",
-    "two_sided_z", "wilson_bounds", "PLATEAU_RULE", "SEED_DERIVATION", "STABILITY_TOLERANCE_PP",
+    "two_sided_z", "wilson_bounds", "PairedGap", "paired_gap",
+    "PLATEAU_RULE", "SEED_DERIVATION", "STABILITY_TOLERANCE_PP",
     "WHOLE_REPLICATE_BOOTSTRAP_COVERAGE", "Allocation", "Calibration", "CalibrationPoint",
     "ConfusionMatrix", "ContrastInterval", "ContrastPlan", "Convergence", "Disagreement",
     "FlipCounts", "MeasuredP", "Plan",

@@ -1,0 +1,74 @@
+"""``evalkit compare A B``: the comparison as the terminal shows it, and its exit status."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+
+from evalkit._errors import ExitStatus
+from evalkit.run import FLOOR_MULTIPLE, MetricComparison, Side, compare, load_side
+from evalkit.tracking import RunReader
+
+COMPARE_EPILOG = (
+    "exit status: 0 every gap shown (decided, or not gated because neither run has "
+    "replicates), 5 a replicate-backed gap is inside the noise floor (refused), 2 A and B "
+    "share no test type or a run is unknown, 4 runtime failure")
+MAX_LISTED = 20
+
+
+def compare_command(args: argparse.Namespace, reader: RunReader) -> int:
+    a, b = load_side(reader, args.a), load_side(reader, args.b)
+    results = compare(a, b)
+    if args.json:
+        print(json.dumps({"a": {"run_id": a.run_id, "label": a.label},
+                          "b": {"run_id": b.run_id, "label": b.label},
+                          "metrics": [r.to_json() for r in results]}, indent=1))
+    else:
+        print(render_comparison(a, b, results))
+    if not results:
+        print("error: A and B share no test type with an accuracy: compare runs of the same "
+              "test types", file=sys.stderr)
+        return ExitStatus.USAGE
+    return ExitStatus.INCONCLUSIVE if any(r.verdict.refused for r in results) \
+        else ExitStatus.OK
+
+
+def render_comparison(a: Side, b: Side, results: tuple[MetricComparison, ...]) -> str:
+    lines = [f"A: {a.run_id} ({a.label})", f"B: {b.run_id} ({b.label})"]
+    for r in results:
+        lines += ["", f"{r.test_type}_accuracy: A {r.a:.3f}, B {r.b:.3f}, gap {r.gap:+.3f}; "
+                      f"noise floor {_floor(r)}"]
+        if r.paired is not None and r.floor is None:
+            p = r.paired
+            lines.append(f"  over the {p.items} shared items: gap {p.gap:+.3f} "
+                         f"[{p.low:+.3f}, {p.high:+.3f}] ({p.confidence:.0%}, paired; item "
+                         "sampling only, not the noise of calling again)")
+        lines.append(f"  items flipped over {r.shared_items} shared: {len(r.right_in_a_only)} "
+                     f"right in A only, {len(r.right_in_b_only)} right in B only")
+        if r.undecided_items:
+            lines.append(f"  {r.undecided_items} undecided item(s) left out: a replicate "
+                         "series split evenly on them (right in exactly half its replicates)")
+        for label, ids in (("right in A only", r.right_in_a_only),
+                           ("right in B only", r.right_in_b_only)):
+            if ids:
+                lines.append(f"    {label}: " + ", ".join(ids[:MAX_LISTED])
+                             + (f" (+{len(ids) - MAX_LISTED} more)"
+                                if len(ids) > MAX_LISTED else ""))
+        if r.corrected is not None:
+            c = r.corrected
+            lines.append(f"  corrected by people's labels: gap {c.gap:+.3f} [{c.low:+.3f}, "
+                         f"{c.high:+.3f}]; the noise gate applies to this gap, not the raw one")
+        lines.append(f"  verdict: {r.verdict}" + (
+            "; run replicates (python eval.py --replicates) to gate it"
+            if r.floor is None else ""))
+    return "\n".join(lines)
+
+
+def _floor(r: MetricComparison) -> str:
+    if r.floor is None:
+        return "none (no replicates)"
+    if r.floor_too_high:
+        return (f"{r.floor:.2%}: too high to ever call a winner (a gap would have to exceed "
+                "100%): add items or replicates")
+    return f"{r.floor:.2%} (a gap must exceed {FLOOR_MULTIPLE * r.floor:.2%})"

@@ -1,0 +1,69 @@
+"""An interval for the gap between two runs scored on the same items (paired proportions).
+
+Two ordinary runs of a component over the same items give, per shared item, a pair of
+verdicts: right in both (``both_right``), in A only, in B only, or in neither. The gap on
+those items is ``(a_only - b_only) / n``. Its interval is Newcombe's method 10 for paired
+proportions (R. G. Newcombe, "Improved confidence intervals for the difference between
+binomial proportions based on paired data", Stat. Med. 17, 1998, 2635-2650): the Wilson
+intervals of the two accuracies combined with the correlation phi of the pairs, phi's
+numerator ``both_right x neither - a_only x b_only`` shrunk by n/2 towards 0 when positive
+(and 0 when that crosses 0), so that a run compared with itself is not credited with more
+certainty than its items give.
+
+It speaks only to these items and these two runs: it carries item sampling, not the noise of
+calling the component again, which only replicates measure (the noise floor).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Any
+
+from evalkit.stats._one_run import wilson_bounds
+
+
+@dataclass(frozen=True)
+class PairedGap:
+    """A - B over the items both runs decided, with Newcombe's interval."""
+
+    items: int
+    a_only: int
+    """Items right in A and wrong in B."""
+    b_only: int
+    gap: float
+    low: float
+    high: float
+    confidence: float
+
+    def to_json(self) -> dict[str, Any]:
+        return {"items": self.items, "right_in_a_only": self.a_only,
+                "right_in_b_only": self.b_only, "gap": self.gap, "low": self.low,
+                "high": self.high, "confidence": self.confidence,
+                "method": "Newcombe paired (method 10)"}
+
+
+def paired_gap(both_right: int, a_only: int, b_only: int, neither: int,
+               confidence: float = 0.95) -> PairedGap | None:
+    """The paired gap and its interval; ``None`` without a shared item."""
+    n = both_right + a_only + b_only + neither
+    if n == 0:
+        return None
+    p_a, p_b = (both_right + a_only) / n, (both_right + b_only) / n
+    low_a, high_a = wilson_bounds(p_a, n, confidence)
+    low_b, high_b = wilson_bounds(p_b, n, confidence)
+    margins = ((both_right + a_only) * (b_only + neither) * (both_right + b_only)
+               * (a_only + neither))
+    association: float = both_right * neither - a_only * b_only
+    if association > n / 2:
+        association -= n / 2
+    elif association > 0:
+        association = 0
+    phi = association / math.sqrt(margins) if margins else 0.0
+    gap = p_a - p_b
+    below = math.sqrt(max(0.0, (p_a - low_a) ** 2 - 2 * phi * (p_a - low_a) * (high_b - p_b)
+                          + (high_b - p_b) ** 2))
+    above = math.sqrt(max(0.0, (p_b - low_b) ** 2 - 2 * phi * (p_b - low_b) * (high_a - p_a)
+                          + (high_a - p_a) ** 2))
+    return PairedGap(n, a_only, b_only, gap, max(-1.0, gap - below), min(1.0, gap + above),
+                     confidence)

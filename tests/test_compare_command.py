@@ -1,0 +1,97 @@
+"""``evalkit compare A B`` in this process over a store in memory: what it prints and its exit
+status for ordinary runs, replicate-backed runs, undecided items and a floor too high. Fast."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from evalkit.records import SeriesItems, names
+from evalkit.stats import StabilityDocument
+from evalkit.tracking import Tracker
+from tests.commands import evalkit_command
+from tests.test_compare_sides import Store, cells, evaluation, item, summary
+
+
+@pytest.fixture
+def store(monkeypatch: pytest.MonkeyPatch) -> Store:
+    store = Store()
+    monkeypatch.setattr("evalkit.cli._main._reachable", lambda: Tracker(backend=store.backend))
+    return store
+
+
+@pytest.fixture
+def command(store: Store, capsys: pytest.CaptureFixture[str]) -> Any:
+    def run(*args: str) -> tuple[int, str, str]:
+        capsys.readouterr()
+        status = evalkit_command("compare", *args)
+        captured = capsys.readouterr()
+        return status, captured.out, captured.err
+    return run
+
+
+def ordinary(store: Store, name: str, verdicts: dict[str, bool]) -> str:
+    right = sum(verdicts.values()) / len(verdicts)
+    return store.run(name, {"test_types": "functional"}, {"functional_accuracy": right},
+                     evaluation(functional=tuple(item(i, v) for i, v in verdicts.items())))
+
+
+def series(store: Store, name: str, floor_pairs: tuple[tuple[int, int], ...],
+           rows: dict[str, tuple[bool | None, ...]]) -> str:
+    documents = {
+        names.STABILITY_ARTIFACT: StabilityDocument(
+            "pack", 0, (1, 2), (summary("functional_accuracy", *floor_pairs),)).to_json(),
+        names.STABILITY_ITEMS_ARTIFACT: SeriesItems(
+            {"functional": {i: cells(*v) for i, v in rows.items()}}).to_json()}
+    return store.run(name, {"test_types": "functional", "mode": "replicates"},
+                     {"functional_accuracy": 0.5}, documents)
+
+
+def test_two_ordinary_runs_show_the_gap_with_its_paired_interval_and_exit_0(
+        store: Store, command: Any) -> None:
+    a = ordinary(store, "a", {"w": True, "x": True, "y": True, "z": False})
+    b = ordinary(store, "b", {"w": True, "x": False, "y": False, "z": False})
+    status, out, _ = command(a, b)
+    assert status == 0, out
+    assert "gap +0.500; noise floor none (no replicates)" in out
+    assert "  over the 4 shared items: gap +0.500 [" in out
+    assert "(95%, paired; item sampling only" in out
+    assert "  items flipped over 4 shared: 2 right in A only, 0 right in B only" in out
+    assert out.rstrip().endswith(
+        "verdict: not gated: no noise floor measured (no replicates); run replicates "
+        "(python eval.py --replicates) to gate it")
+    assert "undecided" not in out
+
+
+def test_a_gap_inside_a_measured_floor_is_refused_with_exit_5(store: Store,
+                                                            command: Any) -> None:
+    a = series(store, "a", ((10, 2),), {"x": (True, True), "y": (True, False)})
+    b = ordinary(store, "b", {"x": False, "y": True})
+    status, out, _ = command(a, b)
+    assert status == 5, out
+    assert "noise floor 20.00% (a gap must exceed 40.00%)" in out
+    # y split evenly over A's two replicates: out of the flips, and said so.
+    assert "  items flipped over 1 shared: 1 right in A only, 0 right in B only" in out
+    assert "  1 undecided item(s) left out: a replicate series split evenly on them" in out
+    assert "over the 1 shared items" not in out  # a floor gates it: no ungated interval
+    assert "verdict: inside the noise" in out
+
+
+def test_a_floor_twice_which_reaches_100_percent_says_add_items_or_replicates(
+        store: Store, command: Any) -> None:
+    a = series(store, "a", ((3, 2),), {"x": (True, True, False)})
+    b = ordinary(store, "b", {"x": True})
+    status, out, _ = command(a, b)
+    assert status == 5
+    assert ("noise floor 66.67%: too high to ever call a winner (a gap would have to exceed "
+            "100%): add items or replicates") in out
+    assert "133.33%" not in out
+
+
+def test_runs_without_a_common_test_type_are_a_usage_error(store: Store, command: Any) -> None:
+    a = ordinary(store, "a", {"x": True})
+    b = store.run("b", {"test_types": "smoke"}, {"smoke_accuracy": 1.0},
+                  evaluation(smoke=(item("x", True),)))
+    status, _, err = command(a, b)
+    assert status == 2 and "share no test type" in err
