@@ -36,6 +36,7 @@ from evalkit.run import (
     evaluate,
     evaluate_calibration,
     evaluate_replicates,
+    rescore,
     resume,
 )
 from evalkit.scorers import ChatEndpoint, ProviderError, RetryPolicy, ScoreResult
@@ -56,7 +57,7 @@ __all__ = [
     "Dataset", "DatasetInvalid", "Entry", "EvalConfig", "EvalkitError", "evaluate",
     "evaluate_calibration", "evaluate_replicates", "EvaluationOutcome", "ExitStatus",
     "lint_dataset", "LintReport", "LintViolation", "load_dataset", "NotFound", "Progress",
-    "ProgressDisplay", "ProviderError", "resume", "RetryPolicy", "run_eval_script",
+    "ProgressDisplay", "ProviderError", "rescore", "resume", "RetryPolicy", "run_eval_script",
     "RunInterrupted", "ScoreResult", "Selection", "Stop", "Threshold", "TrackingError",
     "wilson_interval", "WilsonInterval",
 ]

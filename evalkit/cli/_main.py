@@ -1,5 +1,5 @@
 """The ``evalkit`` command: init, lint, report, compare, plan, sync, resume, history, label,
-ui."""
+rescore, ui."""
 
 from __future__ import annotations
 
@@ -17,6 +17,7 @@ from evalkit.cli._compare import COMPARE_EPILOG, compare_command
 from evalkit.cli._init import init_command
 from evalkit.cli._label import add_label_parser, label_command
 from evalkit.cli._parser import Parser
+from evalkit.cli._rescore import add_rescore_parser, rescore_command
 from evalkit.cli._ui import serve_ui
 from evalkit.dataset import lint_dataset
 from evalkit.records import Mode, names
@@ -36,8 +37,8 @@ def main(argv: Sequence[str] | None = None) -> int:
                     "browse runs in the MLflow UI, re-render reports from MLflow, label a run's "
                     "entries to measure its judge, list run "
                     "history, compare runs against the noise floor, plan how many runs a "
-                    "claim needs, resume interrupted runs and upload bundles left by a "
-                    "tracking outage. "
+                    "claim needs, resume interrupted runs, rescore a run's outputs without "
+                    "calling again, and upload bundles left by a tracking outage. "
                     "Evaluations themselves run from an eval script: python eval.py --type=all.",
         epilog=EXIT_STATUSES)
     parser.add_argument("--version", action="version", version=f"{DISTRIBUTION} {VERSION}")
@@ -136,6 +137,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     history.add_argument("--limit", type=int, default=20, help="runs to list (default: 20)")
     history.add_argument("--json", action="store_true", help="machine-readable output")
     add_label_parser(commands, RUN_REFERENCE)
+    add_rescore_parser(commands, RUN_REFERENCE)
     ui = commands.add_parser(
         "ui", help="the MLflow UI over evalkit's store, on 127.0.0.1",
         description="Start the MLflow UI over the store evalkit uses (MLFLOW_TRACKING_URI, "
@@ -147,7 +149,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         "init": lambda a: init_command(a.directory, a.component, a.dataset),
         "ui": lambda a: serve_ui(os.environ.get("MLFLOW_TRACKING_URI"), a.port),
         "lint": _lint, "report": _report, "compare": _compare, "history": _history,
-        "plan": _plan, "sync": _sync, "resume": _resume,
+        "plan": _plan, "sync": _sync, "resume": _resume, "rescore": rescore_command,
         "label": lambda a: label_command(a, _reachable())}
     with process_configured():
         return guarded(lambda: handlers[args.command](args))

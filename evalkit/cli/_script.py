@@ -27,6 +27,7 @@ from evalkit.run import (
     evaluate,
     evaluate_calibration,
     evaluate_replicates,
+    rescore,
     resume,
 )
 from evalkit.tracking import shown_uri
@@ -69,6 +70,11 @@ def run_eval_script(constants: Mapping[str, Any], component: Component,
     modes.add_argument("--resume", metavar="RUN_ID",
                        help="continue an interrupted run: its recorded calls are reused, only "
                             "the missing ones are made (selection and constants as the run's)")
+    modes.add_argument("--rescore", metavar="RUN_ID",
+                       help="score a run's recorded outputs again with this script's scorers, "
+                            "judge prompts, thresholds and COMPARED_FIELDS, as a new run tagged "
+                            "rescored_from=RUN_ID; the component is not called (the run's "
+                            "selection; same dataset and REPEAT_COUNT)")
     # --- CI outputs (issue 13) ---
     parser.add_argument("--json", metavar="PATH", type=Path, dest="json_path",
                         help="also write a machine-readable summary: per type the metrics, "
@@ -78,10 +84,13 @@ def run_eval_script(constants: Mapping[str, Any], component: Component,
                         help="also write JUnit XML: a test case per entry and test type (bias: "
                              "per group), a failure carrying its reason")
     args = parser.parse_args(argv)
-    if args.test_type is None and args.resume is None:
-        parser.error("the following arguments are required: --type (or --resume RUN_ID)")
-    if args.resume is not None and (args.test_type or args.groups or args.human_review):
-        parser.error("--resume takes the run's own --type, --groups and --human-review")
+    earlier = args.resume or args.rescore
+    if args.test_type is None and earlier is None:
+        parser.error("the following arguments are required: --type (or --resume/--rescore "
+                     "RUN_ID)")
+    if earlier is not None and (args.test_type or args.groups or args.human_review):
+        parser.error(f"--{'resume' if args.resume else 'rescore'} takes the run's own --type, "
+                     "--groups and --human-review")
     stop = Stop()
     with process_configured(), stopping_on_signals(stop):
         status = guarded(lambda: _run(constants, component, script, args,
@@ -97,8 +106,9 @@ def _run(constants: Mapping[str, Any], component: Component, script: str,
     stop requests and its progress display)."""
     started = time.monotonic()
     config = EvalConfig.from_constants(constants, script)
-    if args.resume is not None:
-        outcome = resume(config, component, args.resume, **caller)
+    if args.resume is not None or args.rescore is not None:
+        outcome = (resume(config, component, args.resume, **caller) if args.resume is not None
+                   else rescore(config, args.rescore, **caller))
         _print_outcome(outcome)
         return _finish(args, started, "evaluation", outcome.run_id, outcome.run_url,
                        outcome.experiment_name, (outcome,))

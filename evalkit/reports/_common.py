@@ -35,9 +35,11 @@ def header(record: RunRecord, title: str, extra: Sequence[tuple[str, str]] = ())
         f"- **MLflow:** experiment {cell(record.experiment_name)} (id {record.experiment_id}), "
         f"run {record.run_id} ({cell(record.run_name)})",
         f"- **Groups filter:** {cell(tags.get(names.GROUPS_FILTER_TAG, 'all'))}",
-        "",
     ]
-    return lines
+    if names.RESCORED_FROM_TAG in tags:
+        lines.append(f"- **Rescored from:** run {cell(tags[names.RESCORED_FROM_TAG])}: its "
+                     "recorded outputs scored again, no component call made")
+    return [*lines, ""]
 
 
 def number(value: float | None) -> str:

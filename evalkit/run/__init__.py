@@ -1,5 +1,6 @@
 """Running an evaluation: select entries, call the component, score, compute metrics, track
-the run and render its reports; in replicate, calibration and planning modes, and resumed.
+the run and render its reports; in replicate, calibration and planning modes, resumed, and
+rescored (a run's recorded outputs scored again, no call made).
 
 This wing is the only one that knows the whole pipeline; it drives the others. Its core: the
 :class:`CallWindow` makes a plan's calls through a :class:`CallExecutor` (threads, an event
@@ -37,6 +38,7 @@ from evalkit.run._planning import Plan, build_plan, record_plan
 from evalkit.run._prepare import PreparedEvaluation, RunRole, prepare
 from evalkit.run._progress import Progress, ProgressCallback, ProgressCounter
 from evalkit.run._replicates import ReplicatesOutcome, SeedLock, evaluate_replicates, seeds_for
+from evalkit.run._rescore import rescore
 from evalkit.run._scorers import Scorers
 from evalkit.run._scoring import EarlyJudging, compared_part, score_run
 from evalkit.run._selection import ALL_TYPES, PlannedEntry, RunPlan, Selection, plan_run
@@ -53,5 +55,6 @@ __all__ = [
     "SeedLock", "Selection", "Side", "Stop", "ThreadCalls", "ThreadWorkers", "build_plan",
     "calls_for", "compare", "compared_part", "evaluate", "evaluate_calibration",
     "evaluate_replicates", "is_async", "load_side", "noise_gate", "plan_run", "prefix_pass_rates",
-    "prepare", "record_plan", "resume", "score_run", "seeds_for", "shared_item_floors",
+    "prepare", "record_plan", "rescore", "resume", "score_run", "seeds_for",
+    "shared_item_floors",
 ]

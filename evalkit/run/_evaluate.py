@@ -8,6 +8,7 @@ callback to show how far the calls are. Neither touches signals, the terminal or
 from __future__ import annotations
 
 import logging
+from collections.abc import Mapping
 from pathlib import Path
 
 from evalkit._errors import ConfigError
@@ -90,10 +91,7 @@ def _resumable(config: EvalConfig, run: StoredRun) -> PreparedEvaluation:
     if mode is None or names.EVAL_TYPE_TAG not in tags:
         raise ConfigError(f"run {run_id} was not made by evalkit (a mode tag of its own, or no "
                           "eval_type tag): only evalkit's runs can be resumed")
-    groups = tags.get(names.GROUPS_FILTER_TAG, "all")
-    prepared = prepare(config, Selection.parse(tags[names.EVAL_TYPE_TAG],
-                                               None if groups == "all" else groups,
-                                               tags.get(names.HUMAN_REVIEW_ONLY_TAG) == "true"))
+    prepared = prepare(config, recorded_selection(tags))
     changed = sorted(k for k, v in prepared.params().items()
                      if k in run.params and run.params[k] != v)
     if changed:
@@ -101,3 +99,10 @@ def _resumable(config: EvalConfig, run: StoredRun) -> PreparedEvaluation:
                           "differ): resuming would mix two evaluations. Restore them, or "
                           "start a new run")
     return prepared
+
+
+def recorded_selection(tags: Mapping[str, str]) -> Selection:
+    """The selection an evaluation run was made with, as its tags record it."""
+    groups = tags.get(names.GROUPS_FILTER_TAG, "all")
+    return Selection.parse(tags[names.EVAL_TYPE_TAG], None if groups == "all" else groups,
+                           tags.get(names.HUMAN_REVIEW_ONLY_TAG) == "true")

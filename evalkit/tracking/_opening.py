@@ -12,16 +12,22 @@ import json
 import logging
 import time
 import uuid
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from functools import partial
 from pathlib import Path
 
 from evalkit._errors import ConfigError, TrackingError
-from evalkit.records import names
+from evalkit.records import CallRecord, names
 from evalkit.tracking._backend import Backend, StoredRun
 from evalkit.tracking._connection import LOCAL_STORE
 from evalkit.tracking._journal import RunJournal, Series
-from evalkit.tracking._raw import RawResultsLog, RunFiles, lock_run, repair_raw_results
+from evalkit.tracking._raw import (
+    RawResultsLog,
+    RunFiles,
+    lock_run,
+    repair_raw_results,
+    write_atomically,
+)
 from evalkit.tracking._run import OpenChild, TrackedRun
 
 logger = logging.getLogger("evalkit")
@@ -32,9 +38,11 @@ MAX_PARAM_LENGTH = 6000
 
 def start_run(backend: Backend, experiment: str, run_name: str, params: Mapping[str, str],
               tags: Mapping[str, str], series: Series, *, raw_dir: Path | None = None,
-              traced: bool = False, parent: TrackedRun | None = None) -> TrackedRun:
+              traced: bool = False, parent: TrackedRun | None = None,
+              recorded: Sequence[CallRecord] = ()) -> TrackedRun:
     """A new run with its params and tags; its raw results (and their lock) under
-    ``raw_dir/<run id>/`` when given."""
+    ``raw_dir/<run id>/`` when given, starting with the ``recorded`` calls (another run's,
+    reused: a rescore)."""
     _check_params(params)
     if parent is not None and not backend.answers():  # down mid-series, even between runs
         series.server_down = True
@@ -74,7 +82,8 @@ def start_run(backend: Backend, experiment: str, run_name: str, params: Mapping[
                             "the server's artifact store (--artifacts-destination) and its "
                             "permissions") from err
     return TrackedRun(backend, journal, series, _child_opener(backend, experiment, series),
-                      files=_new_files(raw_dir, stored.run_id), traced=traced, parent=parent)
+                      files=_new_files(raw_dir, stored.run_id, recorded), traced=traced,
+                      parent=parent)
 
 
 def reopen_run(backend: Backend, run_id: str, series: Series, *, raw_dir: Path,
@@ -129,11 +138,15 @@ def _child_opener(backend: Backend, experiment: str, series: Series) -> OpenChil
     return partial(start_run, backend, experiment, series=series)
 
 
-def _new_files(raw_dir: Path | None, run_id: str) -> RunFiles | None:
+def _new_files(raw_dir: Path | None, run_id: str,
+               recorded: Sequence[CallRecord] = ()) -> RunFiles | None:
     if raw_dir is None:
         return None
     lock = lock_run(raw_dir / run_id, run_id)
-    return RunFiles(RawResultsLog(raw_dir / run_id / names.RAW_RESULTS_FILE), lock, {})
+    path = raw_dir / run_id / names.RAW_RESULTS_FILE
+    if recorded:
+        write_atomically(path, list(recorded))
+    return RunFiles(RawResultsLog(path), lock, {(c.entry_id, c.repeat): c for c in recorded})
 
 
 def _end_quietly(backend: Backend, run_id: str, status: str) -> None:

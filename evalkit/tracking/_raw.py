@@ -40,7 +40,13 @@ class RawResults:
 
 def read_raw_results(path: Path) -> RawResults:
     """Every call recorded in a raw-results file, in the order written."""
-    lines = path.read_bytes().split(b"\n")
+    return parse_raw_results(path.read_bytes(), str(path))
+
+
+def parse_raw_results(content: bytes, source: str) -> RawResults:
+    """Every call a raw-results file's ``content`` holds (read from ``source``, named in an
+    error)."""
+    lines = content.split(b"\n")
     ends_cleanly = lines[-1] == b""
     if ends_cleanly:
         lines.pop()
@@ -51,7 +57,7 @@ def read_raw_results(path: Path) -> RawResults:
         except (ValueError, TypeError) as err:
             if number == len(lines) and not ends_cleanly:
                 return RawResults(records, line[:80].decode("utf-8", "replace"))
-            raise EvalkitError(f"{path}: line {number} is not a call record ({err}); only a "
+            raise EvalkitError(f"{source}: line {number} is not a call record ({err}); only a "
                                "last line cut mid-write is tolerated. Remove the line (its "
                                "call will be made again) and resume") from None
     return RawResults(records)

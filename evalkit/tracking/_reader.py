@@ -27,6 +27,7 @@ from evalkit.records import (
 from evalkit.tracking._backend import Backend, StoredRun
 from evalkit.tracking._journal import RunJournal
 from evalkit.tracking._links import run_url
+from evalkit.tracking._raw import RawResults, parse_raw_results
 
 _RUN_ID = re.compile(r"^[0-9a-f]{32}$")
 _RUN_ID_PREFIX = re.compile(r"^[0-9a-f]{4,31}$")
@@ -64,6 +65,11 @@ class RunReader:
 
     def read_json(self, run_id: str, artifact: str) -> Any:
         return json.loads(self.read_text(run_id, artifact))
+
+    def raw_results(self, run_id: str) -> RawResults:
+        """The calls a run recorded, from its raw-results artifact."""
+        return parse_raw_results(self._backend.artifact(run_id, names.RAW_RESULTS_ARTIFACT),
+                                 f"run {run_id}: {names.RAW_RESULTS_ARTIFACT}")
 
     def url(self, run: StoredRun) -> str:
         """The run's page in the MLflow UI (see :func:`evalkit.tracking.run_url`)."""

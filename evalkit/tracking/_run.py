@@ -92,8 +92,8 @@ class TrackedRun:
 
     @property
     def recorded(self) -> Mapping[tuple[str, int], CallRecord]:
-        """Calls recorded by an earlier attempt at this run (a resumed run), by (entry id,
-        repeat); empty for a new run."""
+        """Calls already made, by (entry id, repeat): by an earlier attempt at this run (a
+        resumed run), or by the run it rescores; empty for a new run."""
         return {} if self._files is None else self._files.recorded
 
     # --- writing ------------------------------------------------------------------------------

@@ -11,10 +11,10 @@ from __future__ import annotations
 import getpass
 import os
 import subprocess
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 
-from evalkit.records import names
+from evalkit.records import CallRecord, names
 from evalkit.tracking._backend import Backend
 from evalkit.tracking._connection import Connection, local_store
 from evalkit.tracking._journal import BUNDLES_DIR, Series, unsynced_bundles
@@ -57,12 +57,15 @@ class Tracker:
 
     def run(self, experiment: str, run_name: str, params: Mapping[str, str],
             tags: Mapping[str, str], *, raw_dir: Path | None = None,
-            traced: bool = False) -> TrackedRun:
+            traced: bool = False, recorded: Sequence[CallRecord] = ()) -> TrackedRun:
         """Start a run (checking the destination first, in seconds); its raw results, locked
-        for this process, under ``raw_dir/<run id>/`` when given; its calls traced when
-        ``traced``. Use it as a context manager: the exit sets its final status."""
+        for this process, under ``raw_dir/<run id>/`` when given, holding the ``recorded``
+        calls of another run from the start (:attr:`TrackedRun.recorded`: a rescore reuses
+        them all); its calls traced when ``traced``. Use it as a context manager: the exit
+        sets its final status."""
         return start_run(self.backend, experiment, run_name, params, tags,
-                         Series(self.bundles_dir), raw_dir=raw_dir, traced=traced)
+                         Series(self.bundles_dir), raw_dir=raw_dir, traced=traced,
+                         recorded=recorded)
 
     def reopen(self, run_id: str, raw_dir: Path, *, traced: bool = False) -> TrackedRun:
         """An interrupted run, to finish it: locked for this process (a second reopen is

@@ -1,0 +1,135 @@
+"""Scoring a run again without calling again: :func:`rescore`.
+
+The outputs a run recorded are scored with the script's current scorers, judge prompts,
+thresholds and ``COMPARED_FIELDS``, in a new run of the script's experiment tagged
+``rescored_from`` the source run (its reports say so); the source run is left as it is. It is
+the resume path with every call reused: the source's raw results become the new run's
+recorded calls, so the call window has none to make and the component is never called. The
+judge is asked again: a changed judge prompt is a reason to rescore.
+
+Only outputs that match the plan can be rescored: the source must be an ordinary evaluation
+run made from the same dataset (digest) and, with repeatability in scope, the same
+``REPEAT_COUNT``; its selection is its own (``--type``, ``--groups``, ``--human-review``), and
+it must have recorded every call of it. A replicate series (or one of its replicates) is
+refused: its stability compares every replicate, which a rescore of one run cannot keep.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from evalkit._errors import ConfigError, TrackingError
+from evalkit.config import EvalConfig
+from evalkit.dataset import REPEATABILITY, Entry
+from evalkit.records import CallRecord, Mode, names
+from evalkit.run._call import Call
+from evalkit.run._evaluate import RUNS_DIR, recorded_selection
+from evalkit.run._evaluation import Evaluation, EvaluationOutcome
+from evalkit.run._prepare import PreparedEvaluation, RunRole, prepare
+from evalkit.run._progress import ProgressCallback
+from evalkit.run._selection import RunPlan
+from evalkit.run._stop import Stop
+from evalkit.tracking import RunReader, StoredRun, Tracker
+
+logger = logging.getLogger("evalkit")
+
+RESCORE_PREFIX = "rescore-"
+"""Leads a rescored run's name."""
+
+
+def rescore(config: EvalConfig, run: str, *, tracker: Tracker | None = None,
+            runs_dir: Path = RUNS_DIR, stop: Stop | None = None,
+            progress: ProgressCallback | None = None) -> EvaluationOutcome:
+    """Score the outputs ``run`` (a run id, its first 4 or more characters, or an experiment
+    name for its latest finished run) recorded, as a new run; no component call is made.
+
+    Raises :class:`ConfigError` when its outputs cannot be matched to this script's plan (see
+    the module docstring) or it kept no raw results."""
+    tracker = tracker or Tracker()
+    tracker.check_reachable()
+    source = tracker.reader.stored(tracker.reader.resolve(run))
+    prepared = _rescorable(config, source)
+    calls = _recorded_calls(tracker.reader, source, prepared.plan)
+    # The component's params are those of the run that made the outputs, not the script's.
+    params = {**{k: v for k, v in prepared.params().items()
+                 if not k.startswith(names.COMPONENT_PARAM_PREFIX)},
+              **{k: v for k, v in source.params.items()
+                 if k.startswith(names.COMPONENT_PARAM_PREFIX)}}
+    tags = {**prepared.tags(), names.RESCORED_FROM_TAG: source.run_id}
+    role = RunRole(rerun=f"rescore run {source.run_id} again")
+    stop = stop or Stop()
+    with tracker.run(config.experiment_name, prepared.run_name(RESCORE_PREFIX), params, tags,
+                     raw_dir=runs_dir, traced=config.trace_calls, recorded=calls) as new, \
+            stop.open_run():
+        logger.info("rescoring run %s as run %s: its %d recorded calls scored again, none made",
+                    source.run_id, new.id, len(calls))
+        return Evaluation(new, prepared, _never_called, role, stop=stop,
+                          progress=progress).complete()
+
+
+def _never_called(entry: Entry, call: Call) -> Any:
+    """The component of a rescore: every call is reused, so the call window starts none."""
+    raise RuntimeError(f"evalkit bug: a rescore called the component (entry {entry.id})")
+
+
+def _rescorable(config: EvalConfig, source: StoredRun) -> PreparedEvaluation:
+    """The source's evaluation prepared again by this script, once it is certain that the
+    source's outputs belong to it: an ordinary run, from the same dataset and repeats."""
+    tags, run_id = source.tags, source.run_id
+    mode = Mode.declared(tags)
+    if mode == Mode.REPLICATES or names.PARENT_RUN_TAG in tags:
+        part = "is a replicate series" if mode == Mode.REPLICATES else \
+            f"is a replicate of series {tags[names.PARENT_RUN_TAG]}"
+        raise ConfigError(f"run {run_id} {part}: a series cannot be rescored (its stability "
+                          "compares every replicate); rescore an ordinary run, or run the "
+                          "series again")
+    if mode != Mode.EVALUATION or names.EVAL_TYPE_TAG not in tags:
+        kind = f"a {mode} run" if mode is not None else "not a run evalkit made"
+        raise ConfigError(f"run {run_id} is {kind}: only ordinary evaluation runs can be "
+                          "rescored")
+    prepared = prepare(config, recorded_selection(tags))
+    now = prepared.params()
+    compared = [names.DATASET_DIGEST_PARAM]
+    if REPEATABILITY in prepared.plan.types:
+        compared.append(names.REPEAT_COUNT_PARAM)
+    changed = [f"{key} {_short(source.params.get(key))} -> {_short(now.get(key))}"
+               for key in compared if source.params.get(key) != now.get(key)]
+    if changed:
+        raise ConfigError(f"run {run_id} was made with another {', '.join(changed)}: its "
+                          "outputs cannot be matched to this script's entries. Restore "
+                          f"{config.script}'s dataset and constants as they were, or start a "
+                          "new run")
+    return prepared
+
+
+def _short(value: str | None) -> str:
+    return "(none)" if value is None else value[:12]
+
+
+def _recorded_calls(reader: RunReader, source: StoredRun,
+                    plan: RunPlan) -> Sequence[CallRecord]:
+    """Every call the plan needs, as the source recorded it, in the plan's order."""
+    run_id = source.run_id
+    try:
+        raw = reader.raw_results(run_id)
+    except TrackingError as err:
+        raise ConfigError(f"{err}: there are no recorded outputs to rescore (a run uploads "
+                          "its raw results when it ends)") from None
+    recorded = {(c.entry_id, c.repeat): c for c in raw.records}
+    planned = [(p.entry.id, repeat) for p in plan.items for repeat in range(p.calls)]
+    missing = [key for key in planned if key not in recorded]
+    if missing:
+        entry_id, repeat = missing[0]
+        raise ConfigError(f"run {run_id} recorded {len(planned) - len(missing)} of the "
+                          f"{len(planned)} calls its selection needs ({entry_id!r} repeat "
+                          f"{repeat} is missing): resume it first (evalkit resume {run_id}), "
+                          "then rescore it")
+    unplanned = sorted(recorded.keys() - set(planned))
+    if unplanned:
+        raise ConfigError(f"run {run_id} recorded calls its selection does not plan now "
+                          f"({unplanned[0][0]!r} repeat {unplanned[0][1]}): its outputs "
+                          "cannot be matched to this script's entries")
+    return [recorded[key] for key in planned]
