@@ -215,7 +215,7 @@ def test_a_run_missing_calls_or_raw_results_is_refused(tmp_path: Path,
     assert runs_in(tracker, config) == 1
 
 
-def test_a_replicate_series_and_its_replicates_are_refused(tmp_path: Path,
+def test_a_series_its_replicates_and_other_modes_are_refused(tmp_path: Path,
                                                            tracker: Tracker) -> None:
     dataset = write_dataset(tmp_path / "ds", {"f1": entry("functional")})
     config = config_for(tmp_path, dataset)
@@ -227,6 +227,14 @@ def test_a_replicate_series_and_its_replicates_are_refused(tmp_path: Path,
     with pytest.raises(ConfigError, match=f"is a replicate of series {series.parent_run_id}"):
         rescore(config, series.replicates[0].run_id, tracker=tracker,
                 runs_dir=tmp_path / "runs")
+    for mode, refusal in (("calibration", "is a calibration run"),
+                          ("someone-elses", "is not a run evalkit made")):
+        with tracker.run(config.experiment_name, mode, {}, {names.MODE_TAG: mode,
+                                                             names.EVAL_TYPE_TAG: "all"}) as run:
+            pass
+        with pytest.raises(ConfigError, match=f"run {run.id} {refusal}: only ordinary "
+                                              "evaluation runs can be rescored"):
+            rescore(config, run.id, tracker=tracker, runs_dir=tmp_path / "runs")
 
 
 def test_the_command_lines_refuse_a_selection_and_a_missing_script(
