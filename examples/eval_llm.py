@@ -57,6 +57,9 @@ COMPONENT_PARAMS = {  # logged as MLflow params component.<name>
     "temperature": COMPONENT_TEMPERATURE,
     "max_tokens": COMPONENT_MAX_TOKENS,
 }
+# A component that sends prompts of its own declares them, to have them versioned in MLflow's
+# prompt registry and compared by `evalkit compare`; this one sends the entry as it is:
+# COMPONENT_PROMPTS = {"system": SYSTEM_PROMPT}
 
 
 @functools.cache

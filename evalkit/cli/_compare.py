@@ -4,27 +4,42 @@ from __future__ import annotations
 
 import argparse
 import json
+import re
 import sys
 
 from evalkit._errors import ExitStatus
-from evalkit.run import FLOOR_MULTIPLE, MetricComparison, Side, compare, load_side
+from evalkit.run import (
+    FLOOR_MULTIPLE,
+    Difference,
+    MetricComparison,
+    Side,
+    compare,
+    load_side,
+    what_differs,
+)
 from evalkit.tracking import RunReader
 
 COMPARE_EPILOG = (
     "exit status: 0 every gap shown (decided, or not gated because neither run has "
     "replicates), 5 a replicate-backed gap is inside the noise floor (refused), 2 A and B "
-    "share no test type or a run is unknown, 4 runtime failure")
+    "share no test type, 4 runtime failure")
 MAX_LISTED = 20
+MAX_VALUE = 72
+_HASH = re.compile(r"[0-9a-f]{40,64}")
 
 
 def compare_command(args: argparse.Namespace, reader: RunReader) -> int:
     a, b = load_side(reader, args.a), load_side(reader, args.b)
     results = compare(a, b)
+    changed = what_differs(reader, a.run_id, b.run_id)
     if args.json:
         print(json.dumps({"a": {"run_id": a.run_id, "label": a.label},
                           "b": {"run_id": b.run_id, "label": b.label},
+                          "differences": [d.to_json() for d in changed],
                           "metrics": [r.to_json() for r in results]}, indent=1))
     else:
+        print(render_differences(changed))
+        print()
         print(render_comparison(a, b, results))
     if not results:
         print("error: A and B share no test type with an accuracy: compare runs of the same "
@@ -32,6 +47,26 @@ def compare_command(args: argparse.Namespace, reader: RunReader) -> int:
         return ExitStatus.USAGE
     return ExitStatus.INCONCLUSIVE if any(r.verdict.refused for r in results) \
         else ExitStatus.OK
+
+
+def render_differences(changed: tuple[Difference, ...]) -> str:
+    """What differs between A and B as recorded, before the numbers it may explain."""
+    if not changed:
+        return ("What differs: nothing recorded differs (params, prompts, code, dataset, "
+                "judge, versions)")
+    lines = ["What differs (A -> B):"]
+    for d in changed:
+        lines.append(f"  {d.section} {d.name}: {_value(d.a)} -> {_value(d.b)}")
+        lines += [f"    {line}" for line in d.diff]
+    return "\n".join(lines)
+
+
+def _value(value: str | None) -> str:
+    if value is None:
+        return "(not recorded)"
+    if _HASH.fullmatch(value):  # a commit or sha256: its head tells two apart
+        return value[:16]
+    return value if len(value) <= MAX_VALUE else value[:MAX_VALUE - 3] + "..."
 
 
 def render_comparison(a: Side, b: Side, results: tuple[MetricComparison, ...]) -> str:

@@ -76,8 +76,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     compare = commands.add_parser(
         "compare", help="compare two runs, refusing gaps inside the noise floor",
         formatter_class=argparse.RawDescriptionHelpFormatter,
-        description="Compare A with B per test type: the accuracy gap, the items that flipped "
-                    "between them, and the noise floor (the largest disagreement rate between "
+        description="Compare A with B: first what differs between them as recorded "
+                    "(params, component prompts with a diff of their texts, git commit and "
+                    "diff, the script's source hash, dataset digest, judge prompts, evalkit/"
+                    "MLflow/Python versions), then per test type the accuracy gap, the items "
+                    "that flipped "
+                    "between them and the noise floor (the largest disagreement rate between "
                     "two replicates) measured behind A and/or B. A winner is named only when "
                     "the gap clears twice the floor; inside it the comparison is refused. "
                     "Without replicates on either side there is no floor: the gap is shown "

@@ -33,12 +33,15 @@ from evalkit.config._values import (
     per_type,
     positive_int,
     positive_number,
+    prompt_sha256,
+    prompt_texts,
     repeat_count,
     scorer_name,
     string,
 )
 from evalkit.dataset import BIAS, REPEATABILITY, TEST_TYPES
 from evalkit.records import Threshold
+from evalkit.records.names import COMPONENT_PROMPT_PARAM_PREFIX
 
 # Every constant name evalkit reads. Upper-case names in eval.py with one of the prefixes below
 # that are not listed here are treated as typos.
@@ -51,7 +54,7 @@ _SINGLE = (
     "JUDGE_MAX_TOKENS", "JUDGE_SEED", "JUDGE_REPEATS",
     "JUDGE_TIMEOUT", "JUDGE_MAX_ATTEMPTS", "JUDGE_MAX_WAIT", "JUDGE_PROMPTS",
     "JUDGE_INVALID_IS_ERROR", "JUDGE_SYSTEM_IN_USER", "COMPARED_FIELDS", "TRACE_CALLS",
-    "LABELS_PATH", "LABEL_SAMPLE",
+    "LABELS_PATH", "LABEL_SAMPLE", "COMPONENT_PROMPTS",
 )
 KNOWN_CONSTANTS = frozenset(
     [*_SINGLE, *_PER_TYPE, *(f"{base}_{t.upper()}" for base in _PER_TYPE for t in TEST_TYPES)]
@@ -59,7 +62,7 @@ KNOWN_CONSTANTS = frozenset(
 _RESERVED_PREFIXES = ("EVAL_", "REPEAT_", "REPLICATE", "ROOT_SEED", "SCORER", "BIAS_", "SEMANTIC_",
                       "EXPERIMENT", "DATASET", "CALIBRATION", "JUDGE", "MAX_CONCURRENCY",
                       "COMPARED", "MOCK_", "REPORTS", "CALL_TIMEOUT", "TRACE",
-                      "LABEL")
+                      "LABEL", "COMPONENT_PROMPT")
 DEFAULT_REPLICATES = 2
 DEFAULT_CALIBRATION_REPEAT_COUNT = 20
 DEFAULT_CALL_TIMEOUT = 600.0
@@ -105,6 +108,11 @@ class EvalConfig:
     """People's labels (CSV or JSONL, as for ``evalkit label --from``) given to each run."""
     label_sample: int = 0
     """Entries of each labelled type drawn at random for the corrected accuracy, per run."""
+    component_prompts: Mapping[str, str] = field(default_factory=dict)
+    """``COMPONENT_PROMPTS``: the prompts that define the component, key -> text; each is
+    registered in MLflow's prompt registry and linked to the run."""
+    source_file: Path | None = None
+    """The eval script's own file (its ``__file__``), when it has one."""
     constants: Mapping[str, Any] = field(default_factory=dict)
     """The recognised constants as declared, for logging as MLflow params."""
 
@@ -165,6 +173,10 @@ class EvalConfig:
                                             script),
             mock_adapters=check(adapters, known.get("MOCK_ADAPTERS", {}), script, default={}),
             component_params=check(mapping, known, "COMPONENT_PARAMS", script, default={}),
+            component_prompts=check(prompt_texts, known, "COMPONENT_PROMPTS", script,
+                                    default={}),
+            source_file=Path(namespace["__file__"]) if isinstance(
+                namespace.get("__file__"), str) else None,
             compared_fields=check(field_names, known, "COMPARED_FIELDS", script),
             labels_path=Path(labels) if labels else None,
             label_sample=check(positive_int, known, "LABEL_SAMPLE", script, 1, default=0)
@@ -230,11 +242,13 @@ class EvalConfig:
     def params(self) -> dict[str, str]:
         """The constants as MLflow params (strings). Callables are named, never serialised."""
         params = {name: param_value(value) for name, value in sorted(self.constants.items())
-                  if name not in ("MOCK_ADAPTERS", "COMPONENT_PARAMS")}
+                  if name not in ("MOCK_ADAPTERS", "COMPONENT_PARAMS", "COMPONENT_PROMPTS")}
         if self.mock_adapters:
             params["MOCK_ADAPTERS"] = ",".join(sorted(self.mock_adapters))
         params.update({f"component.{k}": param_value(v)
                        for k, v in sorted(self.component_params.items())})
+        params.update({f"{COMPONENT_PROMPT_PARAM_PREFIX}{k}": prompt_sha256(text)[:16]
+                       for k, text in sorted(self.component_prompts.items())})
         return params
 
     def judge_settings(self) -> JudgeSettings:

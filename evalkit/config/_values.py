@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import hashlib
 import inspect
 import json
 import math
+import re
 from collections.abc import Callable, Mapping
 from typing import Any
 
@@ -165,3 +167,26 @@ def mapping(known: Mapping[str, Any], name: str, script: str) -> dict[str, Any]:
     if not isinstance(value, Mapping):
         raise ConfigError(f"{script}: {name} must be a dict of name -> value")
     return dict(value)
+
+
+_PROMPT_KEY = re.compile(r"^[A-Za-z0-9_-]+$")
+
+
+def prompt_texts(known: Mapping[str, Any], name: str, script: str) -> dict[str, str]:
+    """``COMPONENT_PROMPTS``: key (letters, digits, ``-``, ``_``) -> the prompt's text."""
+    value = known.get(name, {})
+    example = f"e.g. {name} = {{'system': SYSTEM_PROMPT}}"
+    if not isinstance(value, Mapping):
+        raise ConfigError(f"{script}: {name} must be a dict of key -> prompt text, {example}")
+    for key, text in value.items():
+        if not isinstance(key, str) or not _PROMPT_KEY.match(key):
+            raise ConfigError(f"{script}: {name} key {key!r} must be letters, digits, '-' or "
+                              f"'_' (it names the prompt in MLflow's registry), {example}")
+        if not isinstance(text, str) or not text.strip():
+            raise ConfigError(f"{script}: {name}[{key!r}] must be the prompt's text (a "
+                              f"non-empty string), got {type(text).__name__}: {example}")
+    return dict(value)
+
+
+def prompt_sha256(text: str) -> str:
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()

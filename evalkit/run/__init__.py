@@ -22,6 +22,7 @@ from evalkit.run._compare import (
     noise_gate,
     shared_item_floors,
 )
+from evalkit.run._differences import Difference, RecordedSource, differences, what_differs
 from evalkit.run._evaluate import RUNS_DIR, evaluate, resume
 from evalkit.run._evaluation import Evaluation, EvaluationOutcome
 from evalkit.run._executors import (
@@ -48,6 +49,7 @@ from evalkit.run._window import CallWindow
 __all__ = [
     "ALL_TYPES", "FLOOR_MULTIPLE", "INTERRUPT", "RUNS_DIR", "AsyncCalls", "Call",
     "CallExecutor", "CallWindow", "CalibrationOutcome", "ComparisonVerdict", "Component",
+    "Difference", "RecordedSource", "differences", "what_differs",
     "EarlyJudging", "EntryOutputs", "Evaluation", "EvaluationOutcome", "FollowUps",
     "LabelOutcome", "LabelSession", "import_labels",
     "MetricComparison", "Plan", "PlannedEntry", "PreparedEvaluation", "Progress",

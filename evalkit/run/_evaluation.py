@@ -124,6 +124,7 @@ class Evaluation:
                     len(plan.items), sum(missing.values()), run.raw.path)
         run.register_prompts({p.registry_name: p.registry_template()
                               for p in self.prepared.scorers.judge_prompts.values()})
+        self.prepared.record_source(run)
         scorers = self.prepared.scorers
         scorers.reset_judge_stats()
         progress = ProgressCounter({e: n for e, n in missing.items() if n}, self._progress,

@@ -41,7 +41,7 @@ from evalkit.stats import (
     whole_replicate_bootstrap,
     whole_replicate_bootstrap_variance,
 )
-from evalkit.tracking import RunReader, StoredRun, Tracker, source_tags
+from evalkit.tracking import RunReader, StoredRun, Tracker, source_state
 
 
 def build_plan(tracker: Tracker, reference: str, *, target_error: float = 0.01,
@@ -127,7 +127,7 @@ def record_plan(tracker: Tracker, plan: Plan, reports_dir: Path,
     params = {**{k: source[k] for k in (names.DATASET_PATH_PARAM, names.DATASET_DIGEST_PARAM,
                                         names.DATASET_ENTRIES_PARAM) if k in source},
               **parameters}
-    tags = {names.MODE_TAG: Mode.PLANNING, **source_tags("evalkit plan")}
+    tags = {names.MODE_TAG: Mode.PLANNING, **source_state("evalkit plan").tags}
     with tracker.run(plan.experiment, f"plan-{datetime.now(UTC):%Y%m%d-%H%M%S}", params,
                      tags) as run:
         run.log_json(names.PLAN_ARTIFACT, plan.to_json())

@@ -3,20 +3,21 @@ the scorers and the judge endpoint; and the run's identity in MLflow (params, ta
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 
 from evalkit._distribution import VERSION
 from evalkit._secrets import Redactor
-from evalkit.config import EvalConfig
+from evalkit.config import EvalConfig, prompt_sha256
 from evalkit.dataset import Dataset, load_dataset
 from evalkit.records import HumanLabel, Threshold, TypeNames, names
 from evalkit.run._labelling import known_entries, read_labels
 from evalkit.run._scorers import Scorers
 from evalkit.run._selection import RunPlan, Selection, plan_run
 from evalkit.stats import threshold_params
-from evalkit.tracking import source_tags
+from evalkit.tracking import SourceState, TrackedRun, source_state
 
 
 @dataclass(frozen=True)
@@ -50,6 +51,8 @@ class PreparedEvaluation:
     redactor: Redactor
     labels: tuple[HumanLabel, ...] = ()
     """People's labels from ``LABELS_PATH``, read and checked before any call."""
+    source: SourceState = field(default_factory=lambda: SourceState({}))
+    """What defines the component as the files tell (git commit, uncommitted diff, hashes)."""
 
     def params(self) -> dict[str, str]:
         """The run's MLflow params: the constants, the dataset identity, per-type settings."""
@@ -72,8 +75,29 @@ class PreparedEvaluation:
                 names.GROUPS_FILTER_TAG: selection.groups_filter,
                 names.EVAL_TYPE_TAG: selection.test_type,
                 names.HUMAN_REVIEW_ONLY_TAG: str(selection.human_review_only).lower(),
-                names.VERSION_TAG: VERSION, **source_tags(self.config.script)}
+                names.VERSION_TAG: VERSION, **self.source.tags}
         return {k: self.redactor.text(v) for k, v in tags.items()}
+
+    def component_prompts(self) -> dict[str, tuple[str, str]]:
+        """``COMPONENT_PROMPTS``, key -> (its name in MLflow's prompt registry, its redacted
+        text); the name is ``<component>-<key>``, the component being EXPERIMENT_NAME's first
+        half."""
+        component = re.sub(r"[^A-Za-z0-9_-]", "-", self.config.experiment_name.split("/")[0])
+        return {key: (f"{component}-{key}", self.redactor.text(text))
+                for key, text in sorted(self.config.component_prompts.items())}
+
+    def record_source(self, run: TrackedRun) -> None:
+        """Log what the tags only hash: the uncommitted diff (redacted) and the component's
+        prompts; register those prompts (a new version only when one changed) and link them
+        to the run."""
+        if self.source.diff:
+            run.log_text(names.CODE_DIFF_ARTIFACT, self.redactor.text(self.source.diff))
+        prompts = self.component_prompts()
+        if prompts:
+            run.log_json(names.COMPONENT_PROMPTS_ARTIFACT, {
+                key: {"name": name, "sha256": prompt_sha256(text), "template": text}
+                for key, (name, text) in prompts.items()})
+            run.register_prompts(dict(prompts.values()))
 
     def run_name(self, prefix: str = "") -> str:
         return f"{prefix}{self.selection.test_type}-{datetime.now(UTC):%Y%m%d-%H%M%S}"
@@ -93,4 +117,5 @@ def prepare(config: EvalConfig, selection: Selection) -> PreparedEvaluation:
         config.labels_path, known_entries(dataset), reviewer=str(config.labels_path))
     return PreparedEvaluation(
         config=config, selection=selection, dataset=dataset, plan=plan, thresholds=thresholds,
-        scorers=scorers, redactor=Redactor.from_environment(), labels=labels)
+        scorers=scorers, redactor=Redactor.from_environment(), labels=labels,
+        source=source_state(config.script, config.source_file))

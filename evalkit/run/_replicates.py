@@ -128,6 +128,7 @@ def evaluate_replicates(config: EvalConfig, component: Component, selection: Sel
     warn_unsynced(tracker)
     with tracker.run(config.experiment_name, prepared.run_name("replicates-"), params,
                      tags) as parent, stop.open_run():
+        prepared.record_source(parent)
         logger.info("replicates: parent MLflow run %s, %d replicates, seeds %s", parent.id,
                     config.replicates, ", ".join(map(str, seeds.seeds)))
         children: list[EvaluationOutcome] = []

@@ -17,12 +17,13 @@ from evalkit.tracking._memory import MemoryBackend
 from evalkit.tracking._raw import RawResultsLog, read_raw_results
 from evalkit.tracking._reader import RunReader, journal_record
 from evalkit.tracking._run import TrackedRun
+from evalkit.tracking._source import SourceState, source_state
 from evalkit.tracking._traces import Assessment, prompt_use, stability_assessment
-from evalkit.tracking._tracker import Tracker, source_tags
+from evalkit.tracking._tracker import Tracker
 
 __all__ = ["BUNDLES_DIR", "Assessment", "Backend", "HistoryRow", "MemoryBackend",
            "RawResultsLog", "RunJournal", "RunLabels", "RunReader", "StoredRun", "TraceStore",
            "TrackedRun", "Tracker", "TrackingOffline", "history", "journal_record",
            "label_assessment", "prompt_use", "read_raw_results", "render_history", "run_url",
            "shown_uri", "wanted_assessment",
-           "source_tags", "stability_assessment", "ui_base"]
+           "SourceState", "source_state", "stability_assessment", "ui_base"]

@@ -18,6 +18,10 @@ from evalkit.records import ReviewerVerdict
 from evalkit.tracking._journal import LoggedPoint
 from evalkit.tracking._traces import Assessment, EntryTrace, RunContext
 
+PromptTemplate = str | Sequence[Mapping[str, str]]
+"""A prompt for MLflow's registry: a text template, or a chat template (role/content
+messages)."""
+
 
 @dataclass(frozen=True)
 class StoredRun:
@@ -115,7 +119,8 @@ class Backend(Protocol):
         input, expected output)."""
 
     def register_prompts(self, run_id: str,
-                         prompts: Mapping[str, Sequence[Mapping[str, str]]]) -> None:
-        """The judge's prompts (name -> chat template), linked to the run."""
+                         prompts: Mapping[str, PromptTemplate]) -> None:
+        """Prompts (name -> template), each registered unless its latest version holds the
+        same content, and linked to the run."""
 
     def trace_store(self) -> TraceStore: ...

@@ -18,7 +18,7 @@ from typing import Any
 
 from evalkit._errors import NotFound, TrackingError
 from evalkit.records import ReviewerVerdict, names
-from evalkit.tracking._backend import StoredRun
+from evalkit.tracking._backend import PromptTemplate, StoredRun
 from evalkit.tracking._journal import LoggedPoint, RunJournal
 from evalkit.tracking._table import table_json
 from evalkit.tracking._traces import Assessment, EntryTrace, RunContext
@@ -168,8 +168,8 @@ class MemoryBackend:
         self.datasets[params.get(names.DATASET_DIGEST_PARAM, "")] = dict(entries)
 
     def register_prompts(self, run_id: str,
-                         prompts: Mapping[str, Sequence[Mapping[str, str]]]) -> None:
-        self.prompts[run_id] = sorted(prompts)
+                         prompts: Mapping[str, PromptTemplate]) -> None:
+        self.prompts[run_id] = sorted({*self.prompts.get(run_id, ()), *prompts})  # linked
 
     def trace_store(self) -> MemoryTraceStore:
         return self.traces

@@ -17,7 +17,7 @@ from evalkit._errors import NotFound, TrackingError
 from evalkit.records import ReviewerVerdict
 from evalkit.tracking import _mlflow_genai as genai
 from evalkit.tracking import _mlflow_private as private
-from evalkit.tracking._backend import StoredRun, TraceStore
+from evalkit.tracking._backend import PromptTemplate, StoredRun, TraceStore
 from evalkit.tracking._connection import LOCAL_STORE, Connection, local_store_lock
 from evalkit.tracking._journal import LoggedPoint
 
@@ -152,7 +152,7 @@ class MlflowBackend:
         genai.register_evaluation_dataset(self._client, experiment_id, params, entries)
 
     def register_prompts(self, run_id: str,
-                         prompts: Mapping[str, Sequence[Mapping[str, str]]]) -> None:
+                         prompts: Mapping[str, PromptTemplate]) -> None:
         genai.register_prompts(self._client, run_id, prompts)
 
     def trace_store(self) -> TraceStore:

@@ -17,6 +17,7 @@ from typing import Any
 
 from evalkit.records import ReviewerVerdict, names
 from evalkit.tracking import _mlflow_private as private
+from evalkit.tracking._backend import PromptTemplate
 from evalkit.tracking._span_process import SpanWriting
 from evalkit.tracking._trace_writer import TraceWriter
 from evalkit.tracking._traces import Assessment, EntryTrace, RunContext
@@ -71,12 +72,12 @@ def register_evaluation_dataset(client: Any, experiment_id: str, params: Mapping
 
 
 def register_prompts(client: Any, run_id: str,
-                     prompts: Mapping[str, Sequence[Mapping[str, str]]]) -> list[str]:
-    """Register each chat template (name -> messages) unless its latest version holds the same
-    content, link that version to the run, and return the versions' URIs."""
+                     prompts: Mapping[str, PromptTemplate]) -> list[str]:
+    """Register each template (name -> text or chat messages) unless its latest version holds
+    the same content, link that version to the run, and return the versions' URIs."""
     uris = []
-    for name, messages in sorted(prompts.items()):
-        template = [dict(m) for m in messages]
+    for name, given in sorted(prompts.items()):
+        template = given if isinstance(given, str) else [dict(m) for m in given]
         sha = hashlib.sha256(json.dumps(template, sort_keys=True).encode()).hexdigest()
         latest = client.load_prompt(f"prompts:/{name}@latest", allow_missing=True)
         if latest is None or latest.tags.get(names.PROMPT_SHA_TAG) != sha:

@@ -26,7 +26,7 @@ from typing import Any
 
 from evalkit._errors import RunInterrupted, TrackingError
 from evalkit.records import CallRecord, MetricPoint, RunRecord, ScoredRun, names
-from evalkit.tracking._backend import Backend
+from evalkit.tracking._backend import Backend, PromptTemplate
 from evalkit.tracking._journal import LoggedPoint, RunJournal, Series, TrackingOffline
 from evalkit.tracking._links import run_url
 from evalkit.tracking._raw import RawResultsLog, RunFiles
@@ -143,15 +143,15 @@ class TrackedRun:
                 written.append(folder / name)
         return tuple(written)
 
-    def register_prompts(self, prompts: Mapping[str, Sequence[Mapping[str, str]]]) -> None:
-        """The judge's prompts registered and linked to the run; a store without a prompt
-        registry is skipped with a warning (they stay in the run's params)."""
+    def register_prompts(self, prompts: Mapping[str, PromptTemplate]) -> None:
+        """Prompts (the judge's, the component's) registered and linked to the run; a store
+        without a prompt registry is skipped with a warning (their digests stay in params)."""
         if not prompts:
             return
         try:
             self.write(lambda: self._backend.register_prompts(self.id, prompts))
         except Exception as err:  # a store that answers but has no registry
-            logger.warning("the judge's prompts were not registered in MLflow (%s); they "
+            logger.warning("prompts were not registered in MLflow (%s); their digests "
                            "stay in the run's params", err)
 
     def record(self) -> RunRecord:

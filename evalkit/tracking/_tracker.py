@@ -8,13 +8,11 @@ store holds.
 
 from __future__ import annotations
 
-import getpass
 import os
-import subprocess
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
-from evalkit.records import CallRecord, names
+from evalkit.records import CallRecord
 from evalkit.tracking._backend import Backend
 from evalkit.tracking._connection import Connection, local_store
 from evalkit.tracking._journal import BUNDLES_DIR, Series, unsynced_bundles
@@ -80,32 +78,3 @@ class Tracker:
     def unsynced_bundles(self) -> list[Path]:
         """Bundles under :attr:`bundles_dir` not uploaded yet."""
         return unsynced_bundles(self.bundles_dir)
-
-
-def source_tags(script: str) -> dict[str, str]:
-    """The script, who ran it, and the git commit it ran at (``unknown`` outside a git
-    checkout), as run tags."""
-    def git(*args: str) -> str | None:
-        try:
-            done = subprocess.run(["git", *args], capture_output=True, text=True, timeout=10,
-                                  check=True)
-        except (OSError, subprocess.SubprocessError):
-            return None
-        return done.stdout.strip()
-
-    commit = git("rev-parse", "HEAD")
-    tags = {names.SOURCE_NAME_TAG: script, names.GIT_COMMIT_TAG: commit or "unknown",
-            names.USER_TAG: _user()}
-    if commit:
-        tags[names.SOURCE_COMMIT_TAG] = commit
-        dirty = git("status", "--porcelain", "--untracked-files=no")
-        tags[names.GIT_DIRTY_TAG] = "true" if dirty else "false"
-    return tags
-
-
-def _user() -> str:
-    """Who ran it, as MLflow's own fluent API records it."""
-    try:
-        return getpass.getuser()
-    except (OSError, KeyError):  # no login name (a container without a passwd entry)
-        return "unknown"
