@@ -10,10 +10,11 @@ from evalkit.stats import paired_gap
 
 def test_a_published_example() -> None:
     # Fagerland, Lydersen & Laake, "Statistical Analysis of Contingency Tables" (2017),
-    # chapter 8: Bentur et al. 2009, the Newcombe square-and-add interval -0.507 to -0.026.
-    gap = paired_gap(1, 1, 7, 12)
-    assert gap is not None and gap.items == 21 and gap.gap == pytest.approx(-6 / 21)
-    assert (gap.low, gap.high) == pytest.approx((-0.507, -0.026), abs=1e-3)
+    # chapter 8, Cavo et al. 2012 (59, 6 / 16, 80): the Newcombe square-and-add interval
+    # -0.0621 (-0.1186 to -0.0046), as the R package contingencytables tests it.
+    gap = paired_gap(59, 6, 16, 80)
+    assert gap is not None and gap.items == 161 and gap.gap == pytest.approx(-10 / 161)
+    assert (gap.low, gap.high) == pytest.approx((-0.1186, -0.0046), abs=5e-5)
 
 
 def test_no_shared_item_has_no_gap_and_the_bounds_stay_in_range() -> None:
