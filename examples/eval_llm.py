@@ -61,6 +61,12 @@ COMPONENT_PARAMS = {  # logged as MLflow params component.<name>
 # prompt registry and compared by `evalkit compare`; this one sends the entry as it is:
 # COMPONENT_PROMPTS = {"system": SYSTEM_PROMPT}
 
+# --- cost: USD per million (input, output) tokens of each model the calls report -------------
+# The tokens every call reports (call.record_llm_response below, and the judge's) are on the
+# traces (MLflow's Token Usage) and the run's metrics; priced models add cost_usd and
+# judge_cost_usd. A local model costs nothing: put your provider's prices here.
+TOKEN_PRICES = {COMPONENT_MODEL: (0.0, 0.0)}
+
 
 @functools.cache
 def _chat() -> evalkit.ChatEndpoint:
@@ -81,13 +87,17 @@ def invoke_component(entry: Entry, call: Call) -> str:
     are passed through to the provider as they are: drop it for a provider that rejects
     unknown body fields (the header is harmless everywhere).
     """
-    return _chat().complete(
+    reply = _chat().chat(
         [{"role": "user", "content": entry.input}],
         temperature=COMPONENT_TEMPERATURE,
         max_tokens=COMPONENT_MAX_TOKENS,
         extra_body={"cache_prompt": False},
         extra_headers={"Cache-Control": "no-store"},
     )
+    # The tokens the request used, for the trace's Token Usage and the run's tokens_* metrics
+    # (with an openai client: call.record_llm_response(client.chat.completions.create(...))).
+    call.record_llm_response(reply)
+    return reply.text
 
 
 if __name__ == "__main__":

@@ -38,9 +38,10 @@ from evalkit.config._values import (
     repeat_count,
     scorer_name,
     string,
+    token_prices,
 )
 from evalkit.dataset import BIAS, REPEATABILITY, TEST_TYPES
-from evalkit.records import Threshold
+from evalkit.records import Threshold, TokenPrice
 from evalkit.records.names import COMPONENT_PROMPT_PARAM_PREFIX
 
 # Every constant name evalkit reads. Upper-case names in eval.py with one of the prefixes below
@@ -54,7 +55,7 @@ _SINGLE = (
     "JUDGE_MAX_TOKENS", "JUDGE_SEED", "JUDGE_REPEATS",
     "JUDGE_TIMEOUT", "JUDGE_MAX_ATTEMPTS", "JUDGE_MAX_WAIT", "JUDGE_PROMPTS",
     "JUDGE_INVALID_IS_ERROR", "JUDGE_SYSTEM_IN_USER", "COMPARED_FIELDS", "TRACE_CALLS",
-    "LABELS_PATH", "LABEL_SAMPLE", "COMPONENT_PROMPTS",
+    "LABELS_PATH", "LABEL_SAMPLE", "COMPONENT_PROMPTS", "TOKEN_PRICES",
 )
 KNOWN_CONSTANTS = frozenset(
     [*_SINGLE, *_PER_TYPE, *(f"{base}_{t.upper()}" for base in _PER_TYPE for t in TEST_TYPES)]
@@ -62,7 +63,7 @@ KNOWN_CONSTANTS = frozenset(
 _RESERVED_PREFIXES = ("EVAL_", "REPEAT_", "REPLICATE", "ROOT_SEED", "SCORER", "BIAS_", "SEMANTIC_",
                       "EXPERIMENT", "DATASET", "CALIBRATION", "JUDGE", "MAX_CONCURRENCY",
                       "COMPARED", "MOCK_", "REPORTS", "CALL_TIMEOUT", "TRACE",
-                      "LABEL", "COMPONENT_PROMPT")
+                      "LABEL", "COMPONENT_PROMPT", "TOKEN_PRICE")
 DEFAULT_REPLICATES = 2
 DEFAULT_CALIBRATION_REPEAT_COUNT = 20
 DEFAULT_CALL_TIMEOUT = 600.0
@@ -113,6 +114,8 @@ class EvalConfig:
     registered in MLflow's prompt registry and linked to the run."""
     source_file: Path | None = None
     """The eval script's own file (its ``__file__``), when it has one."""
+    token_prices: Mapping[str, TokenPrice] = field(default_factory=dict)
+    """Model -> its price (``TOKEN_PRICES``): the cost of the tokens calls report."""
     constants: Mapping[str, Any] = field(default_factory=dict)
     """The recognised constants as declared, for logging as MLflow params."""
 
@@ -181,6 +184,7 @@ class EvalConfig:
             labels_path=Path(labels) if labels else None,
             label_sample=check(positive_int, known, "LABEL_SAMPLE", script, 1, default=0)
             if "LABEL_SAMPLE" in known else 0,
+            token_prices=check(token_prices, known, "TOKEN_PRICES", script, default={}),
             constants=known,
         )
         check(config._check_similarity_constants)

@@ -12,6 +12,7 @@ from typing import Any
 
 from evalkit._errors import ConfigError
 from evalkit.dataset import COMPARATIVE_TYPES, TEST_TYPES
+from evalkit.records import TokenPrice
 
 DEFAULT_KEY = "default"
 SCORERS = ("exact", "semantic_similarity", "llm_judge")
@@ -190,3 +191,25 @@ def prompt_texts(known: Mapping[str, Any], name: str, script: str) -> dict[str, 
 
 def prompt_sha256(text: str) -> str:
     return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
+def token_prices(known: Mapping[str, Any], name: str, script: str) -> dict[str, TokenPrice]:
+    """``{"model": (USD per million input tokens, USD per million output tokens)}``."""
+    value = known.get(name, {})
+    example = f'e.g. {name} = {{"gpt-4o-mini": (0.15, 0.60)}}'
+    if not isinstance(value, Mapping):
+        raise ConfigError(f"{script}: {name} must be a dict of model name -> (USD per million "
+                          f"input tokens, USD per million output tokens), {example}")
+    prices = {}
+    for model, pair in value.items():
+        if not isinstance(model, str) or not model:
+            raise ConfigError(f"{script}: {name} has key {model!r}: name the model as the calls "
+                              f"report it (a non-empty string), {example}")
+        if (not isinstance(pair, tuple | list) or len(pair) != 2 or not all(
+                not isinstance(p, bool) and isinstance(p, int | float) and math.isfinite(p)
+                and p >= 0 for p in pair)):
+            raise ConfigError(f"{script}: {name}[{model!r}]={pair!r} must be two numbers of at "
+                              "least 0: (USD per million input tokens, USD per million output "
+                              f"tokens), {example}")
+        prices[model] = TokenPrice(float(pair[0]), float(pair[1]))
+    return prices

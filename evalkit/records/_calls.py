@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
+
+from evalkit.records._usage import TokenUsage
 
 
 @dataclass(frozen=True)
@@ -15,7 +18,19 @@ class CallRecord:
     output: Any
     error: str | None
     latency_ms: float
+    usage: tuple[TokenUsage, ...] = ()
+    """The tokens the call's LLM requests used, one per model, as the component reported
+    them (``call.record_usage``); none when it reported none."""
 
     def to_json(self) -> dict[str, Any]:
-        return {"entry_id": self.entry_id, "repeat": self.repeat, "output": self.output,
-                "error": self.error, "latency_ms": round(self.latency_ms, 3)}
+        doc = {"entry_id": self.entry_id, "repeat": self.repeat, "output": self.output,
+               "error": self.error, "latency_ms": round(self.latency_ms, 3)}
+        if self.usage:  # a call without usage reads as it always did
+            doc["usage"] = [u.to_json() for u in self.usage]
+        return doc
+
+    @classmethod
+    def from_json(cls, doc: Mapping[str, Any]) -> CallRecord:
+        """A call as :meth:`to_json` wrote it (``usage`` absent from older records)."""
+        return cls(**{**doc, "usage": tuple(TokenUsage.from_json(u)
+                                            for u in doc.get("usage", ()))})

@@ -104,6 +104,8 @@ JUDGE_REPEATS_PARAM = "judge_repeats"
 COMPONENT_PARAM_PREFIX = "component."
 COMPONENT_PROMPT_PARAM_PREFIX = "component_prompt."
 """``component_prompt.<key>``: the sha256 of ``COMPONENT_PROMPTS[key]`` (first 16 digits)."""
+PRICES_PARAM = "TOKEN_PRICES"
+"""The ``TOKEN_PRICES`` constant, as every constant: ``{"model": [usd_in, usd_out]}``."""
 
 
 def seed_param(replicate: int) -> str:
@@ -128,6 +130,15 @@ JUDGE_RETRIES_METRIC = "judge_retries"
 JUDGE_FAILURES_METRIC = "judge_failures"
 JUDGE_INVALID_METRIC = "judge_invalid"
 """Invalid judge replies: with ``JUDGE_REPEATS`` > 1 every one of them, not the items."""
+COST_METRIC = "cost_usd"
+"""What the component's calls cost, in US dollars, by ``TOKEN_PRICES``."""
+JUDGE_COST_METRIC = "judge_cost_usd"
+
+
+def tokens_metric(kind: str, judge: bool = False) -> str:
+    """``tokens_input``, ``tokens_output``, ``tokens_total`` of the component's calls;
+    ``judge_tokens_...`` of the judge's."""
+    return f"{'judge_' if judge else ''}tokens_{kind}"
 
 
 def call_latency_metric(percentile: str) -> str:

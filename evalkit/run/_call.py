@@ -9,14 +9,15 @@ interrupt stays an interrupt.
 from __future__ import annotations
 
 import json
+import threading
 import time
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, replace
-from typing import Any
+from dataclasses import dataclass, field, replace
+from typing import Any, TypeVar
 
 from evalkit._secrets import Redactor
 from evalkit.dataset import Entry
-from evalkit.records import CallRecord
+from evalkit.records import CallRecord, TokenUsage, checked_usage, merged, usage_of
 
 MAX_OUTPUT_CHARS = 1_000_000
 """Longest output kept, as JSON text; a larger one is recorded as an error."""
@@ -26,9 +27,31 @@ MAX_MESSAGE_CHARS = 4000
 """Longest error message kept; the rest is cut, saying how much."""
 
 
+class UsageMeter:
+    """The tokens one call's LLM requests used, as the component reports them (from any
+    thread)."""
+
+    def __init__(self) -> None:
+        self._usages: list[TokenUsage] = []
+        self._lock = threading.Lock()
+
+    def add(self, usage: TokenUsage) -> None:
+        with self._lock:
+            self._usages.append(usage)
+
+    def recorded(self) -> tuple[TokenUsage, ...]:
+        """One usage per model, summed."""
+        with self._lock:
+            return merged(self._usages)
+
+
+Response = TypeVar("Response")
+
+
 @dataclass(frozen=True)
 class Call:
-    """What the component receives besides the entry: fresh mocks and which repeat this is."""
+    """What the component receives besides the entry: fresh mocks, which repeat this is, and
+    where to report the tokens its LLM requests use."""
 
     mocks: Mapping[str, Any]
     """Adapter name -> adapter built from this entry's ``mock_fixtures`` for this call only."""
@@ -41,6 +64,27 @@ class Call:
     with the entry id and ``repeat``); ``None`` in an ordinary run."""
     replicate: int | None = None
     """0-based replicate index in replicate mode; ``None`` in an ordinary run."""
+    meter: UsageMeter = field(default_factory=UsageMeter, repr=False, compare=False)
+    """This call's reported usage (a new :class:`Call`, a new meter: one per call)."""
+
+    def record_usage(self, *, input_tokens: int, output_tokens: int,
+                     model: str | None = None) -> None:
+        """Report the tokens one LLM request of this call used (once per request; they add
+        up). They go on the call's trace (MLflow's Token Usage), into the run's metrics and,
+        for a model ``TOKEN_PRICES`` prices, its cost. Raises ``ValueError`` for a count that
+        is not a whole number of at least 0."""
+        self.meter.add(checked_usage(input_tokens, output_tokens, model))
+
+    def record_llm_response(self, response: Response, model: str | None = None) -> Response:
+        """Report the usage an OpenAI-compatible response carries (``response.usage``, or
+        ``response["usage"]`` of a dict; a :class:`~evalkit.ChatEndpoint` reply too), named
+        for ``model`` or else the response's ``model``; returns ``response``. A response
+        without usage reports nothing; counts that are not whole numbers of at least 0 raise
+        ``ValueError``, as with :meth:`record_usage`."""
+        usage = usage_of(response, model)
+        if usage is not None:
+            self.meter.add(usage)
+        return response
 
 
 Component = Callable[[Entry, Call], Any]
@@ -65,16 +109,19 @@ def invoke(component: Component, entry: Entry, call: Call,
 
 def with_fresh_mocks(call: Call, entry: Entry,
                      adapters: Mapping[str, Callable[[Any], Any]]) -> Call:
-    """``call`` with a fresh mock adapter per fixture of the entry (never shared by calls)."""
+    """``call`` with a fresh mock adapter per fixture of the entry (never shared by calls);
+    its usage meter stays the same, so what the component reports reaches the record."""
     return replace(call, mocks={name: adapters[name](fixture)
                                 for name, fixture in entry.mock_fixtures.items()})
 
 
 def failed_call(entry: Entry, call: Call, err: BaseException, started: float,
                 redactor: Redactor) -> CallRecord:
-    """The record of a call that raised ``err``."""
+    """The record of a call that raised ``err`` (with the tokens it reported: they were
+    spent)."""
     latency = (time.perf_counter() - started) * 1000
-    return CallRecord(entry.id, call.repeat, None, error_message(err, redactor), latency)
+    return CallRecord(entry.id, call.repeat, None, error_message(err, redactor), latency,
+                      call.meter.recorded())
 
 
 def settled_call(entry: Entry, call: Call, output: Any, started: float,
@@ -90,16 +137,19 @@ def settled_call(entry: Entry, call: Call, output: Any, started: float,
         kept, problem = None, f"reading it raised {error_message(err, redactor)}"
     if problem is not None:
         return CallRecord(entry.id, call.repeat, None, redactor.text(
-            f"OutputNotKept: the component returned {_type_name(output)}: {problem}"), latency)
-    return CallRecord(entry.id, call.repeat, redactor.value(kept), None, latency)
+            f"OutputNotKept: the component returned {_type_name(output)}: {problem}"), latency,
+            call.meter.recorded())
+    return CallRecord(entry.id, call.repeat, redactor.value(kept), None, latency,
+                      call.meter.recorded())
 
 
 def timed_out(entry: Entry, call: Call, seconds: float) -> CallRecord:
-    """The record of a call that did not return within ``CALL_TIMEOUT``."""
+    """The record of a call that did not return within ``CALL_TIMEOUT`` (with the tokens it
+    reported until then)."""
     return CallRecord(entry.id, call.repeat, None,
                       f"CallTimeout: no result within CALL_TIMEOUT = {seconds:g} s; the call "
                       "was abandoned (raise CALL_TIMEOUT if the component is just slow)",
-                      seconds * 1000)
+                      seconds * 1000, call.meter.recorded())
 
 
 def error_message(err: BaseException, redactor: Redactor) -> str:

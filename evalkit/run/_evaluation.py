@@ -28,6 +28,7 @@ from evalkit.run._prepare import PreparedEvaluation, RunRole
 from evalkit.run._progress import ProgressCallback, ProgressCounter
 from evalkit.run._scoring import EarlyJudging, score_run
 from evalkit.run._stop import Stop
+from evalkit.run._usage import usage_metrics
 from evalkit.run._window import CallWindow
 from evalkit.stats import (
     JudgeCheck,
@@ -217,6 +218,8 @@ class Evaluation:
                    for name, value in latency_percentiles(latencies).items()]
         points += [MetricPoint(key, value) for key, value in
                    self.prepared.scorers.judge_metrics(scored).items()]
+        points += usage_metrics([c for o in self.outputs for c in o.calls], scored,
+                                self.prepared.config.token_prices)
         for m in self.metrics:
             points += m.to_mlflow()
         for check in self.checks.values():

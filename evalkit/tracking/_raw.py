@@ -53,8 +53,8 @@ def parse_raw_results(content: bytes, source: str) -> RawResults:
     records: list[CallRecord] = []
     for number, line in enumerate(lines, 1):
         try:
-            records.append(CallRecord(**json.loads(line.decode("utf-8"))))
-        except (ValueError, TypeError) as err:
+            records.append(CallRecord.from_json(json.loads(line.decode("utf-8"))))
+        except (ValueError, TypeError, KeyError) as err:
             if number == len(lines) and not ends_cleanly:
                 return RawResults(records, line[:80].decode("utf-8", "replace"))
             raise EvalkitError(f"{source}: line {number} is not a call record ({err}); only a "

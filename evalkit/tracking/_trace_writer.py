@@ -25,7 +25,14 @@ from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
-from evalkit.records import TokenUsage, names, usage_attribute
+from evalkit.records import (
+    Prices,
+    TokenUsage,
+    cost_of,
+    names,
+    prices_from_param,
+    usage_attribute,
+)
 from evalkit.tracking import _mlflow_private as private
 from evalkit.tracking._traces import (
     Assessment,
@@ -125,13 +132,17 @@ def _call_spans(context: RunContext, entry: EntryTrace) -> list[Any]:
         {**common, "outputs": response_of(entry)}, failed,
         trace_tags={names.TRACE_NAME_TAG: entry.entry_id,
                     names.ENTRY_ID_TRACE_TAG: entry.entry_id})]
+    prices = prices_from_param(context.params.get(names.PRICES_PARAM))
     for order, call in enumerate(entry.calls, 1):
+        # a call that reported tokens made LLM requests: an LLM span, as MLflow counts them
         spans.append(private.finished_span(
             entry.trace_id, f"call {call.repeat}", entry.entry_id, start + order,
-            start + order + int(call.latency_ms * 1_000_000), "UNKNOWN", {
+            start + order + int(call.latency_ms * 1_000_000),
+            "LLM" if call.usage else "UNKNOWN", {
                 **common, names.SPAN_REPEAT: call.repeat, names.SPAN_REPLICATE: replicate,
                 names.SPAN_SEED: seed, names.SPAN_LATENCY_MS: round(call.latency_ms, 3),
-                names.SPAN_ERROR: call.error, **({} if call.error else {"outputs": call.output})},
+                names.SPAN_ERROR: call.error, **_usage_attributes(call.usage, prices),
+                **({} if call.error else {"outputs": call.output})},
             call.error))
     return spans
 
@@ -144,6 +155,7 @@ def _judge_spans(context: RunContext, entry: EntryTrace) -> list[Any]:
     end = _root_end(start, entry)
     first = start + len(entry.calls) + 1
     model = context.params.get(names.JUDGE_MODEL_PARAM)
+    prices = prices_from_param(context.params.get(names.PRICES_PARAM))
     return [private.finished_span(
         entry.trace_id, judge.name, entry.entry_id, first + index, max(end, first + index),
         "CHAT_MODEL", {
@@ -151,15 +163,26 @@ def _judge_spans(context: RunContext, entry: EntryTrace) -> list[Any]:
                 "messages": [dict(m) for m in judge.messages]},
             names.SPAN_MESSAGE_FORMAT: "openai", names.SPAN_LLM_MODEL: model,
             names.SPAN_JUDGE_MODEL: model, names.SPAN_PROMPT_USE: prompt_use(judge.test_type),
-            **_usage_attributes(() if judge.call.usage is None else (judge.call.usage,)),
+            **_usage_attributes(() if judge.call.usage is None else (judge.call.usage,),
+                                prices),
             "outputs": judge.call.reply}, judge.call.error)
         for index, judge in enumerate(entry.judge_calls)]
 
 
-def _usage_attributes(usages: Sequence[TokenUsage]) -> dict[str, Any]:
-    """The tokens a span's LLM calls used, as MLflow reads them (nothing when none were
-    reported)."""
-    return {names.SPAN_TOKEN_USAGE: usage_attribute(usages)} if usages else {}
+def _usage_attributes(usages: Sequence[TokenUsage], prices: Prices) -> dict[str, Any]:
+    """The tokens a span's LLM requests used, as MLflow reads them: the usage, the model
+    when there is one, and the cost of what ``TOKEN_PRICES`` prices (nothing when no usage
+    was reported)."""
+    if not usages:
+        return {}
+    attributes: dict[str, Any] = {names.SPAN_TOKEN_USAGE: usage_attribute(usages)}
+    models = {u.model for u in usages}
+    if len(models) == 1 and None not in models:
+        attributes[names.SPAN_LLM_MODEL] = usages[0].model
+    cost = cost_of(usages, prices)
+    if cost is not None:
+        attributes[names.SPAN_COST] = cost.attribute()
+    return attributes
 
 
 def _root_end(start: int, entry: EntryTrace) -> int:
