@@ -1,5 +1,5 @@
-"""The ``evalkit`` command: init, lint, report, compare, plan, sync, resume, history, label,
-rescore, ui."""
+"""The ``evalkit`` command: init, dataset, lint, report, compare, plan, sync, resume, history,
+label, rescore, ui."""
 
 from __future__ import annotations
 
@@ -14,6 +14,7 @@ from evalkit._distribution import DISTRIBUTION, VERSION
 from evalkit._errors import ExitStatus
 from evalkit.cli._common import EXIT_STATUSES, guarded, process_configured
 from evalkit.cli._compare import COMPARE_EPILOG, compare_command
+from evalkit.cli._dataset import add_dataset_parser, dataset_command
 from evalkit.cli._init import init_command
 from evalkit.cli._label import add_label_parser, label_command
 from evalkit.cli._parser import Parser
@@ -33,13 +34,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     """The ``evalkit`` command."""
     parser = Parser(
         prog="evalkit", formatter_class=argparse.RawDescriptionHelpFormatter,
-        description="evalkit: scaffold an evaluation into a repository, lint golden datasets, "
-                    "browse runs in the MLflow UI, re-render reports from MLflow, label a run's "
-                    "entries to measure its judge, list run "
-                    "history, compare runs against the noise floor, plan how many runs a "
-                    "claim needs, resume interrupted runs, rescore a run's outputs without "
-                    "calling again, and upload bundles left by a tracking outage. "
-                    "Evaluations themselves run from an eval script: python eval.py --type=all.",
+        description="evalkit: scaffold an evaluation into a repository, import and lint golden "
+                    "datasets, browse runs in the MLflow UI, re-render reports from MLflow, "
+                    "label a run's entries to measure its judge, list run history, compare runs "
+                    "against the noise floor, plan how many runs a claim needs, resume "
+                    "interrupted runs, rescore a run's outputs without calling again, and upload "
+                    "bundles left by a tracking outage. Evaluations themselves run from an eval "
+                    "script: python eval.py --type=all.",
         epilog=EXIT_STATUSES)
     parser.add_argument("--version", action="version", version=f"{DISTRIBUTION} {VERSION}")
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
@@ -58,6 +59,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                                           "(default: DIR's folder name)")
     init.add_argument("--dataset",
                       help="dataset folder name under datasets/ (default: golden)")
+    add_dataset_parser(commands)
     lint = commands.add_parser("lint", help="check datasets; list every violation")
     lint.add_argument("datasets", nargs="+", metavar="DATASET", help="dataset folder(s)")
     report = commands.add_parser(
@@ -152,6 +154,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     handlers: dict[str, Callable[[argparse.Namespace], int]] = {
         "init": lambda a: init_command(a.directory, a.component, a.dataset),
         "ui": lambda a: serve_ui(os.environ.get("MLFLOW_TRACKING_URI"), a.port),
+        "dataset": dataset_command,
         "lint": _lint, "report": _report, "compare": _compare, "history": _history,
         "plan": _plan, "sync": _sync, "resume": _resume, "rescore": rescore_command,
         "label": lambda a: label_command(a, _reachable())}

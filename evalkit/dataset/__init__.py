@@ -2,7 +2,8 @@
 
 A dataset is a folder holding ``README.md``, ``dataset.schema.json`` and ``data/`` with one
 JSON file per entry. :func:`lint_dataset` collects every violation; :func:`load_dataset`
-hands out entries only from a dataset with none.
+hands out entries only from a dataset with none; :func:`import_rows` writes one from rows a
+user has (a CSV or JSONL file, read by :func:`read_source_rows`).
 """
 
 from evalkit.dataset._envelope import (
@@ -14,10 +15,19 @@ from evalkit.dataset._envelope import (
     BiasKey,
     Entry,
 )
+from evalkit.dataset._import import (
+    ColumnMapping,
+    Imported,
+    ImportInvalid,
+    import_rows,
+    read_source_rows,
+)
 from evalkit.dataset._label_file import LabelFileInvalid, LabelProblem, read_label_file
 from evalkit.dataset._lint import Dataset, lint_dataset, load_dataset
+from evalkit.dataset._rows import Problems as RowProblems
 from evalkit.dataset._violations import LintReport, LintViolation
 
 __all__ = ["BIAS", "COMPARATIVE_TYPES", "PROMPT_USES", "REPEATABILITY", "TEST_TYPES", "BiasKey",
-           "Dataset", "Entry", "LabelFileInvalid", "LabelProblem", "LintReport", "LintViolation",
-           "lint_dataset", "load_dataset", "read_label_file"]
+           "ColumnMapping", "Dataset", "Entry", "ImportInvalid", "Imported", "LabelFileInvalid",
+           "LabelProblem", "LintReport", "LintViolation", "RowProblems", "import_rows",
+           "lint_dataset", "load_dataset", "read_label_file", "read_source_rows"]

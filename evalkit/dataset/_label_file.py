@@ -6,41 +6,26 @@ row is named (line, field, what is wrong and the fix) in one :class:`LabelFileIn
 
 from __future__ import annotations
 
-import csv
 import difflib
-import io
-from collections.abc import Collection, Iterable, Iterator, Mapping
-from dataclasses import dataclass
+from collections.abc import Collection, Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
 from evalkit._errors import EvalkitError, ExitStatus
-from evalkit.dataset._json import BadJson, hazards, parse_json
-from evalkit.dataset._violations import display, json_type, printable
+from evalkit.dataset._rows import Problems, RowProblem, read_text, rows
+from evalkit.dataset._violations import display, json_type
 from evalkit.records import HumanLabel, label_verdict
 
 REQUIRED_FIELDS = ("entry_id", "type", "verdict")
 FIELDS = (*REQUIRED_FIELDS, "reviewer", "comment")
-SUFFIXES = (".csv", ".jsonl")
 MAX_LISTED = 50
 """Problems listed in the error's message; the rest are counted (all are in ``problems``)."""
 
 _WANTED = {"entry_id": "the id of the labelled entry", "type": "the test type labelled"}
-_Rows = Iterator[tuple[int, dict[str, Any]]]  # a row's line, and its values by field name
 
 
-@dataclass(frozen=True)
-class LabelProblem:
-    """What is wrong with one line of a label file, and the fix; line 0 is the whole file."""
-
-    line: int
-    field: str | None
-    message: str
-
-    def render(self, path: Path | str) -> str:
-        where = f"{display(path)}:{self.line}" if self.line else display(path)
-        field = f" {self.field}:" if self.field else ""
-        return printable(f"{where}:{field} {self.message}")
+LabelProblem = RowProblem
+"""What is wrong with one line of a label file, and the fix; line 0 is the whole file."""
 
 
 class LabelFileInvalid(EvalkitError):
@@ -57,21 +42,20 @@ class LabelFileInvalid(EvalkitError):
         super().__init__("\n".join([heading, *listed]))
 
 
-class _Problems(list[LabelProblem]):
-    def add(self, line: int, field: str | None, message: str) -> None:
-        self.append(LabelProblem(line, field, message))
-
-
 def read_label_file(path: Path, known: Mapping[str, Collection[str]],
                     default_reviewer: str) -> tuple[HumanLabel, ...]:
     """The labels of the ``.csv`` or ``.jsonl`` file at ``path`` in file order, or
     :class:`LabelFileInvalid` naming every problem; ``known``: each test type's entry ids."""
-    problems = _Problems()
+    problems = Problems()
     labels: list[HumanLabel] = []
     first_line: dict[tuple[str | None, str | None, str], int] = {}
-    text = _read_text(path, problems)
-    read_rows = _csv_rows if path.suffix.lower() == ".csv" else _jsonl_rows
-    for line, values in read_rows(text, problems) if text is not None else ():
+    text = read_text(path, problems)
+    found = rows(path, text, problems, lambda columns: _label_columns(columns, problems)) \
+        if text is not None else iter(())
+    for line, values in found:
+        for key in (key for key in values if key not in FIELDS):  # a CSV header is checked
+            problems.add(line, None, _unknown(f"unknown key {key!r}", key, FIELDS,
+                                              f"the keys are {', '.join(FIELDS)}"))
         entry_id = _text(line, values, "entry_id", problems)
         test_type = _text(line, values, "type", problems)
         if test_type is not None and test_type not in known:
@@ -101,42 +85,8 @@ def read_label_file(path: Path, known: Mapping[str, Collection[str]],
     return tuple(labels)
 
 
-def _read_text(path: Path, problems: _Problems) -> str | None:
-    if path.suffix.lower() not in SUFFIXES:
-        problems.add(0, None, f"{path.name!r} is neither .csv nor .jsonl: name it .csv (with a "
-                     "header row) or .jsonl (one JSON object per line)")
-        return None
-    try:
-        return path.read_bytes().decode("utf-8-sig")
-    except OSError as err:
-        problems.add(0, None, f"cannot be read ({err.strerror or err}): check the path")
-    except UnicodeDecodeError as err:
-        problems.add(0, None, f"not UTF-8 ({err.reason} at byte {err.start}): save it as UTF-8")
-    return None
-
-
-def _csv_rows(text: str, problems: _Problems) -> _Rows:
-    reader = csv.reader(io.StringIO(text, newline=""), strict=True)
-    line = 1  # where the row being read starts: a quoted value may span lines
-    try:
-        header = next(reader, None)
-        columns = [name.strip().lower() for name in header or ()]
-        if header is None or not _usable_header(columns, problems):
-            return
-        line = reader.line_num + 1
-        for cells in reader:
-            if any(cell.strip() for cell in cells[len(columns):]):
-                problems.add(line, None, f"{len(cells)} cells under {len(columns)} columns: quote "
-                             "a value that holds a comma, or name the extra column")
-            if any(cell.strip() for cell in cells):  # a spreadsheet's empty rows are no labels
-                yield line, dict(zip(columns, cells, strict=False))
-            line = reader.line_num + 1
-    except csv.Error as err:
-        problems.add(line, None, f"not valid CSV ({err}): quote a value that holds a comma, "
-                     "quote or line break, and double the quotes inside it")
-
-
-def _usable_header(columns: list[str], problems: _Problems) -> bool:
+def _label_columns(columns: list[str], problems: Problems) -> list[str] | None:
+    columns = [name.lower() for name in columns]
     for name in sorted({name for name in columns if columns.count(name) > 1}):
         problems.add(1, None, f"column {name!r} appears twice: keep one")
     for name in (name for name in columns if name not in FIELDS):
@@ -146,31 +96,7 @@ def _usable_header(columns: list[str], problems: _Problems) -> bool:
     if missing:
         problems.add(1, None, f"the header lacks {', '.join(missing)}: the first line must name "
                      f"the columns, e.g. {','.join(FIELDS)}")
-    return not missing and len(set(columns)) == len(columns)
-
-
-def _jsonl_rows(text: str, problems: _Problems) -> _Rows:
-    for line, content in enumerate(text.split("\n"), start=1):
-        if not content.strip():
-            continue
-        try:
-            doc = parse_json(content.encode())
-        except BadJson as err:  # each line is parsed alone: its "line 1" is this line
-            reason = str(err).replace(" at line 1 column ", " at column ")
-            problems.add(line, None, f"not valid JSON ({reason}): {err.fix}")
-            continue
-        if not isinstance(doc, dict):
-            problems.add(line, None, f"a line must be a JSON object, found {json_type(doc)}: "
-                         "write one object per line")
-            continue
-        unsafe = list(hazards(doc))
-        for hazard in unsafe:
-            problems.add(line, str(hazard.path[0]), f"{hazard.message}: {hazard.fix}")
-        for key in (key for key in doc if key not in FIELDS):
-            problems.add(line, None, _unknown(f"unknown key {key!r}", key, FIELDS,
-                                              f"the keys are {', '.join(FIELDS)}"))
-        if not unsafe:
-            yield line, doc
+    return columns if not missing and len(set(columns)) == len(columns) else None
 
 
 def _given(values: Mapping[str, Any], field: str) -> Any:
@@ -179,7 +105,7 @@ def _given(values: Mapping[str, Any], field: str) -> Any:
     return value.strip() or None if isinstance(value, str) else value
 
 
-def _text(line: int, values: Mapping[str, Any], field: str, problems: _Problems) -> str | None:
+def _text(line: int, values: Mapping[str, Any], field: str, problems: Problems) -> str | None:
     """The field's text; None if there is none (reported if the field is required)."""
     value = _given(values, field)
     if field == "entry_id" and isinstance(value, int) and not isinstance(value, bool):

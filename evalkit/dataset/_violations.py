@@ -81,7 +81,7 @@ def json_pointer(parts: Sequence[Any]) -> str:
 
 def json_type(value: Any) -> str:
     for kind, name in ((bool, "a boolean"), (str, "a string"), (list, "an array"),
-                       ((int, float), "a number"), (type(None), "null")):
+                       (dict, "an object"), ((int, float), "a number"), (type(None), "null")):
         if isinstance(value, kind):
             return name
     return type(value).__name__
