@@ -173,6 +173,20 @@ def test_an_existing_dataset_is_refused_unless_added_to(
     assert [e.id for e in load_dataset("ds").entries] == ["fr", "it", "jp", "pe"]
     assert Path("ds/README.md").read_bytes() == before[Path("ds/README.md")]
     assert not list(tmp_path.glob(".ds.*"))  # no staging or previous folder left behind
+    # an entry of the dataset added to that breaks a rule is named by its own file
+    Path("ds/data/jp.json").write_text('{"$schema": "../dataset.schema.json", "test_types": '
+                                       '["functional"], "input": "x", "expected_output": null}',
+                                       encoding="utf-8")
+    Path("late.csv").write_text("id,question,answer\nuk,Capital of the UK?,London\n",
+                                encoding="utf-8")
+    assert evalkit_command("dataset", "import", "late.csv", "--to", "ds", "--add",
+                           *mapping) == 3
+    assert capsys.readouterr().err.splitlines()[1:] == [
+        "ds/data/jp.json: /expected_output: violates dataset.schema.json: None is not of type "
+        "'string'. Fix: make the entry satisfy the dataset's own schema, or correct the schema",
+        "ds/data/jp.json: /expected_output: rule B: functional needs a non-null "
+        "expected_output. Fix: give the output this entry should produce"]
+    assert not Path("ds/data/uk.json").exists()
 
 
 def test_a_given_schema_is_applied_and_its_violations_named_by_row(
@@ -189,7 +203,8 @@ def test_a_given_schema_is_applied_and_its_violations_named_by_row(
     assert not Path("ds").exists()
 
 
-def test_help_names_the_mapping_options(capsys: pytest.CaptureFixture[str]) -> None:
+def test_help_names_the_mapping_options_and_a_misspelt_type_is_refused(
+        capsys: pytest.CaptureFixture[str]) -> None:
     assert evalkit_command("dataset", "import", "--help") == 0
     text = capsys.readouterr().out
     for option in ("--to DIR", "--input COL", "--expected COL", "--id COL", "--group COL",
@@ -198,3 +213,6 @@ def test_help_names_the_mapping_options(capsys: pytest.CaptureFixture[str]) -> N
         assert option in text, option
     assert evalkit_command("--help") == 0
     assert "dataset" in capsys.readouterr().out
+    assert evalkit_command("dataset", "import", "answers.csv", "--to", "ds", "--input", "q",
+                           "--expected", "a", "--test-types", "functional,smok") == 2
+    assert "unknown test type 'smok'" in capsys.readouterr().err

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import textwrap
 from pathlib import Path
 
 from evalkit._errors import ConfigError, ExitStatus
@@ -13,10 +14,17 @@ from evalkit.dataset import (
     import_rows,
     read_source_rows,
 )
+from evalkit.tracking import SOURCE_COLUMNS, Tracker, is_mlflow_source, mlflow_rows
 
 IMPORT_DESCRIPTION = (
-    "Write a golden dataset to --to from SOURCE, a .csv file (with a header row) or a .jsonl "
-    "file (one JSON object per line): one entry file per row, a README, and a "
+    "Write a golden dataset to --to from SOURCE: a .csv file (with a header row), a .jsonl "
+    "file (one JSON object per line), mlflow-dataset:NAME (the records of an MLflow GenAI "
+    "evaluation dataset; columns inputs, expectations, outputs, tags, record_id) or "
+    "traces:EXPERIMENT[:FILTER] (an experiment's traces, FILTER as in mlflow.search_traces, "
+    "e.g. traces:support/golden:tag.reviewed = 'yes'; columns request, response, "
+    "expectations, tags, trace_id), both from MLFLOW_TRACKING_URI, else ./mlflow.db; an "
+    "object column's keys are columns too (inputs.question). One entry file per row, a "
+    "README, and a "
     "dataset.schema.json inferred from the rows (the JSON types seen per field, no enums; "
     "narrow it later) or given with --schema. The result is linted before it is put in "
     "place: every bad row is named as FILE:LINE: column: what is wrong. Fix: ..., and "
@@ -34,18 +42,23 @@ def add_dataset_parser(commands: argparse._SubParsersAction) -> None:
                                   description="Build golden datasets from data you have.")
     actions = dataset.add_subparsers(dest="dataset_command", required=True, metavar="ACTION")
     imports = actions.add_parser(
-        "import", help="a dataset from a .csv or .jsonl file, every row checked",
-        description=IMPORT_DESCRIPTION, epilog=IMPORT_EXAMPLE,
+        "import", help="a dataset from a .csv or .jsonl file, an MLflow evaluation dataset or "
+                       "traces, every row checked",
+        description=textwrap.fill(IMPORT_DESCRIPTION, 100), epilog=IMPORT_EXAMPLE,
         formatter_class=argparse.RawDescriptionHelpFormatter)
-    imports.add_argument("source", metavar="SOURCE", help="a .csv or .jsonl file")
+    imports.add_argument("source", metavar="SOURCE",
+                         help="a .csv or .jsonl file, mlflow-dataset:NAME or "
+                              "traces:EXPERIMENT[:FILTER]")
     imports.add_argument("--to", type=Path, required=True, metavar="DIR",
                          help="the dataset folder to write, e.g. datasets/capitals")
-    imports.add_argument("--input", action="append", required=True, metavar="COL",
+    imports.add_argument("--input", action="append", metavar="COL",
                          help="the column holding the component's input; repeat it for an "
-                              "input of several fields (an object keyed by column name)")
-    imports.add_argument("--expected", required=True, metavar="COL",
+                              "input of several fields (an object keyed by column name); "
+                              "default for MLflow sources: inputs, or request")
+    imports.add_argument("--expected", metavar="COL",
                          help="the column holding the expected output (an empty cell: none, "
-                              "as repeatability and bias entries have)")
+                              "as repeatability and bias entries have); default for MLflow "
+                              "sources: expectations, or response")
     imports.add_argument("--id", metavar="COL",
                          help="the column holding each entry's id (letters, digits, '.', '_', "
                               "'-', '/'); default: derived from the input")
@@ -68,19 +81,36 @@ def add_dataset_parser(commands: argparse._SubParsersAction) -> None:
 
 
 def dataset_command(args: argparse.Namespace) -> int:
+    from_mlflow = is_mlflow_source(args.source)
+    inputs, expected = args.input, args.expected
+    if from_mlflow:
+        default = next(c for prefix, c in SOURCE_COLUMNS.items()
+                       if args.source.startswith(prefix))
+        inputs, expected = inputs or [default[0]], expected or default[1]
+    if inputs is None or expected is None:
+        raise ConfigError("name the columns: --input COL and --expected COL (the header's "
+                          "names in a .csv, the keys in a .jsonl)")
     mapping = ColumnMapping(
-        inputs=tuple(args.input), expected=args.expected, id=args.id, group=args.group,
+        inputs=tuple(inputs), expected=expected, id=args.id, group=args.group,
         test_types_column=args.test_types_column,
         test_types=tuple(t.strip() for t in args.test_types.split(",") if t.strip()),
         json_columns=frozenset(args.parse_json))
     if not mapping.test_types:
         raise ConfigError("--test-types is empty: name at least one, e.g. functional")
+    unknown = [t for t in mapping.test_types if t not in TEST_TYPES]
+    if unknown:
+        raise ConfigError(f"--test-types: unknown test type {unknown[0]!r}; use one of "
+                          + ", ".join(TEST_TYPES))
     unmapped = sorted(mapping.json_columns - set(mapping.columns))
     if unmapped:
         raise ConfigError(f"--parse-json {unmapped[0]}: the column is not mapped (by --input, "
                           "--expected, --id, --group or --test-types-column)")
     problems = RowProblems()
-    found = read_source_rows(Path(args.source), mapping, problems)
+    if from_mlflow:
+        Tracker().check_reachable()  # a dead server: one line naming the URI, in seconds
+        found = mlflow_rows(args.source)
+    else:
+        found = read_source_rows(Path(args.source), mapping, problems)
     imported = import_rows(args.source, found, problems, args.to, mapping,
                            schema=args.schema, add=args.add)
     schema = imported.schema

@@ -120,8 +120,8 @@ def import_rows(source: str, found: Rows | Iterable[tuple[int, Mapping[str, Any]
         inferred = _stage(staging, source, target, documents, mapping, schema, add, problems)
         named = [(p.line, p.render(source)) for p in problems]
         # lint the rows that were read well too, so that one error names every bad row
-        named += _from_lint(lint_dataset(staging).violations, staging, documents, mapping,
-                            source, schema)
+        named += _from_lint(lint_dataset(staging).violations, staging, target, documents,
+                            mapping, source, schema)
         if named:
             raise ImportInvalid(source, [text for _, text in sorted(named,
                                                                      key=lambda n: n[0])])
@@ -143,7 +143,7 @@ def _ignored(seen: set[str], mapped: set[str]) -> tuple[str, ...]:
 
 
 def check_target(target: Path, *, schema: Path | None, add: bool) -> None:
-    """Refuse what would overwrite a dataset, or add to none; before any row is read."""
+    """Refuse what would overwrite a dataset, or add to none."""
     exists = target.is_dir() and any(target.iterdir())
     if add and not exists:
         raise ConfigError(f"--add: {display(target)} holds no dataset to add to; leave --add "
@@ -339,7 +339,7 @@ def _readme(name: str, source: str, mapping: ColumnMapping) -> str:
               "who reviewed them and how the dataset changes.\n")
 
 
-def _from_lint(violations: Iterable[Any], staging: Path,
+def _from_lint(violations: Iterable[Any], staging: Path, target: Path,
                documents: Mapping[str, tuple[int, dict[str, Any]]], mapping: ColumnMapping,
                source: str, schema: Path | None) -> list[tuple[int, str]]:
     """Lint's violations, each named by the source row (and column) it came from; line 0 for
@@ -357,7 +357,7 @@ def _from_lint(violations: Iterable[Any], staging: Path,
                           f"{source}:{rows_of[v.file]}: {column}: {v.message}. Fix: {v.fix}"))
         else:
             where = display(schema) if schema is not None and v.file.endswith(SCHEMA_FILE) \
-                else v.file.replace(display(staging), "dataset")
+                else v.file.replace(display(staging), display(target))
             named.append((0, f"{where}: {v.pointer or '/'}: {v.message}. Fix: {v.fix}"))
     return named
 
