@@ -16,14 +16,16 @@ import re
 import runpy
 import shutil
 import signal
+import sys
 import threading
+import uuid
 import xml.etree.ElementTree as ET
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from evalkit import EvalConfig, NotFound, Selection, Stop, evaluate
+from evalkit import EvalConfig, NotFound, RunInterrupted, Selection, Stop, evaluate
 from evalkit.cli._signals import stopping_on_signals
 from evalkit.records import names
 from evalkit.run import build_plan, evaluate_calibration, evaluate_replicates, record_plan
@@ -156,6 +158,79 @@ def test_resuming_an_unknown_run_is_a_usage_error(
 
 
 # --- a job started with SIGINT ignored, in-process -----------------------------------------------
+
+
+# --- evalkit resume runs a script as python does; an interrupt says what to paste ---------------
+
+
+def interrupted_run(tracker: Tracker, constants: dict[str, Any],
+                    script: str) -> tuple[str, str]:
+    """An evaluation of two entries stopped after its first call: its message and run id."""
+    stop = Stop()
+
+    def first_then_stop(entry: Any, call: Any) -> Any:
+        stop.request()
+        return "a"
+
+    with pytest.raises(RunInterrupted) as stopped:
+        evaluate(EvalConfig.from_constants(constants, script), first_then_stop,
+                 Selection("functional"), tracker=tracker, stop=stop)
+    (run,) = tracker.reader.runs(constants["EXPERIMENT_NAME"])
+    assert run.status == "KILLED"
+    return str(stopped.value), run.run_id
+
+
+@pytest.mark.parametrize(("script", "command"), [
+    ("eval.py", "python eval.py --resume {id}"),
+    ("sub folder/eval.py", "evalkit resume {id} --script 'sub folder/eval.py'"),
+])
+def test_an_interrupted_run_says_the_command_that_continues_it(
+        tmp_path: Path, tracker: Tracker, script: str, command: str) -> None:
+    dataset = write_dataset(tmp_path / "ds", {"a": entry("functional"), "b": entry("functional")})
+    message, run_id = interrupted_run(tracker, {**CONSTANTS, "DATASET_PATH": str(dataset),
+                                                "MAX_CONCURRENCY": 1}, script)
+    assert message.endswith("; continue it with: " + command.format(id=run_id))
+
+
+def test_evalkit_resume_imports_the_scripts_own_modules_from_its_folder(
+        tmp_path: Path, tracker: Tracker, monkeypatch: pytest.MonkeyPatch) -> None:
+    dataset = write_dataset(tmp_path / "ds", {"a": entry("functional"), "b": entry("functional")})
+    constants = {**CONSTANTS, "DATASET_PATH": str(dataset), "MAX_CONCURRENCY": 1,
+                 "REPORTS_DIR": str(tmp_path / "reports")}
+    project = tmp_path / "project"
+    project.mkdir()
+    module = f"component_{uuid.uuid4().hex[:8]}"  # new to sys.modules
+    (project / f"{module}.py").write_text("def answer(entry):\n    return 'a'\n")
+    script = write_eval_script(project, constants, f"""
+        from {module} import answer
+        def invoke_component(entry, call):
+            return answer(entry)
+        """)
+    _, run_id = interrupted_run(tracker, constants, "project/eval.py")
+    monkeypatch.setattr("evalkit.run._evaluate.Tracker", lambda *args, **kwargs: tracker)
+    path_before = list(sys.path)
+    assert evalkit_command("resume", run_id, "--script", "project/eval.py") == 0
+    assert sys.path == path_before
+    resumed = tracker.reader.stored(run_id)
+    assert resumed.status == "FINISHED" and resumed.tags["resume_calls_made"] == "1"
+
+    script.write_text(script.read_text().replace(module, "no_such_module_here"))
+    assert evalkit_command("resume", run_id, "--script", script) == 2
+    assert sys.path == path_before
+
+
+def test_a_module_the_script_cannot_import_is_named_with_its_folder(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    script = write_eval_script(tmp_path, CONSTANTS, """
+        import no_such_module_here
+        def invoke_component(entry, call):
+            return 'a'
+        """)
+    assert evalkit_command("resume", "f" * 32, "--script", script) == 2
+    assert capsys.readouterr().err == (
+        f"error: {script} imports no_such_module_here, which is neither in {tmp_path} nor "
+        f"installed in {sys.executable}: install it there, or resume with the Python that made "
+        f"the run: python {script} --resume {'f' * 32}\n")
 
 
 def test_sigint_ignored_at_start_still_becomes_a_stop_request() -> None:

@@ -32,7 +32,7 @@ exit status:
   6    the tracking server became unreachable mid-run: the run is saved as a local bundle
        (named in the message); upload it with evalkit sync BUNDLE
   130  interrupted (SIGINT/SIGTERM): the MLflow run is marked KILLED, outputs are kept;
-       continue it with --resume RUN_ID
+       the message gives the command that continues it (python eval.py --resume RUN_ID)
 """
 
 

@@ -37,9 +37,11 @@ def run_eval_script(constants: Mapping[str, Any], component: Component,
                     argv: Sequence[str] | None = None, script: str | None = None) -> int:
     """The command line of an eval script: ``python eval.py --type=... [--groups=...]``.
 
-    ``constants`` is the script's ``globals()``; returns the process exit status.
+    ``constants`` is the script's ``globals()``; ``script`` is the path the script was
+    invoked by (default: ``sys.argv[0]``), named in messages, in the run's source tag and in
+    the command that resumes an interrupted run. Returns the process exit status.
     """
-    script = script or Path(sys.argv[0]).name
+    script = script or sys.argv[0]
     parser = Parser(
         prog=script, formatter_class=argparse.RawDescriptionHelpFormatter,
         description="Evaluate the component against the golden dataset named in this script, "

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import contextlib
 import logging
+import shlex
 import time
 from collections.abc import Collection, Iterator, Mapping
 from dataclasses import dataclass, field, replace
@@ -42,6 +43,16 @@ from evalkit.stats import (
 from evalkit.tracking import TrackedRun, shown_uri
 
 logger = logging.getLogger("evalkit")
+
+
+def resume_command(script: str, run_id: str) -> str:
+    """The command that continues run ``run_id``, to paste in the folder ``script`` (the path
+    it was invoked by) ran from: ``python eval.py --resume ID`` for a script in that folder,
+    else ``evalkit resume ID --script PATH``, which imports the script's neighbours as
+    ``python`` would."""
+    if Path(script).parent == Path("."):
+        return f"python {shlex.quote(script)} --resume {run_id}"
+    return f"evalkit resume {run_id} --script {shlex.quote(script)}"
 
 
 @dataclass(frozen=True)
@@ -108,7 +119,8 @@ class Evaluation:
         try:
             yield
         except (RunInterrupted, KeyboardInterrupt):
-            going_on = self.role.rerun or f"continue it with --resume {self.run.id}"
+            going_on = self.role.rerun or (
+                f"continue it with: {resume_command(self.prepared.config.script, self.run.id)}")
             raise RunInterrupted(
                 f"interrupted: run {self.run.id} marked KILLED; every completed call is kept in "
                 f"{self.run.raw.path} and in the run's artifacts; {going_on}") from None
