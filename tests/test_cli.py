@@ -63,6 +63,25 @@ def test_usage_and_configuration_errors_exit_2_before_any_run(
     assert not (tmp_path / "mlflow.db").exists() and not (tmp_path / ".evalkit").exists()
 
 
+def test_every_problem_with_the_constants_is_in_one_error(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    write_dataset(tmp_path / "ds", {"r": entry("repeatability"), "s": entry("smoke")})
+    component = RecordingComponent()
+    constants = {**CONSTANTS, "EVAL_MIN_ACURACY_SMOKE": 1.0, "EVAL_MIN_F1": 2,
+                 "REPEAT_COUNT": 3}
+    assert eval_script(constants, component, "--type=all") == 2
+    assert capsys.readouterr().err == (
+        "error: eval.py: 3 problems with the constants, each with its fix:\n"
+        "  - unknown constant EVAL_MIN_ACURACY_SMOKE: did you mean EVAL_MIN_ACCURACY_SMOKE?\n"
+        "  - EVAL_MIN_F1=2 must be a number between 0 and 1\n"
+        "  - EVAL_MIN_ACCURACY_REPEATABILITY is missing: the repeatability policy requires an "
+        "explicit threshold for repeatability_accuracy\n")
+    assert component.calls == []
+    # With a dataset that does not load as well, the constants come first (exit 2, not 3).
+    assert eval_script({**constants, "DATASET_PATH": "nowhere"}, component, "--type=all") == 2
+    assert "unknown constant EVAL_MIN_ACURACY_SMOKE" in capsys.readouterr().err
+
+
 def test_an_unreachable_tracking_server_is_a_runtime_failure_before_any_call(
         tmp_path: Path, capsys: pytest.CaptureFixture[str],
         monkeypatch: pytest.MonkeyPatch) -> None:

@@ -107,7 +107,8 @@ def _run(constants: Mapping[str, Any], component: Component, script: str,
     """The run the options ask for; ``caller`` is how this process takes part in it (its
     stop requests and its progress display)."""
     started = time.monotonic()
-    config = EvalConfig.from_constants(constants, script)
+    # Problems with the constants are raised with those of the selected types, in one error.
+    config = EvalConfig.read_constants(constants, script)
     if args.resume is not None or args.rescore is not None:
         outcome = (resume(config, component, args.resume, **caller) if args.resume is not None
                    else rescore(config, args.rescore, **caller))

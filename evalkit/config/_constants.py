@@ -10,7 +10,7 @@ from __future__ import annotations
 import difflib
 import re
 from collections.abc import Callable, Collection, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -118,11 +118,22 @@ class EvalConfig:
     """Model -> its price (``TOKEN_PRICES``): the cost of the tokens calls report."""
     constants: Mapping[str, Any] = field(default_factory=dict)
     """The recognised constants as declared, for logging as MLflow params."""
+    problems: tuple[str, ...] = ()
+    """What :meth:`read_constants` found wrong with the constants, not yet raised."""
 
     @classmethod
     def from_constants(cls, namespace: Mapping[str, Any], script: str) -> EvalConfig:
         """Build the config from an eval script's module namespace (``globals()``); every
         problem found is reported in one :class:`ConfigError`."""
+        config = cls.read_constants(namespace, script)
+        config.check_types(())
+        return config
+
+    @classmethod
+    def read_constants(cls, namespace: Mapping[str, Any], script: str) -> EvalConfig:
+        """As :meth:`from_constants`, but the problems found are kept in :attr:`problems`:
+        :meth:`check_types` raises them with those of the selected types, so that one error
+        lists what the constants lack for the run as well as what is wrong with them."""
         problems = Problems(script)
         constants = {k: v for k, v in namespace.items() if k.isupper() and not k.startswith("_")}
         for name in constants:
@@ -188,13 +199,13 @@ class EvalConfig:
             constants=known,
         )
         check(config._check_similarity_constants)
-        problems.raise_any()
-        return config
+        return replace(config, problems=tuple(problems.messages))
 
     def check_types(self, types: Collection[str]) -> None:
         """Check that every constant the given test types need is declared and usable;
-        one :class:`ConfigError` lists every problem."""
+        one :class:`ConfigError` lists every problem, those of :attr:`problems` first."""
         problems = Problems(self.script)
+        problems.messages = list(self.problems)
         if REPEATABILITY in types:
             problems.check(self.require_repeat_count)
         for test_type in (t for t in TEST_TYPES if t in types):

@@ -9,6 +9,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 
 from evalkit._distribution import VERSION
+from evalkit._errors import DatasetInvalid
 from evalkit._secrets import Redactor
 from evalkit.config import EvalConfig, prompt_sha256
 from evalkit.dataset import Dataset, load_dataset
@@ -106,8 +107,13 @@ class PreparedEvaluation:
 def prepare(config: EvalConfig, selection: Selection) -> PreparedEvaluation:
     """Lint the dataset and check the constants against the selection, before any run exists.
 
-    Raises :class:`DatasetInvalid` or :class:`ConfigError`."""
-    dataset = load_dataset(config.dataset_path)
+    Raises :class:`DatasetInvalid` or :class:`ConfigError`; every problem with the
+    constants, those of the selected types included, in one :class:`ConfigError`."""
+    try:
+        dataset = load_dataset(config.dataset_path)
+    except DatasetInvalid:
+        config.check_types(())  # the constants first: a wrong DATASET_PATH is one of them
+        raise
     plan = plan_run(dataset, selection, config)
     thresholds = {t: config.threshold_for(t) for t in plan.types}
     scorers = Scorers.for_run(config, plan.types)
