@@ -5,6 +5,7 @@ for CI, summary.md, failures first and the field that differs. In-process, track
 from __future__ import annotations
 
 import json
+import os
 import re
 import xml.etree.ElementTree as ET
 from pathlib import Path
@@ -17,7 +18,7 @@ from evalkit.cli._outputs import RunSummary, write_json, write_junit
 from evalkit.reports import render_reports
 from evalkit.reports._common import TEXT_LIMIT, distinct
 from evalkit.run import evaluate_replicates
-from evalkit.tracking import Tracker, run_url, shown_uri, ui_base
+from evalkit.tracking import ServedUi, Tracker, run_url, shown_uri, ui_base
 from tests.builders import config_for, entry, write_dataset
 
 
@@ -176,6 +177,64 @@ def test_run_url_never_carries_credentials(uri: str, base: str) -> None:
     printed = shown_uri(uri)
     assert "s3cret" not in printed and "pw" not in printed and "token" not in printed
     assert printed == (uri if not uri.startswith("http") else base)
+
+
+STORE = "sqlite:////work/project/mlflow.db"
+NO_SUCH_PID = 2 ** 22 + 1
+"""Above the largest pid Linux hands out."""
+
+
+@pytest.mark.parametrize(("served", "base"), [
+    (None, "http://127.0.0.1:5000"),
+    (ServedUi(STORE, "127.0.0.1", 5741, os.getpid()), "http://127.0.0.1:5741"),
+    (ServedUi(STORE, "127.0.0.1", 5741, NO_SUCH_PID), "http://127.0.0.1:5000"),  # ended
+    (ServedUi("sqlite:////elsewhere/mlflow.db", "127.0.0.1", 5741, os.getpid()),
+     "http://127.0.0.1:5000"),  # a UI over another store
+])
+def test_a_local_stores_links_follow_the_port_evalkit_ui_serves(
+        served: ServedUi | None, base: str) -> None:
+    if served is not None:
+        served.record()
+    assert ui_base(STORE) == base
+    assert ui_base("https://mlflow.example.com") == "https://mlflow.example.com"
+
+
+def test_a_ui_url_set_in_the_environment_wins_for_a_local_store(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    ServedUi(STORE, "127.0.0.1", 5741, os.getpid()).record()
+    monkeypatch.setenv("EVALKIT_UI_URL", "https://tunnel.example/mlflow/")
+    assert ui_base(STORE) == "https://tunnel.example/mlflow"
+    assert ui_base("http://10.0.0.5:5000") == "http://10.0.0.5:5000"
+
+
+@pytest.mark.parametrize("text", ["", "{", '{"port": 5741}', "[]"])
+def test_a_ui_record_evalkit_did_not_write_is_ignored(tmp_path: Path, text: str) -> None:
+    (tmp_path / ".evalkit").mkdir()
+    (tmp_path / ".evalkit" / "ui.json").write_text(text)
+    assert ui_base(STORE) == "http://127.0.0.1:5000"
+
+
+def test_a_ui_record_is_forgotten_only_by_the_ui_that_wrote_it(tmp_path: Path) -> None:
+    first = ServedUi(STORE, "127.0.0.1", 5741, os.getpid())
+    first.record()
+    second = ServedUi(STORE, "127.0.0.1", 5742, os.getpid())
+    second.record()
+    first.forget()
+    assert ServedUi.recorded() == second
+    second.forget()
+    assert not (tmp_path / ".evalkit" / "ui.json").exists()
+
+
+def test_the_run_url_tag_and_summary_link_follow_the_served_ui(tmp_path: Path,
+                                                              tracker: Tracker) -> None:
+    ServedUi(tracker.tracking_uri, "127.0.0.1", 5741, os.getpid()).record()
+    dataset = write_dataset(tmp_path / "ds", {"right": entry("functional")})
+    outcome = evaluate(config_for(tmp_path, dataset), component, Selection("all"),
+                       tracker=tracker, runs_dir=tmp_path / "runs")
+    stored = tracker.reader.stored(outcome.run_id)
+    url = f"http://127.0.0.1:5741/#/experiments/{stored.experiment_id}/runs/{outcome.run_id}"
+    assert outcome.run_url == stored.tags["run_url"] == url
+    assert f"[{outcome.run_id}]({url})" in (tmp_path / "reports" / "summary.md").read_text()
 
 
 def test_over_replicates_the_outputs_hold_each_replicate(tmp_path: Path, tracker: Tracker) -> None:

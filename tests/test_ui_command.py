@@ -1,9 +1,11 @@
-"""``evalkit ui``: the MLflow UI it starts ends whole on Ctrl-C or SIGTERM (slow: a real
-``mlflow ui`` and its workers in a process of their own), and ``make dev-mlflow`` goes
-through it."""
+"""``evalkit ui``: the MLflow UI it starts ends whole on Ctrl-C or SIGTERM, and its address
+is recorded for run links while it serves (slow: a real ``mlflow ui`` and its workers in a
+process of their own; the links themselves are tested in tests/test_ci_outputs.py), and
+``make dev-mlflow`` goes through it."""
 
 from __future__ import annotations
 
+import json
 import signal
 import socket
 import subprocess
@@ -55,8 +57,8 @@ def serves(url: str) -> bool:
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("number", [signal.SIGTERM, signal.SIGINT])
-def test_a_signal_to_evalkit_ui_stops_every_process_of_the_server(
+@pytest.mark.parametrize("number", [signal.SIGTERM, signal.SIGINT], ids=["TERM", "INT"])
+def test_a_signal_to_evalkit_ui_stops_every_process_of_the_server_and_its_record(
         tmp_path: Path, number: int) -> None:
     port = free_port()
     log = (tmp_path / "ui.log").open("w")
@@ -69,10 +71,14 @@ def test_a_signal_to_evalkit_ui_stops_every_process_of_the_server(
         assert ui.poll() is None, (tmp_path / "ui.log").read_text()
         (server,) = children(ui.pid)
         assert len(group_members(server)) > 2  # mlflow ui, uvicorn, its workers: a group
+        store = f"sqlite:///{tmp_path / 'mlflow.db'}"
+        assert json.loads((tmp_path / ".evalkit" / "ui.json").read_text()) == {
+            "store": store, "host": "127.0.0.1", "port": port, "pid": server}
         ui.send_signal(number)
         assert ui.wait(timeout=60) == ExitStatus.INTERRUPTED
         assert group_members(server) == []
         assert port_free(port)
+        assert not (tmp_path / ".evalkit" / "ui.json").exists()  # links go back to 5000
     finally:
         if ui.poll() is None:
             ui.kill()

@@ -4,6 +4,9 @@
 process group of their own, and Ctrl-C or SIGTERM to evalkit stops that whole group (SIGTERM,
 then SIGKILL to what is left after a grace period): stopping only the direct child would leave
 workers serving the port. A terminal's Ctrl-C reaches evalkit alone, which stops the group.
+
+While it serves, its address is recorded in ``.evalkit/ui.json``: the run links evalkit
+prints and tags (``run_url``, summary.md) follow the port actually served.
 """
 
 from __future__ import annotations
@@ -16,8 +19,9 @@ import threading
 import time
 
 from evalkit._errors import ExitStatus
+from evalkit.tracking import ServedUi, local_store
 
-LOCAL_STORE = "sqlite:///mlflow.db"
+HOST = "127.0.0.1"
 _STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM)
 GRACE_SECONDS = 10.0
 """How long the server's processes get to end after SIGTERM, before SIGKILL."""
@@ -27,24 +31,26 @@ def serve_ui(tracking_uri: str | None, port: int) -> int:
     """Serve the UI over ``tracking_uri`` (the local store when ``None``) on 127.0.0.1:PORT
     until Ctrl-C or SIGTERM (exit 130); a tracking server already has its own UI, whose URL is
     printed instead."""
-    store = tracking_uri or LOCAL_STORE
+    store = tracking_uri or local_store()  # as evalkit's runs name it (see ServedUi)
     if store.startswith(("http://", "https://")):
         print(f"the tracking server serves its own UI: {store}")
         return ExitStatus.OK
-    url = f"http://127.0.0.1:{port}"
-    print(f"MLflow UI over {store} on {url} (Ctrl-C stops it)", flush=True)
+    print(f"MLflow UI over {store} on http://{HOST}:{port} (Ctrl-C stops it)", flush=True)
     command = [sys.executable, "-m", "mlflow", "ui", "--backend-store-uri", store,
-               "--host", "127.0.0.1", "--port", str(port)]
+               "--host", HOST, "--port", str(port)]
     stop = threading.Event()
     previous = {number: signal.signal(number, lambda *_: stop.set())
                 for number in _STOP_SIGNALS}
     try:
         server = subprocess.Popen(command, start_new_session=True)
+        served = ServedUi(store, HOST, port, server.pid)
         try:
+            served.record()
             while server.poll() is None and not stop.wait(0.2):
                 pass
         finally:  # also when the server ended by itself: its workers may outlive it
             stop_group(server)
+            served.forget()
     finally:
         for number, action in previous.items():
             signal.signal(number, action)
@@ -73,3 +79,4 @@ def _group_alive(group: int) -> bool:
     except ProcessLookupError:
         return False
     return True
+

@@ -9,11 +9,12 @@ Tracking stores and reads plain records; it knows nothing of scoring or the call
 """
 
 from evalkit.tracking._backend import Backend, StoredRun, TraceStore
+from evalkit.tracking._connection import local_store
 from evalkit.tracking._history import HistoryRow, history, render_history
 from evalkit.tracking._import_sources import SOURCE_COLUMNS, is_mlflow_source, mlflow_rows
 from evalkit.tracking._journal import BUNDLES_DIR, RunJournal, TrackingOffline
 from evalkit.tracking._labels import RunLabels, label_assessment, wanted_assessment
-from evalkit.tracking._links import run_url, shown_uri, ui_base
+from evalkit.tracking._links import ServedUi, run_url, shown_uri, ui_base
 from evalkit.tracking._memory import MemoryBackend
 from evalkit.tracking._raw import RawResultsLog, read_raw_results
 from evalkit.tracking._reader import RunReader, journal_record
@@ -22,10 +23,10 @@ from evalkit.tracking._source import SourceState, source_state
 from evalkit.tracking._traces import Assessment, prompt_use, stability_assessment
 from evalkit.tracking._tracker import Tracker
 
-__all__ = ["BUNDLES_DIR", "SOURCE_COLUMNS", "Assessment", "Backend", "HistoryRow",
-           "MemoryBackend", "RawResultsLog", "RunJournal", "RunLabels", "RunReader", "StoredRun",
-           "TraceStore", "TrackedRun", "Tracker", "TrackingOffline", "history",
-           "is_mlflow_source", "journal_record", "label_assessment", "mlflow_rows",
-           "prompt_use", "read_raw_results", "render_history", "run_url",
-           "shown_uri", "wanted_assessment",
-           "SourceState", "source_state", "stability_assessment", "ui_base"]
+__all__ = ["BUNDLES_DIR", "SOURCE_COLUMNS", "Assessment", "Backend", "history", "HistoryRow",
+           "is_mlflow_source", "journal_record", "label_assessment", "local_store",
+           "MemoryBackend", "mlflow_rows", "prompt_use", "RawResultsLog", "read_raw_results",
+           "render_history", "run_url", "RunJournal", "RunLabels", "RunReader", "ServedUi",
+           "shown_uri", "source_state", "SourceState", "stability_assessment", "StoredRun",
+           "TraceStore", "TrackedRun", "Tracker", "TrackingOffline", "ui_base",
+           "wanted_assessment"]
