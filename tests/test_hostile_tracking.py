@@ -17,8 +17,13 @@ import threading
 import urllib.request
 from collections.abc import Callable, Iterator
 from pathlib import Path
+from types import SimpleNamespace
+from typing import Any
 
+import mlflow
 import pytest
+from mlflow.exceptions import MlflowException
+from mlflow.protos import databricks_pb2
 
 from evalkit import Call, Entry
 from evalkit.cli._common import TRACEBACK_VARIABLE
@@ -248,6 +253,94 @@ def test_an_unexpected_error_under_a_command_is_one_redacted_line(
     monkeypatch.setenv(TRACEBACK_VARIABLE, "1")  # for a bug report
     assert evalkit_command(*READERS["history"]) == 4
     assert "Traceback" in terminal()[1]
+
+
+# --- a server that refuses the credentials (401) or the permission (403) ---------------------
+
+class RefusingClient:
+    """MLflow's client against a basic-auth server: with ``refuse="UNAUTHENTICATED"`` every
+    request is refused (HTTP 401); with ``"PERMISSION_DENIED"`` the experiment can be read
+    but no run created in it (403), as for a user with READ only."""
+
+    refuse = "UNAUTHENTICATED"
+
+    def __init__(self, tracking_uri: str) -> None:
+        self._tracking_client = SimpleNamespace()
+        self.asked: list[str] = []
+
+    def _refused(self, endpoint: str, status: int) -> MlflowException:
+        return MlflowException(f"API request to endpoint {endpoint} failed with error code "
+                               f"{status} != 200", error_code=getattr(databricks_pb2, self.refuse))
+
+    def get_experiment_by_name(self, name: str) -> Any:
+        if self.refuse == "UNAUTHENTICATED":
+            raise self._refused("/api/2.0/mlflow/experiments/get-by-name", 401)
+        return SimpleNamespace(experiment_id="1", lifecycle_stage="active", name=name)
+
+    def create_run(self, *args: Any, **kwargs: Any) -> Any:
+        raise self._refused("/api/2.0/mlflow/runs/create", 403)
+
+    def get_run(self, run_id: str) -> Any:
+        raise self._refused(f"/api/2.0/mlflow/runs/get?run_id={run_id}",
+                            401 if self.refuse == "UNAUTHENTICATED" else 403)
+
+
+@pytest.fixture
+def refusing(monkeypatch: pytest.MonkeyPatch) -> type[RefusingClient]:
+    """A basic-auth server at MLFLOW_TRACKING_URI that answers /health (public there)."""
+    monkeypatch.setattr(mlflow, "MlflowClient", RefusingClient)
+    monkeypatch.setattr(connection.Connection, "check_reachable", lambda self: None)
+    monkeypatch.setenv("MLFLOW_TRACKING_URI", "http://127.0.0.1:5999")
+    for name in connection.CREDENTIAL_VARIABLES:
+        monkeypatch.delenv(name, raising=False)
+    return RefusingClient
+
+
+@pytest.mark.parametrize("command", ["eval.py --type", "eval.py --resume"])
+def test_refused_credentials_exit_2_naming_the_variables_set_never_their_values(
+        project: Path, refusing: type[RefusingClient], monkeypatch: pytest.MonkeyPatch,
+        terminal: Callable[[], tuple[str, str]], command: str) -> None:
+    monkeypatch.setenv("MLFLOW_TRACKING_USERNAME", "editor")
+    monkeypatch.setenv("MLFLOW_TRACKING_PASSWORD", PASSWORD)
+    assert run_script_command(project, command) == 2
+    out, err = terminal()
+    assert err == ("error: the MLflow tracking server at http://127.0.0.1:5999 refused the "
+                   "credentials (HTTP 401; set: MLFLOW_TRACKING_USERNAME, "
+                   "MLFLOW_TRACKING_PASSWORD). Set MLFLOW_TRACKING_USERNAME and "
+                   "MLFLOW_TRACKING_PASSWORD, or MLFLOW_TRACKING_TOKEN, to an account of "
+                   "that server\n")
+    assert "editor" not in err and PASSWORD not in out + err
+    assert calls_made(project) == []
+
+
+def test_refused_credentials_in_the_uri_or_none_at_all_are_named(
+        project: Path, refusing: type[RefusingClient], monkeypatch: pytest.MonkeyPatch,
+        terminal: Callable[[], tuple[str, str]]) -> None:
+    assert run_script_command(project, "eval.py --type") == 2
+    assert "(HTTP 401; set: none)" in terminal()[1]
+    monkeypatch.setenv("MLFLOW_TRACKING_URI", f"http://editor:{PASSWORD}@127.0.0.1:5999")
+    monkeypatch.setenv("MLFLOW_TRACKING_TOKEN", "tok-abcdef123456")
+    assert run_script_command(project, "eval.py --type") == 2
+    err = terminal()[1]
+    assert ("at http://editor:***@127.0.0.1:5999 refused the credentials (HTTP 401; set: "
+            "MLFLOW_TRACKING_TOKEN, a user in MLFLOW_TRACKING_URI)") in err
+    assert PASSWORD not in err and "tok-abcdef123456" not in err
+
+
+def test_a_user_without_edit_on_the_experiment_exits_2_naming_the_permission(
+        project: Path, refusing: type[RefusingClient], monkeypatch: pytest.MonkeyPatch,
+        terminal: Callable[[], tuple[str, str]]) -> None:
+    monkeypatch.setattr(RefusingClient, "refuse", "PERMISSION_DENIED")
+    monkeypatch.setenv("MLFLOW_TRACKING_USERNAME", "reader")
+    monkeypatch.setenv("MLFLOW_TRACKING_PASSWORD", PASSWORD)
+    assert run_script_command(project, "eval.py --type") == 2
+    assert terminal()[1] == (
+        "error: user reader lacks EDIT permission on experiment 'hostile/tracking' at "
+        "http://127.0.0.1:5999 (HTTP 403): an admin of the server grants it (or use another "
+        "user)\n")
+    assert calls_made(project) == []
+    assert run_script_command(project, "eval.py --resume") == 2  # reading the run: READ
+    assert "user reader lacks READ permission on the run's experiment" in terminal()[1]
 
 
 # --- processes of their own, real servers (slow) ------------------------------------------------

@@ -22,9 +22,10 @@ exit status:
   0    every threshold of the run was met
   1    a metric is under its threshold (the reports say which)
   2    usage or configuration error (bad option, missing or misspelt constant in eval.py,
-       a judge endpoint that refuses the key or the model, a run that another
-       process is evaluating or resuming, an experiment, run id or run id prefix
-       that the tracking store does not hold)
+       a judge endpoint that refuses the key or the model, a tracking server that
+       refuses the credentials or the permission on the experiment, a run that another
+       process is evaluating or resuming, an experiment, run id or run id prefix that
+       the tracking store does not hold)
   3    the golden dataset is invalid (every violation is listed; nothing was run)
   4    runtime failure (MLflow or the judge endpoint unreachable, unexpected error)
   5    evalkit compare refused to call a winner: a gap inside the noise floor measured by

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
 
+from evalkit._errors import ConfigError
 from evalkit.records import ReviewerVerdict
 from evalkit.tracking._journal import LoggedPoint
 from evalkit.tracking._traces import Assessment, EntryTrace, RunContext
@@ -73,6 +74,11 @@ class Backend(Protocol):
     def answers(self) -> bool: ...
 
     def hide_password(self, text: str) -> str: ...
+
+    def refusal(self, err: BaseException, experiment: str | None,
+                permission: str) -> ConfigError | None:
+        """A :class:`ConfigError` naming the fix when ``err`` is the store refusing the
+        credentials or ``permission`` on ``experiment``; ``None`` for any other error."""
 
     def experiment_id(self, name: str, create: bool = True) -> str | None:
         """The experiment's id, created when missing (else ``None``); a deleted one is a

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import base64
 import contextlib
+import os
 import urllib.error
 import urllib.request
 from dataclasses import dataclass
@@ -17,9 +18,12 @@ from urllib.parse import unquote, urlsplit, urlunsplit
 
 from filelock import FileLock
 
-from evalkit._errors import TrackingError
+from evalkit._errors import ConfigError, TrackingError
 
 LOCAL_STORE = "sqlite:///mlflow.db"
+CREDENTIAL_VARIABLES = ("MLFLOW_TRACKING_USERNAME", "MLFLOW_TRACKING_PASSWORD",
+                        "MLFLOW_TRACKING_TOKEN")
+"""Where MLflow's client takes a server's credentials from (besides the URI itself)."""
 _HEALTH_TIMEOUT_SECONDS = 5.0
 
 
@@ -72,6 +76,29 @@ class Connection:
         raise TrackingError(f"cannot reach the MLflow tracking server at {self.shown} "
                             f"({problem}). Start the server, correct MLFLOW_TRACKING_URI, or "
                             f"unset it to use the local store {LOCAL_STORE}")
+
+    def refusal(self, error_code: str | None, experiment: str | None,
+                permission: str) -> ConfigError | None:
+        """The fix, when the server refused who we are (``UNAUTHENTICATED``, HTTP 401) or
+        what we asked of ``experiment`` without ``permission`` (``PERMISSION_DENIED``, 403);
+        ``None`` for any other error. Names the credential variables set, never a value."""
+        if error_code == "UNAUTHENTICATED":
+            given = [name for name in CREDENTIAL_VARIABLES if os.environ.get(name)]
+            if urlsplit(self.uri).username is not None:
+                given.append("a user in MLFLOW_TRACKING_URI")
+            return ConfigError(
+                f"the MLflow tracking server at {self.shown} refused the credentials (HTTP "
+                f"401; set: {', '.join(given) or 'none'}). Set MLFLOW_TRACKING_USERNAME and "
+                "MLFLOW_TRACKING_PASSWORD, or MLFLOW_TRACKING_TOKEN, to an account of that "
+                "server")
+        if error_code == "PERMISSION_DENIED":
+            user = (os.environ.get("MLFLOW_TRACKING_USERNAME") or urlsplit(self.uri).username
+                    or "this client's user")
+            where = f"experiment {experiment!r}" if experiment else "the run's experiment"
+            return ConfigError(
+                f"user {user} lacks {permission} permission on {where} at {self.shown} "
+                f"(HTTP 403): an admin of the server grants it (or use another user)")
+        return None
 
     def answers(self) -> bool:
         try:

@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from evalkit._errors import NotFound, TrackingError
+from evalkit._errors import ConfigError, NotFound, TrackingError
 from evalkit.records import ReviewerVerdict, names
 from evalkit.tracking._backend import PromptTemplate, StoredRun
 from evalkit.tracking._journal import LoggedPoint, RunJournal
@@ -87,6 +87,10 @@ class MemoryBackend:
 
     def hide_password(self, text: str) -> str:
         return text
+
+    def refusal(self, err: BaseException, experiment: str | None,
+                permission: str) -> ConfigError | None:
+        return None  # memory asks for no credentials
 
     def experiment_id(self, name: str, create: bool = True) -> str | None:
         if name not in self.experiments and create:

@@ -13,7 +13,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from evalkit._errors import NotFound, TrackingError
+from evalkit._errors import ConfigError, NotFound, TrackingError
 from evalkit.records import ReviewerVerdict
 from evalkit.tracking import _mlflow_genai as genai
 from evalkit.tracking import _mlflow_private as private
@@ -44,6 +44,13 @@ class MlflowBackend:
 
     def hide_password(self, text: str) -> str:
         return self._connection.hide_password(text)
+
+    def refusal(self, err: BaseException, experiment: str | None,
+                permission: str) -> ConfigError | None:
+        from mlflow.exceptions import MlflowException
+
+        code = err.error_code if isinstance(err, MlflowException) else None
+        return self._connection.refusal(code, experiment, permission)
 
     def experiment_id(self, name: str, create: bool = True) -> str | None:
         from mlflow.exceptions import MlflowException
@@ -160,7 +167,9 @@ class MlflowBackend:
             self._traces = genai.MlflowTraceStore(self._client, self._connection.uri)
         return self._traces
 
-    def _unreachable(self, err: BaseException) -> TrackingError:
+    def _unreachable(self, err: BaseException) -> ConfigError | TrackingError:
+        if refused := self.refusal(err, None, "READ"):
+            return refused
         return TrackingError(f"cannot read from the MLflow tracking store at "
                              f"{self.tracking_uri} ({self.hide_password(str(err))[:300]}). "
                              "Start the server, correct MLFLOW_TRACKING_URI, or unset it to "

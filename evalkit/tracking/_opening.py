@@ -64,6 +64,8 @@ def start_run(backend: Backend, experiment: str, run_name: str, params: Mapping[
                          "KILLED" if isinstance(err, KeyboardInterrupt) else "FAILED")
         if isinstance(err, TrackingError) or not isinstance(err, Exception):
             raise
+        if refused := backend.refusal(err, experiment, "EDIT"):  # the run is to be written
+            raise refused from None
         # any other failure here means MLflow is unusable: say where
         raise TrackingError(f"cannot start an MLflow run at {backend.tracking_uri}: "
                             f"{backend.hide_password(str(err))}. Check MLFLOW_TRACKING_URI "
