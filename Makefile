@@ -33,6 +33,7 @@ help:
 	@echo "make dev-mlflow         MLflow UI on http://127.0.0.1:$(MLFLOW_PORT) over MLFLOW_TRACKING_URI,"
 	@echo "                        else the local store (evalkit ui)"
 	@echo "make dev-mlflow-server  a throwaway team server (PostgreSQL + MLflow) on loopback; Ctrl-C stops it"
+	@echo "                        (AUTH=1: behind MLflow's basic auth, with an editor and a reader)"
 	@echo "make install            create .venv and install evalkit (done by every target)"
 	@echo "make clean              remove .venv and caches (keeps mlflow.db, mlruns/ and reports/)"
 
@@ -152,8 +153,9 @@ dev-mlflow: install
 
 # A team tracking server for development: PostgreSQL (a throwaway cluster) behind an MLflow
 # server with an artifact store in .cache/team-server; prints the MLFLOW_TRACKING_URI to export.
+# AUTH=1: behind MLflow's basic auth, with an editor and a reader of eval.py's experiment.
 dev-mlflow-server: install
-	$(BIN)/python tools/team_server.py .cache/team-server
+	$(BIN)/python tools/team_server.py .cache/team-server $(if $(AUTH),--auth)
 
 clean:
 	rm -rf $(VENV) build *.egg-info .pytest_cache .hypothesis .ruff_cache

@@ -1,6 +1,7 @@
 """Team scale: a run that loses its tracking server goes on, ends as a local bundle and is
 uploaded by sync; interrupted runs resume with only their missing calls; two evaluations
-write to one store at once.
+write to one store at once; behind MLflow's basic auth an editor runs, while a reader and a
+wrong password are refused before any call (exit 2).
 
 What evalkit does about an outage, a stop or a resume is tested in memory against a store
 that stops answering on cue (fast). A real PostgreSQL-backed MLflow server on loopback
@@ -29,7 +30,7 @@ from evalkit.tracking import MemoryBackend, Tracker, TrackingOffline, history
 from evalkit.tracking._memory import MemoryTraceStore
 from tests.builders import entry, write_dataset, write_eval_script
 from tests.commands import evalkit_command
-from tests.processes import run_evalkit, start_eval, wait_for
+from tests.processes import run_eval, run_evalkit, start_eval, wait_for
 from tests.test_traces import assert_memory_traces_match_results, assert_traces_match_results
 from tools.team_server import TeamServer
 
@@ -579,3 +580,47 @@ def test_two_evaluations_write_at_the_same_time(tmp_path: Path, team: TeamServer
             "reports/report-functional.md", "reports/report-repeatability.md",
             "reports/summary.md"}
 
+
+
+# --- behind MLflow's basic auth (make dev-mlflow-server AUTH=1) ----------------------------------
+
+@pytest.fixture(scope="module")
+def auth_team(tmp_path_factory: pytest.TempPathFactory) -> Iterator[TeamServer]:
+    with TeamServer.create(tmp_path_factory.mktemp("auth-team"),
+                           auth_experiment="team/auth") as server:
+        yield server
+
+
+def as_user(server: TeamServer, user: str, password: str | None = None) -> dict[str, str]:
+    """The environment a user exports: the server's URI and MLflow's credential variables."""
+    auth = server.mlflow.auth
+    assert auth is not None
+    return {"MLFLOW_TRACKING_URI": server.tracking_uri, "MLFLOW_TRACKING_USERNAME": user,
+            "MLFLOW_TRACKING_PASSWORD": password or auth.passwords[user]}
+
+
+@pytest.mark.slow
+def test_behind_basic_auth_the_editor_runs_the_reader_and_a_wrong_password_exit_2(
+        tmp_path: Path, auth_team: TeamServer) -> None:
+    auth = auth_team.mlflow.auth
+    assert auth is not None
+    folder = project(tmp_path / "editor", "team/auth", entries=4)
+    done = run_eval(folder, "--type=all", "--json", "summary.json",
+                    env=as_user(auth_team, "editor"))
+    assert done.returncode == 0, done.stderr
+    run_id = json.loads((folder / "summary.json").read_text())["run_id"]
+    assert_traces_match_results(auth.uri_as("admin", auth_team.tracking_uri), run_id)
+
+    folder = project(tmp_path / "reader", "team/auth", entries=4)
+    done = run_eval(folder, "--type=all", env=as_user(auth_team, "reader"))
+    assert done.returncode == 2, done.stderr
+    assert (f"error: user reader lacks EDIT permission on experiment 'team/auth' at "
+            f"{auth_team.tracking_uri} (HTTP 403)") in done.stderr
+    assert calls_made(folder) == []
+
+    done = run_eval(folder, "--type=all", env=as_user(auth_team, "editor", "not-the-password"))
+    assert done.returncode == 2, done.stderr
+    assert ("refused the credentials (HTTP 401; set: MLFLOW_TRACKING_USERNAME, "
+            "MLFLOW_TRACKING_PASSWORD)") in done.stderr
+    assert "not-the-password" not in done.stdout + done.stderr
+    assert calls_made(folder) == []

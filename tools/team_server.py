@@ -5,6 +5,12 @@ real database, with an artifact store (default ``.cache/team-server/artifacts``)
 database is throwaway: it is deleted when the server stops. Nothing listens beyond 127.0.0.1.
 
     python tools/team_server.py            # start both, print MLFLOW_TRACKING_URI, wait for Ctrl-C
+    python tools/team_server.py ROOT --auth [--experiment NAME]   # behind MLflow's basic auth
+
+With ``--auth`` (``make dev-mlflow-server AUTH=1``) the server runs MLflow's basic-auth app
+(``mlflow[auth]``): an admin, the experiment, an ``editor`` with EDIT on it and a ``reader``
+with READ, all with generated passwords, and no permission for anyone else by default; the
+exports for each user are printed.
 
 PostgreSQL refuses to run as root, so as root the cluster is created and started as the
 ``postgres`` user, in folders that user owns.
@@ -12,8 +18,10 @@ PostgreSQL refuses to run as root, so as root the cluster is created and started
 
 from __future__ import annotations
 
+import argparse
 import os
 import pwd
+import secrets
 import shutil
 import signal
 import socket
@@ -28,6 +36,8 @@ from pathlib import Path
 
 PG_BIN = Path("/usr/lib/postgresql/15/bin")
 DEFAULT_ROOT = Path(".cache") / "team-server"
+DEFAULT_EXPERIMENT = "support-router/golden"
+"""The experiment the auth server's users get permissions on (eval.py's)."""
 
 
 def free_port() -> int:
@@ -110,6 +120,7 @@ class MlflowServer:
     backend_uri: str
     artifacts: Path
     port: int
+    auth: BasicAuth | None = None
     process: subprocess.Popen[bytes] | None = None
 
     @property
@@ -118,13 +129,15 @@ class MlflowServer:
 
     def start(self, timeout: float = 120) -> None:
         self.artifacts.mkdir(parents=True, exist_ok=True)
-        env = {**os.environ, "MLFLOW_SERVER_ENABLE_JOB_EXECUTION": "false"}
+        env = {**os.environ, "MLFLOW_SERVER_ENABLE_JOB_EXECUTION": "false",
+               **(self.auth.server_env() if self.auth else {})}
         env.pop("MLFLOW_TRACKING_URI", None)
         log = (self.artifacts.parent / "mlflow-server.log").open("ab")
+        app = ["--app-name", "basic-auth"] if self.auth else []
         self.process = subprocess.Popen(
             [sys.executable, "-m", "mlflow", "server", "--backend-store-uri", self.backend_uri,
              "--artifacts-destination", str(self.artifacts), "--host", "127.0.0.1",
-             "--port", str(self.port), "--workers", "1"],
+             "--port", str(self.port), "--workers", "1", *app],
             env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
@@ -154,6 +167,68 @@ class MlflowServer:
 
 
 @dataclass
+class BasicAuth:
+    """MLflow's basic-auth app: its config (users kept in ``root/basic_auth.db``, no
+    permission unless granted), a generated admin password and Flask secret key, and the
+    users :meth:`grant` creates."""
+
+    root: Path
+    experiment: str
+    admin_password: str = field(default_factory=lambda: secrets.token_urlsafe(16))
+    secret_key: str = field(default_factory=lambda: secrets.token_hex(32))
+    passwords: dict[str, str] = field(default_factory=dict)
+    """user -> password, the admin's included."""
+
+    def server_env(self) -> dict[str, str]:
+        """Set before the server starts: the admin is created on its first start."""
+        self.root.mkdir(parents=True, exist_ok=True)
+        config = self.root / "basic_auth.ini"
+        config.write_text(
+            "[mlflow]\ndefault_permission = NO_PERMISSIONS\n"
+            f"database_uri = sqlite:///{self.root / 'basic_auth.db'}\n"
+            "admin_username = admin\n"
+            "authorization_function = mlflow.server.auth:authenticate_request_basic_auth\n",
+            encoding="utf-8")
+        return {"MLFLOW_AUTH_CONFIG_PATH": str(config),
+                "MLFLOW_AUTH_ADMIN_USERNAME": "admin",
+                "MLFLOW_AUTH_ADMIN_PASSWORD": self.admin_password,
+                "MLFLOW_FLASK_SERVER_SECRET_KEY": self.secret_key}
+
+    def uri_as(self, user: str, server_uri: str) -> str:
+        """The server's URI with ``user``'s credentials in it (as basic auth)."""
+        return server_uri.replace("http://", f"http://{user}:{self.passwords[user]}@")
+
+    def grant(self, server_uri: str) -> None:
+        """As the admin: the experiment, ``editor`` with EDIT on it, ``reader`` with READ."""
+        import mlflow
+        from mlflow.server import get_app_client
+
+        self.passwords["admin"] = self.admin_password
+        admin_uri = self.uri_as("admin", server_uri)
+        client = mlflow.MlflowClient(admin_uri)
+        found = client.get_experiment_by_name(self.experiment)
+        experiment_id = (found.experiment_id if found is not None
+                         else client.create_experiment(self.experiment))
+        users = get_app_client("basic-auth", tracking_uri=admin_uri)
+        for user, permission in (("editor", "EDIT"), ("reader", "READ")):
+            self.passwords[user] = secrets.token_urlsafe(16)
+            users.create_user(user, self.passwords[user])
+            if hasattr(users, "grant_user_permission"):  # MLflow 3.17 on
+                users.grant_user_permission(user, "experiment", experiment_id, permission)
+            else:
+                users.create_experiment_permission(experiment_id, user, permission)
+
+    def exports(self, server_uri: str) -> str:
+        return "\n".join(
+            f"    # {user}{note}\n    export MLFLOW_TRACKING_URI={server_uri} "
+            f"MLFLOW_TRACKING_USERNAME={user} MLFLOW_TRACKING_PASSWORD={password}"
+            for (user, password), note in zip(self.passwords.items(), (
+                " (manages every experiment and user)",
+                f" (EDIT on {self.experiment}: runs evaluations)",
+                f" (READ on {self.experiment}: reads runs, cannot start one)"), strict=True))
+
+
+@dataclass
 class TeamServer:
     """PostgreSQL and MLflow, started and stopped together."""
 
@@ -161,10 +236,13 @@ class TeamServer:
     mlflow: MlflowServer
 
     @classmethod
-    def create(cls, root: Path = DEFAULT_ROOT) -> TeamServer:
+    def create(cls, root: Path = DEFAULT_ROOT, *,
+               auth_experiment: str | None = None) -> TeamServer:
+        """With ``auth_experiment``, behind MLflow's basic auth with users granted on it."""
         root = root.resolve()
         postgres = Postgres(free_port())
-        return cls(postgres, MlflowServer(postgres.uri, root / "artifacts", free_port()))
+        auth = BasicAuth(root / "auth", auth_experiment) if auth_experiment else None
+        return cls(postgres, MlflowServer(postgres.uri, root / "artifacts", free_port(), auth))
 
     @property
     def tracking_uri(self) -> str:
@@ -174,8 +252,10 @@ class TeamServer:
         self.postgres.start()
         try:
             self.mlflow.start()
+            if self.mlflow.auth is not None and not self.mlflow.auth.passwords:
+                self.mlflow.auth.grant(self.mlflow.uri)
         except BaseException:
-            self.postgres.stop()
+            self.stop()
             raise
         return self
 
@@ -193,16 +273,24 @@ class TeamServer:
 
 
 def main() -> None:
-    root = Path(sys.argv[1]) if len(sys.argv) > 1 else DEFAULT_ROOT
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("root", nargs="?", type=Path, default=DEFAULT_ROOT)
+    parser.add_argument("--auth", action="store_true", help="behind MLflow's basic auth")
+    parser.add_argument("--experiment", default=DEFAULT_EXPERIMENT,
+                        help=f"the experiment users are granted on (default {DEFAULT_EXPERIMENT})")
+    args = parser.parse_args()
     stop = threading.Event()
     # Handlers, not a blocked mask: children inherit a signal mask, and a server started with
     # SIGTERM blocked would ignore the SIGTERM that stops it.
     for number in (signal.SIGINT, signal.SIGTERM):
         signal.signal(number, lambda *_: stop.set())
-    with TeamServer.create(root) as server:
+    with TeamServer.create(args.root,
+                           auth_experiment=args.experiment if args.auth else None) as server:
+        auth = server.mlflow.auth
+        exports = (auth.exports(server.tracking_uri) if auth is not None
+                   else f"    export MLFLOW_TRACKING_URI={server.tracking_uri}")
         print(f"PostgreSQL {server.postgres.uri}\nMLflow server {server.tracking_uri} "
-              f"(artifacts in {server.mlflow.artifacts})\n\n"
-              f"    export MLFLOW_TRACKING_URI={server.tracking_uri}\n\n"
+              f"(artifacts in {server.mlflow.artifacts})\n\n{exports}\n\n"
               "Ctrl-C stops both.", flush=True)
         stop.wait()
         print("stopping the MLflow server and PostgreSQL", flush=True)
