@@ -180,6 +180,23 @@ def runs_in(tracker: Tracker, config: EvalConfig) -> int:
     return len(tracker.reader.runs(config.experiment_name))
 
 
+def test_the_component_prompts_are_those_that_made_the_outputs(
+        tmp_path: Path, tracker: Tracker, never_called: Counted) -> None:
+    config, source = source_run(tmp_path, tracker, COMPONENT_PROMPTS={"system": "Be terse."})
+    made = tracker.reader.stored(source).params["component_prompt.system"]
+
+    outcome = rescore(again(config, COMPONENT_PROMPTS={"system": "Be chatty."}), source,
+                      tracker=tracker, runs_dir=tmp_path / "runs")
+
+    new = tracker.reader.stored(outcome.run_id)
+    assert new.params["component_prompt.system"] == made
+    assert tracker.reader.read_json(outcome.run_id, names.COMPONENT_PROMPTS_ARTIFACT) == \
+        tracker.reader.read_json(source, names.COMPONENT_PROMPTS_ARTIFACT)
+    assert tracker.backend.prompts.get(outcome.run_id, []) == \
+        [p for p in tracker.backend.prompts[source] if not p.endswith("-system")]
+    assert never_called.calls == 0
+
+
 def test_another_dataset_is_refused_before_any_run(tmp_path: Path, tracker: Tracker,
                                                    never_called: Counted) -> None:
     config, source = source_run(tmp_path, tracker)

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Sequence
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -51,13 +52,13 @@ def rescore(config: EvalConfig, run: str, *, tracker: Tracker | None = None,
     tracker = tracker or Tracker()
     tracker.check_reachable()
     source = tracker.reader.stored(tracker.reader.resolve(run))
-    prepared = _rescorable(config, source)
+    # The component is the one that made the outputs: its params and declared prompts are the
+    # source's (the script's may have changed since), so its prompts are not registered again.
+    prepared = _rescorable(replace(config, component_prompts={}), source)
     calls = _recorded_calls(tracker.reader, source, prepared.plan)
-    # The component's params are those of the run that made the outputs, not the script's.
-    params = {**{k: v for k, v in prepared.params().items()
-                 if not k.startswith(names.COMPONENT_PARAM_PREFIX)},
-              **{k: v for k, v in source.params.items()
-                 if k.startswith(names.COMPONENT_PARAM_PREFIX)}}
+    made_by = (names.COMPONENT_PARAM_PREFIX, names.COMPONENT_PROMPT_PARAM_PREFIX)
+    params = {**{k: v for k, v in prepared.params().items() if not k.startswith(made_by)},
+              **{k: v for k, v in source.params.items() if k.startswith(made_by)}}
     tags = {**prepared.tags(), names.RESCORED_FROM_TAG: source.run_id}
     role = RunRole(rerun=f"rescore run {source.run_id} again")
     stop = stop or Stop()
@@ -66,6 +67,9 @@ def rescore(config: EvalConfig, run: str, *, tracker: Tracker | None = None,
             stop.open_run():
         logger.info("rescoring run %s as run %s: its %d recorded calls scored again, none made",
                     source.run_id, new.id, len(calls))
+        if any(k.startswith(names.COMPONENT_PROMPT_PARAM_PREFIX) for k in source.params):
+            new.log_json(names.COMPONENT_PROMPTS_ARTIFACT, tracker.reader.read_json(
+                source.run_id, names.COMPONENT_PROMPTS_ARTIFACT))
         return Evaluation(new, prepared, _never_called, role, stop=stop,
                           progress=progress).complete()
 
