@@ -53,7 +53,9 @@ def test_the_run_holds_status_tags_params_and_metrics(mixed: tuple[Any, Path, An
     outcome, folder, run = mixed
     tags, params, metrics = run.data.tags, run.data.params, run.data.metrics
     assert run.info.status == "FINISHED" and run.info.end_time >= run.info.start_time
-    assert run.info.run_name.startswith("all-") and tags["mlflow.runName"] == run.info.run_name
+    # renamed at the end through the tag: MLflow's run name follows it
+    assert run.info.run_name.startswith(f"{tags['verdict']} all ")
+    assert tags["mlflow.runName"] == run.info.run_name and tags["mlflow.runColor"]
     assert tags["mlflow.user"] and run.info.user_id == tags["mlflow.user"]
     assert tags["mlflow.source.name"] == "test_eval.py"
     assert tags["eval_type"] == "all"

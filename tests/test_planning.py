@@ -168,9 +168,12 @@ def test_plan_measures_p_from_repeats_and_replicates(tmp_path: Path,
     assert path.read_text() == report
     assert f"| repeats | {repeats.run_id} | 0.2667 [" in report
     assert render_reports(tracker.reader.fetch(run_id)) == {"report-planning.md": report}
-    assert tracker.reader.stored(run_id).tags["mode"] == "planning"
-    history = [r.run_id for r in tracker.reader.evaluation_runs("plan/p")]
-    assert run_id not in history  # a plan is not an evaluation
+    planning = tracker.reader.stored(run_id)
+    assert planning.tags["mode"] == "planning"
+    # beside the experiment, out of its run lists; its runs untouched
+    assert tracker.backend.experiment_name(planning.experiment_id) == "plan/p/planning"
+    assert run_id not in [r.run_id for r in tracker.reader.runs("plan/p")]
+    assert planning.run_name.startswith("plan ")
 
 
 def test_a_run_someone_else_logged_in_the_experiment_is_left_out(

@@ -143,9 +143,13 @@ def test_a_stopped_series_says_to_run_it_again_not_to_resume_it(
     assert "--resume" not in message
     assert message.endswith("a replicate series is not resumed: run --replicates again (the "
                             "same ROOT_SEED gives the same seeds)")
-    statuses = {r.run_name.split("-")[0]: r.status
-                for r in tracker.reader.runs("rep/stopped")}
-    assert statuses == {"replicates": "KILLED", "r0": "FINISHED" if between else "KILLED"}
+    runs = {r.tags.get("replicate", "parent"): r for r in tracker.reader.runs("rep/stopped")}
+    assert set(runs) == {"parent", "0"}
+    # a stopped run keeps its name (no verdict heads it); a finished replicate gets its verdict
+    assert runs["parent"].status == "KILLED"
+    assert runs["parent"].run_name.startswith("×3 functional ")
+    assert (runs["0"].run_name, runs["0"].status) == (
+        ("PASS r0", "FINISHED") if between else ("r0", "KILLED"))
 
 
 def test_stability_report_lists_unstable_items_and_rerenders_from_the_store(

@@ -225,7 +225,8 @@ def _plan(args: argparse.Namespace) -> int:
         print(json.dumps({"run_id": run_id, **plan.to_json()}, indent=1))
     else:
         print(report)
-        print(f"wrote: {path}\nmlflow: planning run {run_id} in {plan.experiment}")
+        print(f"wrote: {path}\nmlflow: planning run {run_id} in "
+              f"{names.planning_experiment(plan.experiment)}")
     return ExitStatus.OK
 
 

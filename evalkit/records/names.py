@@ -55,6 +55,9 @@ DESCRIPTION_TAG = "mlflow.note.content"
 """MLflow's run description, shown first on the run page."""
 PARENT_RUN_TAG = "mlflow.parentRunId"
 RUN_NAME_TAG = "mlflow.runName"
+RUN_COLOR_TAG = "mlflow.runColor"
+"""The dot beside a run's name in MLflow's classic run list (the GenAI list ignores it)."""
+VERDICT_COLORS = {"PASS": "#2e7d32", "FAIL": "#d32f2f"}
 USER_TAG = "mlflow.user"
 SOURCE_NAME_TAG = "mlflow.source.name"
 SOURCE_COMMIT_TAG = "mlflow.source.git.commit"
@@ -106,6 +109,22 @@ COMPONENT_PROMPT_PARAM_PREFIX = "component_prompt."
 """``component_prompt.<key>``: the sha256 of ``COMPONENT_PROMPTS[key]`` (first 16 digits)."""
 PRICES_PARAM = "TOKEN_PRICES"
 """The ``TOKEN_PRICES`` constant, as every constant: ``{"model": [usd_in, usd_out]}``."""
+
+
+def verdict_tags(verdict: str, run_name: str) -> dict[str, str]:
+    """A run's verdict as its tag, at the head of its name and as its dot's colour, so that
+    MLflow's run lists tell a failing run from a passing one without opening it. ``run_name``
+    may already carry a verdict (a label moved it): it is replaced."""
+    short = run_name.removeprefix("PASS ").removeprefix("FAIL ")
+    return {VERDICT_TAG: verdict, RUN_NAME_TAG: f"{verdict} {short}",
+            RUN_COLOR_TAG: VERDICT_COLORS[verdict]}
+
+
+def planning_experiment(experiment: str) -> str:
+    """Where ``evalkit plan`` logs its runs: beside the experiment, not in it, so that they
+    stay out of its run lists (MLflow 3.17 lists every run of an experiment as an evaluation
+    run, whatever its ``mlflow.runType``)."""
+    return f"{experiment}/planning"
 
 
 def seed_param(replicate: int) -> str:

@@ -48,7 +48,7 @@ def evaluate_calibration(config: EvalConfig, component: Component, selection: Se
     prepared = prepare(calibrated, dataclasses.replace(selection, test_type=REPEATABILITY))
     tracker = tracker or Tracker()
     stop = stop or Stop()
-    role = RunRole(tags={names.MODE_TAG: Mode.CALIBRATION}, name_prefix="calibration-",
+    role = RunRole(tags={names.MODE_TAG: Mode.CALIBRATION}, name_prefix="calib ",
                    local_reports=False,
                    rerun="a calibration run is not resumed: run --calibrate again")
     warn_unsynced(tracker)

@@ -20,7 +20,7 @@ from pathlib import Path
 
 from evalkit._errors import RunInterrupted
 from evalkit.dataset import REPEATABILITY
-from evalkit.records import CallRecord, HumanLabel, MetricPoint, ScoredRun, names
+from evalkit.records import CallRecord, HumanLabel, MetricPoint, ScoredRun, TypeNames, names
 from evalkit.reports import render_reports, run_description
 from evalkit.run._books import EntryOutputs
 from evalkit.run._call import Component
@@ -192,7 +192,8 @@ class Evaluation:
         self.checks = checks_for(self.scored, self.labels, self.draws.by_type)
         self.metrics = corrected_metrics(self.metrics, self.checks)
         verdict = "PASS" if all(m.passed for m in self.metrics) else "FAIL"
-        run.log(self._run_metrics(), {names.VERDICT_TAG: verdict, names.RUN_URL_TAG: run.url})
+        run.log(self._run_metrics(), {**names.verdict_tags(verdict, run.journal.run_name),
+                                       names.RUN_URL_TAG: run.url})
         self._lap("logging")
         return self.metrics
 
@@ -219,7 +220,11 @@ class Evaluation:
 
     def _run_metrics(self) -> list[MetricPoint]:
         plan, scored = self.prepared.plan, self.scored
-        points = [MetricPoint(names.ENTRIES_METRIC, len(plan.items)),
+        typed = [p for m in self.metrics for p in m.to_mlflow()]
+        accuracies = {TypeNames.of(m.test_type).accuracy for m in self.metrics}
+        # first: MLflow's run lists show metric columns in the order they were logged
+        points = [p for p in typed if p.key in accuracies]
+        points += [MetricPoint(names.ENTRIES_METRIC, len(plan.items)),
                   MetricPoint(names.CALLS_METRIC, scored.calls),
                   MetricPoint(names.COMPONENT_ERRORS_METRIC, scored.component_errors)]
         if REPEATABILITY in plan.types:
@@ -232,8 +237,7 @@ class Evaluation:
                    self.prepared.scorers.judge_metrics(scored).items()]
         points += usage_metrics([c for o in self.outputs for c in o.calls], scored,
                                 self.prepared.config.token_prices)
-        for m in self.metrics:
-            points += m.to_mlflow()
+        points += [p for p in typed if p.key not in accuracies]
         for check in self.checks.values():
             points += judge_points(check)
         return points

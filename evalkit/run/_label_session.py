@@ -147,7 +147,7 @@ def after_labels(tracker: Tracker, store: RunLabels, run_id: str,
     verdict = "PASS" if all(m.passed for m in metrics) else "FAIL"
     before = record.tags.get(names.VERDICT_TAG)
     tags = None if verdict == before else {
-        names.VERDICT_TAG: verdict,
+        **names.verdict_tags(verdict, record.run_name),
         names.DESCRIPTION_TAG: run_description(metrics, list(render_reports(record)))}
     store.log([p for c in mine.values() for p in judge_points(c)], tags)
     return LabelOutcome(mine, before, verdict, tuple(f for m in metrics for f in m.failures))

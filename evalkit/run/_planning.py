@@ -119,7 +119,7 @@ def _label_plans(reader: RunReader, runs: Sequence[StoredRun]) -> tuple[LabelPla
 
 def record_plan(tracker: Tracker, plan: Plan, reports_dir: Path,
                 parameters: Mapping[str, str]) -> tuple[str, Path, str]:
-    """Log the plan as a planning run (tag ``mode=planning``) of the experiment, render
+    """Log the plan as a planning run (tag ``mode=planning``) beside the experiment, render
     ``report-planning.md`` from that run, and write it to ``reports_dir``.
 
     Returns the run id, the report's path and its text."""
@@ -128,7 +128,8 @@ def record_plan(tracker: Tracker, plan: Plan, reports_dir: Path,
                                         names.DATASET_ENTRIES_PARAM) if k in source},
               **parameters}
     tags = {names.MODE_TAG: Mode.PLANNING, **source_state("evalkit plan").tags}
-    with tracker.run(plan.experiment, f"plan-{datetime.now(UTC):%Y%m%d-%H%M%S}", params,
+    with tracker.run(names.planning_experiment(plan.experiment),
+                     f"plan {datetime.now(UTC):%m-%d %H:%M}", params,
                      tags) as run:
         run.log_json(names.PLAN_ARTIFACT, plan.to_json())
         (path,) = run.publish_reports(render_reports(run.record()), reports_dir)

@@ -27,8 +27,8 @@ class RunRole:
 
     tags: Mapping[str, str] = field(default_factory=dict)
     name_prefix: str = ""
-    """What tells the run apart from its siblings (``r0-``, ``calibration-``), leading its
-    name so that the MLflow UI, which cuts long names, still shows it."""
+    """What tells the run apart from its siblings: a replicate's whole name (``r0``, nested
+    under its series), or what leads a calibration run's (``calib ``)."""
     seed: int | None = None
     """Handed to the component as ``call.seed``."""
     replicate: int | None = None
@@ -101,7 +101,9 @@ class PreparedEvaluation:
             run.register_prompts(dict(prompts.values()))
 
     def run_name(self, prefix: str = "") -> str:
-        return f"{prefix}{self.selection.test_type}-{datetime.now(UTC):%Y%m%d-%H%M%S}"
+        """Short, so that MLflow's run lists show it whole once the verdict heads it (the
+        date is there to tell runs apart at a glance; the lists show the start time too)."""
+        return f"{prefix}{self.selection.test_type} {datetime.now(UTC):%m-%d %H:%M}"
 
 
 def prepare(config: EvalConfig, selection: Selection) -> PreparedEvaluation:

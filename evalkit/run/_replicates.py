@@ -126,7 +126,7 @@ def evaluate_replicates(config: EvalConfig, component: Component, selection: Sel
               names.ROOT_SEED_PARAM: str(config.root_seed),
               **{names.seed_param(r): str(seed) for r, seed in enumerate(seeds.seeds)}}
     warn_unsynced(tracker)
-    with tracker.run(config.experiment_name, prepared.run_name("replicates-"), params,
+    with tracker.run(config.experiment_name, prepared.run_name(f"×{config.replicates} "), params,
                      tags) as parent, stop.open_run():
         prepared.record_source(parent)
         logger.info("replicates: parent MLflow run %s, %d replicates, seeds %s", parent.id,
@@ -137,9 +137,9 @@ def evaluate_replicates(config: EvalConfig, component: Component, selection: Sel
                 raise RunInterrupted(f"interrupted: replicate series {parent.id} marked KILLED; "
                                      f"{_RERUN}")
             role = RunRole(tags={names.REPLICATE_TAG: str(replicate), names.SEED_TAG: str(seed)},
-                           name_prefix=f"r{replicate}-", seed=seed, replicate=replicate,
+                           name_prefix=f"r{replicate}", seed=seed, replicate=replicate,
                            local_reports=False, rerun=_RERUN)
-            with parent.child(prepared.run_name(role.name_prefix), prepared.params(),
+            with parent.child(role.name_prefix, prepared.params(),
                               {**prepared.tags(), **role.tags}, raw_dir=runs_dir,
                               traced=config.trace_calls) as child:
                 children.append(Evaluation(child, prepared, component, role, stop=stop,
@@ -149,8 +149,8 @@ def evaluate_replicates(config: EvalConfig, component: Component, selection: Sel
         stability = _stability_of(prepared, children)
         document = StabilityDocument(seeds.pack_id, seeds.root_seed, seeds.seeds,
                                      tuple(StabilitySummary.of(s) for s in stability))
-        parent.log(_parent_metrics(stability, config.replicates), {
-            names.VERDICT_TAG: "PASS" if all(c.passed for c in children) else "FAIL"})
+        parent.log(_parent_metrics(stability, config.replicates), names.verdict_tags(
+            "PASS" if all(c.passed for c in children) else "FAIL", parent.journal.run_name))
         parent.log_json(names.LOCK_ARTIFACT, seeds.to_json())
         parent.log_json(names.STABILITY_ARTIFACT, document.to_json())
         parent.log_json(names.STABILITY_ITEMS_ARTIFACT,
@@ -182,10 +182,12 @@ def _parent_metrics(stability: Sequence[ReplicateStability],
                     replicates: int) -> list[MetricPoint]:
     """The parent run's metrics; ``<type>_accuracy`` is the mean over replicates, so history
     and compare read a parent like any other run."""
-    points = [MetricPoint(names.REPLICATES_METRIC, replicates)]
+    # the accuracies first: MLflow's run lists show metric columns in the order logged
+    points = [MetricPoint(TypeNames.of_accuracy(s.metric).accuracy, s.mean) for s in stability]
+    points.append(MetricPoint(names.REPLICATES_METRIC, replicates))
     for s in stability:
         n = TypeNames.of_accuracy(s.metric)
-        points += [MetricPoint(n.accuracy, s.mean), MetricPoint(n.spread, s.spread),
+        points += [MetricPoint(n.spread, s.spread),
                    MetricPoint(n.unstable_items, s.unstable_items),
                    MetricPoint(n.repeated_items, s.repeated_items)]
         points += [MetricPoint(n.replicate_accuracy, successes / count, r)

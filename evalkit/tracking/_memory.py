@@ -120,6 +120,7 @@ class MemoryBackend:
             raise TrackingError(f"run {run_id}: params {sorted(clashes)} changed")
         journal.params.update(params or {})
         journal.tags.update(tags or {})
+        journal.run_name = journal.tags.get(names.RUN_NAME_TAG, journal.run_name)  # as MLflow
         journal.metrics += metrics
 
     def log_artifact(self, run_id: str, path: str, content: bytes | Path) -> None:

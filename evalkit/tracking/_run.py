@@ -100,12 +100,13 @@ class TrackedRun:
 
     def log(self, points: Sequence[MetricPoint] = (),
             tags: Mapping[str, str] | None = None) -> None:
-        """Metric points and tags in one batch (MLflow splits it below its request limits).
-        Points a resumed run already holds are not logged twice."""
+        """Metric points and tags in one batch (split below MLflow's request limits; a
+        ``mlflow.runName`` tag renames the run). Points a resumed run holds are not logged again."""
         timestamp = int(time.time() * 1000)
         fresh = [LoggedPoint(p.key, float(p.value), p.step, timestamp) for p in points]
         self.journal.metrics += fresh
         self.journal.tags.update(tags or {})
+        self.journal.run_name = self.journal.tags.get(names.RUN_NAME_TAG, self.journal.run_name)
         self.write(lambda: self._backend.log_batch(
             self.id, metrics=self._unlogged(fresh), tags=tags))
 
@@ -155,9 +156,8 @@ class TrackedRun:
                            "stay in the run's params", err)
 
     def record(self) -> RunRecord:
-        """The run as it has written itself, whole, for its reports: what the journal holds
-        is what the store took (``evalkit report`` renders the same bytes from the store),
-        without downloading it back."""
+        """The run as it has written itself, for its reports: what the journal holds is what
+        the store took (``evalkit report`` renders the same bytes), not downloaded back."""
         return journal_record(self.journal)
 
     def write(self, action: Callable[[], object]) -> None:
