@@ -23,7 +23,7 @@ from evalkit.records import ItemCell, ItemResult, ReviewerVerdict, ScoredRun, Ty
 from evalkit.reports import render_reports
 from evalkit.run import evaluate_replicates
 from evalkit.tracking import MemoryBackend, Tracker, stability_assessment
-from evalkit.tracking._traces import RunContext, build_traces
+from evalkit.tracking._traces import RunContext, build_traces, response_of
 from tests.builders import entry, write_dataset
 
 pytestmark = pytest.mark.mlflow_api
@@ -201,9 +201,16 @@ def test_a_replicate_series_marks_each_item_stable_or_changed(tmp_path: Path,
     first = memory_assessments(tracker, outcome.replicates[0].run_id)
     assert set(first) == {"steady", "flaky"}
     assert all("functional_stability" not in held for held in first.values())
-    # the parent has no entries of its own: no traces
+    # the parent: a trace per entry, each replicate's answer and the entry's stability
     assert isinstance(tracker.backend, MemoryBackend)
-    assert outcome.parent_run_id not in tracker.backend.traces.traces
+    parent = tracker.backend.traces.traces[outcome.parent_run_id]
+    assert {t.entry_id: response_of(t) for t in parent.values()} == {
+        "steady": {"r0": "a", "r1": "a"}, "flaky": {"r0": "a", "r1": "b"}}
+    held = memory_assessments(tracker, outcome.parent_run_id)
+    assert [(a.value, a.rationale) for a in held["flaky"]["functional_stability"]] == [
+        ("changed", "r0: right (a); r1: wrong (b)")]
+    assert [a.value for a in held["steady"]["functional_stability"]] == ["always right"]
+    assert outcome.run_url.endswith(f"/runs/{outcome.parent_run_id}/traces")  # printed
 
 
 def test_a_bias_group_verdict_lands_on_every_member() -> None:

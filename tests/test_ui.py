@@ -71,13 +71,53 @@ def logged(tmp_path_factory: pytest.TempPathFactory, ui_python: str) -> dict[str
         (run,) = client.search_runs([experiment.experiment_id])
         ids[f"{key}_run"], ids[f"{key}_experiment"] = run.info.run_id, experiment.experiment_id
         ids[f"{key}_entries"] = run.data.metrics["entries"]
+    ids |= verdict_runs(project, client)
     return ids
+
+
+def jupiter_fails_in_replicate_1(request: RecordedRequest) -> Reply:
+    """Component and judge: the component's answer says which replicate asked (the strict
+    script puts it in the prompt), and the judge fails the Jupiter entry in replicate 1 only:
+    that entry flips across the series."""
+    body = json.dumps(request.body)
+    if "[replicate " in body:  # the component's prompt
+        return ok("an answer (replicate 1)" if "[replicate 1]" in body else "an answer")
+    # the judge's prompt quotes the expected output and the component's answer
+    return ok("0" if "Jupiter" in body and "(replicate 1)" in body else "1")
+
+
+def verdict_runs(project: Path, client: Any) -> dict[str, str]:
+    """Beside the judged run (thresholds 0: PASS), in its experiment: a FAIL run (the same
+    script with every accuracy required), a series of 2 replicates whose Jupiter entry flips,
+    and a plan, which goes to the experiment's sibling (gemma-chat/smoke/planning)."""
+    script = (project / "examples" / "eval_llm.py").read_text(encoding="utf-8")
+    for old, new in (("EVAL_MIN_ACCURACY = 0.0", "EVAL_MIN_ACCURACY = 1.0\nREPLICATES = 2"),
+                     ('"content": entry.input}', '"content": f"{entry.input} '
+                                                  '[replicate {call.replicate}]"}')):
+        assert old in script
+        script = script.replace(old, new)
+    (project / "examples" / "eval_strict.py").write_text(script, encoding="utf-8")
+    printed = {}
+    for name, answers, extra in (("failing", judge_fails_jupiter, ()),
+                                 ("series", jupiter_fails_in_replicate_1, ("--replicates",))):
+        with OpenAIStub(answers) as stub:
+            done = run_eval(project, "--type=functional", *extra, timeout=600,
+                            script="examples/eval_strict.py",
+                            env={"OPENAI_BASE_URL": stub.base_url, "OPENAI_API_KEY": "sk-ui"})
+        assert done.returncode == 1, done.stderr[-3000:]  # both FAIL
+        printed[name] = done.stdout + done.stderr
+    planned = run_evalkit(project, "plan", "gemma-chat/smoke")
+    assert planned.returncode == 0, planned.stderr[-3000:]
+    experiment = client.get_experiment_by_name("gemma-chat/smoke").experiment_id
+    (parent,) = client.search_runs([experiment], "tags.mode = 'replicates'")
+    (url,) = re.findall(r"http://\S+/runs/" + parent.info.run_id + r"/traces", printed["series"])
+    return {"series_run": parent.info.run_id, "series_url": url}
 
 
 @pytest.fixture(scope="module")
 def ui(logged: dict[str, str]) -> Iterator[str]:
     """`mlflow ui` over the store, on a free loopback port."""
-    port = free_port()
+    port = int(os.environ.get("EVALKIT_UI_PORT", "0")) or free_port()
     server = subprocess.Popen(
         [str(Path(sys.executable).with_name("mlflow")), "ui", "--backend-store-uri",
          logged["store"], "--host", "127.0.0.1", "--port", str(port)],
@@ -174,6 +214,14 @@ def pages(logged: dict[str, str], ui: str, ui_python: str) -> dict[str, dict[str
                                               logged["judged_run"], judged_entries,
                                               judged.info.trace_id)},
         {"name": "prompts", "url": f"{ui}/#/prompts", "wait_for": "evalkit-judge-expected"},
+        {"name": "evaluation-runs",
+         "url": f"{ui}/#/experiments/{logged['judged_experiment']}/evaluation-runs",
+         "wait_for": "PASS r0"},
+        {"name": "training-runs",
+         "url": f"{ui}/#/experiments/{logged['judged_experiment']}/runs",
+         "wait_for": "FAIL ×2 functional"},
+        {"name": "series-traces", "url": logged["series_url"].replace(
+            logged["series_url"].split("/#/")[0], ui), "wait_for": "changed"},
     ])
     texts["example"], texts["judged"] = {"trace": example}, {"trace": judged}
     return texts
@@ -275,3 +323,42 @@ def test_a_label_added_in_the_ui_enters_the_corrected_accuracy(
     assert "| corrected (stratified PPI) | 1.000 |" in before
     assert f"| corrected (stratified PPI) | {(n - 1) / n:.3f} |" in after
     assert re.search(rf"\| {re.escape(drawn[0])} \| pass \| fail \| drawn \| User \|", after)
+
+
+
+def test_the_run_lists_tell_a_failing_run_from_a_passing_one(
+        logged: dict[str, str], pages: dict[str, dict[str, Any]]) -> None:
+    """The verdict heads each run's name in both of MLflow's run lists (the classic table
+    colours its dot too); plans are elsewhere. The GenAI list cuts names to a few letters and
+    a nested replicate's to one: the verdict's first letter is what stays there."""
+    client = mlflow.MlflowClient(logged["store"])
+    runs = client.search_runs([logged["judged_experiment"]])
+    by_verdict = {r.data.tags["verdict"]: r.info.run_name for r in runs
+                  if "replicate" not in r.data.tags and r.data.tags.get("mode") is None}
+    assert set(by_verdict) == {"PASS", "FAIL"}
+    table = pages["training-runs"]["body"]
+    for verdict, name in by_verdict.items():
+        assert name.startswith(f"{verdict} functional ") or name.startswith(f"{verdict} all ")
+        assert name in table  # the column shows about 20 characters: the verdict and type
+    assert "FAIL ×2 functional" in table
+    listed = pages["evaluation-runs"]["body"]
+    assert "PASS r0" in listed and "FAIL r1" in listed
+    for page in (table, listed):  # the plan went to gemma-chat/smoke/planning
+        assert not any(line.strip().startswith("plan ") for line in page.splitlines())
+    headers = pages["evaluation-runs"]["headers"]
+    metrics = headers[headers.index("Dataset") + 1:]
+    assert metrics[0].startswith("functional_acc"), headers  # the accuracy leads
+
+
+def test_a_series_parent_shows_which_entries_flipped(
+        logged: dict[str, str], pages: dict[str, dict[str, Any]]) -> None:
+    """The URL a series prints opens the parent's traces: one row per entry, its stability."""
+    client = mlflow.MlflowClient(logged["store"])
+    traces = client.search_traces(locations=[logged["judged_experiment"]],
+                                  run_id=logged["series_run"], max_results=500)
+    stability = {t.info.tags["evalkit.entry_id"]: a.value for t in traces
+                 for a in t.info.assessments if a.name == "functional_stability"}
+    assert sorted(set(stability.values())) == ["always right", "changed"]
+    page = pages["series-traces"]["body"]
+    assert f"{len(traces)} of {len(traces)}" in page
+    assert "changed" in page and "always right" in page

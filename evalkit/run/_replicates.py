@@ -127,7 +127,7 @@ def evaluate_replicates(config: EvalConfig, component: Component, selection: Sel
               **{names.seed_param(r): str(seed) for r, seed in enumerate(seeds.seeds)}}
     warn_unsynced(tracker)
     with tracker.run(config.experiment_name, prepared.run_name(f"×{config.replicates} "), params,
-                     tags) as parent, stop.open_run():
+                     tags, traced=config.trace_calls) as parent, stop.open_run():
         prepared.record_source(parent)
         logger.info("replicates: parent MLflow run %s, %d replicates, seeds %s", parent.id,
                     config.replicates, ", ".join(map(str, seeds.seeds)))
@@ -146,6 +146,7 @@ def evaluate_replicates(config: EvalConfig, component: Component, selection: Sel
                                            progress=progress).complete())
                 if replicate == len(seeds.seeds) - 1:  # the run that completes the series
                     child.traces.add_assessments(_stability_assessments(children))
+        parent.traces.write_series(_answers(children), _stability_assessments(children))
         stability = _stability_of(prepared, children)
         document = StabilityDocument(seeds.pack_id, seeds.root_seed, seeds.seeds,
                                      tuple(StabilitySummary.of(s) for s in stability))
@@ -161,7 +162,7 @@ def evaluate_replicates(config: EvalConfig, component: Component, selection: Sel
         stability_path.write_text(_dump(document.to_json()), encoding="utf-8")
     return ReplicatesOutcome(parent.id, config.experiment_name, tracker.tracking_uri,
                              tuple(children), stability, written, lock_path, stability_path,
-                             parent.url)
+                             f"{parent.url}/traces" if config.trace_calls else parent.url)
 
 
 def _stability_of(prepared: PreparedEvaluation,
@@ -216,6 +217,19 @@ def _stability_assessments(children: Sequence[EvaluationOutcome]
             for entry_id in members[item_id]:
                 verdicts.setdefault(entry_id, []).append(stability_assessment(test_type, row))
     return verdicts
+
+
+def _answers(children: Sequence[EvaluationOutcome]) -> dict[str, tuple[Any, dict[str, Any]]]:
+    """Entry id -> its input and each replicate's answer (``r0``...: the output, its repeats'
+    outputs, or the error), from the items scored on that entry alone."""
+    answers: dict[str, tuple[Any, dict[str, Any]]] = {}
+    for replicate, child in enumerate(children):
+        for result in child.scored.types:
+            for item in (i for i in result.items if len(i.entry_ids) == 1):
+                _, by_replicate = answers.setdefault(item.entry_ids[0], (item.input, {}))
+                by_replicate.setdefault(f"r{replicate}", item.error or (
+                    item.outputs[0] if len(item.outputs) == 1 else list(item.outputs)))
+    return answers
 
 
 def _dump(doc: Mapping[str, Any]) -> str:

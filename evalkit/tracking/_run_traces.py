@@ -54,6 +54,10 @@ class NoTraces:
     def add_assessments(self, by_entry: Mapping[str, Sequence[Assessment]]) -> None:
         pass
 
+    def write_series(self, entries: Mapping[str, tuple[Any, Any]],
+                     by_entry: Mapping[str, Sequence[Assessment]]) -> None:
+        pass
+
     def close(self, wait: bool) -> None:
         pass
 
@@ -143,6 +147,18 @@ class RunTraces:
         self._run.write(lambda: self._store.add_assessments(self._context(), [
             (trace_id_for(self._run.id, entry_id), a)
             for entry_id, items in by_entry.items() for a in items]))
+
+    def write_series(self, entries: Mapping[str, tuple[Any, Any]],
+                     by_entry: Mapping[str, Sequence[Assessment]]) -> None:
+        """A series parent's own traces, one per entry (entry id -> its input and each
+        replicate's answer as the response) with its stability (``by_entry``): where the
+        series' page shows which entries flipped. Written at once: the parent makes no calls."""
+        traces = [EntryTrace(entry_id, trace_id_for(self._run.id, entry_id), given,
+                             assessments=list(by_entry.get(entry_id, ())), response=answers)
+                  for entry_id, (given, answers) in entries.items()]
+        context = self._context()
+        self._run.write(lambda: self._store.write_calls(context, traces, check_held=True))
+        self._run.write(lambda: self._store.write_verdicts(context, traces))
 
     def close(self, wait: bool) -> None:
         """Stop the background writer: after what it was given (``wait``), or at once."""

@@ -87,6 +87,8 @@ class EntryTrace:
     judge_calls: list[JudgeSpan] = field(default_factory=list)
     """Every judge call that judged this entry."""
     assessments: list[Assessment] = field(default_factory=list)
+    response: Any = None
+    """The trace's response when it is not its calls' (a series parent's: each replicate's)."""
 
 
 @dataclass(frozen=True)
@@ -216,6 +218,8 @@ def _short(text: str, limit: int = 120) -> str:
 
 def response_of(entry: EntryTrace) -> Any:
     """The trace's response: the single output, or every repeat's output (or error)."""
+    if entry.response is not None:
+        return entry.response
     answers = [{"error": c.error} if c.error else c.output for c in entry.calls]
     return answers[0] if len(answers) == 1 else answers
 
