@@ -213,6 +213,27 @@ def test_a_replicate_series_marks_each_item_stable_or_changed(tmp_path: Path,
     assert outcome.run_url.endswith(f"/runs/{outcome.parent_run_id}/traces")  # printed
 
 
+def test_an_entry_gets_feedback_only_for_its_own_types(tmp_path: Path,
+                                                       tracker: Tracker) -> None:
+    """The "null" cells of MLflow's traces table are its rendering of a type column an entry
+    has no feedback in (a cell with no assessment): evalkit writes no feedback for a type an
+    entry is not in, and none without a value."""
+    dataset = write_dataset(tmp_path / "ds", {"both": entry("functional", "smoke"),
+                                              "one": entry("functional")})
+    config = EvalConfig.from_constants({
+        "EXPERIMENT_NAME": "traces/own", "DATASET_PATH": str(dataset),
+        "REPORTS_DIR": str(tmp_path / "reports"), "EVAL_MIN_ACCURACY": 0.0}, "eval.py")
+    outcome = evaluate(config, lambda e, c: "a", Selection("all"), tracker=tracker,
+                       runs_dir=tmp_path / "runs")
+    held = memory_assessments(tracker, outcome.run_id)
+    feedback = {entry_id: {name for name, found in names_.items()
+                           if any(not a.expectation for a in found)}
+                for entry_id, names_ in held.items()}
+    assert feedback == {"both": {"functional", "smoke"}, "one": {"functional"}}
+    assert all(a.value is not None for names_ in held.values() for found in names_.values()
+               for a in found)
+
+
 def test_a_bias_group_verdict_lands_on_every_member() -> None:
     group = ItemResult("g1", False, True, None, None, ("x", "y"), ("m1", "m2"), judge_reply="0")
     traces = build_traces(RunContext("run", "1", 0, {"judge_model": "judge-x"}, {}),
