@@ -85,7 +85,8 @@ def test_a_changed_threshold_flips_the_verdict_and_no_component_call_is_made(
     assert outcome.failures == ("functional_accuracy 0.750 < 0.8",)
     new = tracker.reader.stored(outcome.run_id)
     assert new.tags[names.RESCORED_FROM_TAG] == source
-    assert new.tags[names.VERDICT_TAG] == "FAIL" and new.run_name.startswith("rescore-all-")
+    assert new.tags[names.VERDICT_TAG] == "FAIL" and re.fullmatch(
+        r"FAIL rescore all \d\d-\d\d \d\d:\d\d", new.run_name)
     assert new.metrics["functional_accuracy"] == 0.75 and new.metrics["calls"] == 7
     assert new.params["EVAL_MIN_ACCURACY"] == "0.8"
     # the same outputs, in its own raw results

@@ -3,11 +3,16 @@
 #   1. build the wheel; 2. install it (no extra) into a virtualenv: torch must be absent and
 #   the size is printed (at most 1 GB); 3. evalkit init a fresh project and `make eval` there
 #   (exit 0); 4. a semantic_similarity run exits 2 naming the install command; 5. in a second
-#   virtualenv, CPU torch first, then the semantic extra: the semantic run passes.
+#   virtualenv, CPU torch first, then the semantic extra: the semantic run passes; 6. a
+#   newcomer's first week in the same project: a CSV with string answers imported as a dataset,
+#   a component behind an OpenAI-compatible endpoint (tools/adoption_stub.py) judged by an LLM,
+#   `make eval` green, its system prompt changed and run again, `evalkit compare` naming the
+#   prompt first, `evalkit rescore` with a changed judge prompt making no component call.
 # The virtualenvs are kept in .cache/adoption between runs (only the fresh wheel is
 # reinstalled); `rm -rf .cache/adoption` starts from nothing.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+REPO=$(pwd)
 # The interpreter that builds the wheel and creates the virtualenvs; the scaffold itself runs
 # with the `python` on PATH, as a user's would.
 BUILDER=${EVALKIT_BUILD_PYTHON:-python3}
@@ -75,4 +80,85 @@ fi
 echo "with the semantic extra: $(du -sm "$SEMANTIC" | cut -f1) MB"
 PATH="$SEMANTIC/bin:$PATH" python eval_semantic.py --type=repeatability \
   || fail "the semantic run with the extra installed"
+step "first week: evalkit dataset import of a CSV with string answers"
+cat > answers.csv <<'CSV'
+question,answer
+What is the capital of France?,Paris
+What is the capital of Japan?,Tokyo
+What is the capital of Kenya?,Nairobi
+What is the capital of Peru?,Lima
+What is the capital of Canada?,Ottawa
+CSV
+PATH="$BASE/bin:$PATH" evalkit dataset import answers.csv --to datasets/capitals \
+  --input question --expected answer --test-types functional || fail "dataset import"
+PATH="$BASE/bin:$PATH" evalkit lint datasets/capitals || fail "the imported dataset lints"
+
+step "first week: an LLM component judged by an LLM, make eval green"
+STUB=$PROJECT/stub
+mkdir "$STUB"
+"$BUILDER" "$REPO/tools/adoption_stub.py" "$STUB/requests" "$STUB/url" &
+stub_pid=$!
+trap 'kill "$stub_pid" 2>/dev/null; rm -rf "$PROJECT"' EXIT
+for _ in $(seq 50); do [ -s "$STUB/url" ] && break; sleep 0.2; done
+[ -s "$STUB/url" ] || fail "the stub endpoint did not start"
+export OPENAI_BASE_URL
+OPENAI_BASE_URL=$(cat "$STUB/url")
+export OPENAI_API_KEY=sk-adoption-not-a-secret
+# The scaffold's eval.py, pointed at the imported dataset, its component and scorer replaced
+# as a user would (the definitions below override the scaffold's, before its main guard).
+"$BASE/bin/python" - <<'PY'
+from pathlib import Path
+script = Path("eval.py")
+text = script.read_text()
+ours = """
+DATASET_PATH = "datasets/capitals"
+SCORER = "llm_judge"
+JUDGE_MODEL = "judge"
+SYSTEM_PROMPT = "Answer with the capital city only."
+COMPONENT_PROMPTS = {"system": SYSTEM_PROMPT}
+
+
+def invoke_component(entry: Entry, call: Call) -> str:
+    reply = evalkit.ChatEndpoint("capitals-model").chat(
+        [{"role": "system", "content": SYSTEM_PROMPT}, {"role": "user", "content": entry.input}],
+        temperature=0.0)
+    call.record_llm_response(reply)
+    return reply.text
+
+
+"""
+guard = 'if __name__ == "__main__":'
+script.write_text(text.replace(guard, ours + guard))
+PY
+PATH="$BASE/bin:$PATH" make eval || fail "make eval with the imported dataset and the LLM component"
+component_calls() { grep -cx capitals-model "$STUB/requests" || true; }
+[ "$(component_calls)" -eq 5 ] || fail "expected 5 component calls, got $(component_calls)"
+run1=$(PATH="$BASE/bin:$PATH" evalkit history adoption/golden | sed -n 3p | awk '{print $3}')
+echo "first run: $run1"
+
+step "first week: the component's prompt changed, a second run, evalkit compare names it first"
+sed -i 's/Answer with the capital city only./Answer with the capital city and nothing else./' eval.py
+PATH="$BASE/bin:$PATH" python eval.py --type=all --json run2.json || fail "the second run"
+run2=$("$BASE/bin/python" -c 'import json; print(json.load(open("run2.json"))["run_id"])')
+PATH="$BASE/bin:$PATH" evalkit compare "$run1" "$run2" > compare.txt || fail "compare exit status"
+cat compare.txt
+first=$(grep -A1 -m1 "What differs" compare.txt | tail -1)
+case "$first" in *"prompt adoption-system"*) ;; *) fail "compare's first difference: $first";; esac
+
+step "first week: evalkit rescore of the first run with a changed judge prompt calls no component"
+"$BASE/bin/python" - <<'PY'
+from pathlib import Path
+import evalkit
+shipped = Path(evalkit.__file__).parent / "prompts" / "expected.yaml"
+Path("judge-expected.yaml").write_text(shipped.read_text().replace(
+    "wording may differ.", "wording and letter case may differ."))
+PY
+sed -i 's/^if __name__ == "__main__":/JUDGE_PROMPTS = {"expected": "judge-expected.yaml"}\n\n\n&/' eval.py
+before=$(component_calls)
+judged_before=$(grep -cx judge "$STUB/requests")
+PATH="$BASE/bin:$PATH" evalkit rescore "$run1" || fail "evalkit rescore"
+[ "$(component_calls)" -eq "$before" ] || fail "rescore called the component"
+[ "$(grep -cx judge "$STUB/requests")" -gt "$judged_before" ] || fail "rescore asked no judge"
+echo "rescore: $(( $(grep -cx judge "$STUB/requests") - judged_before )) judge calls, 0 component calls"
+
 echo; echo "test-adoption passed"

@@ -37,7 +37,7 @@ from evalkit.tracking import RunReader, StoredRun, Tracker
 
 logger = logging.getLogger("evalkit")
 
-RESCORE_PREFIX = "rescore-"
+RESCORE_PREFIX = "rescore "
 """Leads a rescored run's name."""
 
 
