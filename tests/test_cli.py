@@ -179,6 +179,63 @@ def test_resuming_an_unknown_run_is_a_usage_error(
 # --- a job started with SIGINT ignored, in-process -----------------------------------------------
 
 
+# --- evalkit report writes a run's own folder; history and plan default to ./eval.py's -------
+
+
+def test_report_writes_each_run_into_a_folder_of_its_own(
+        tmp_path: Path, tracker: Tracker, monkeypatch: pytest.MonkeyPatch) -> None:
+    dataset = write_dataset(tmp_path / "ds", {"f": entry("functional")})
+    config = EvalConfig.from_constants({**CONSTANTS, "DATASET_PATH": str(dataset),
+                                        "REPORTS_DIR": str(tmp_path / "latest")}, "eval.py")
+    runs = [evaluate(config, RecordingComponent(answers={"f": answer}),
+                     Selection("functional"), tracker=tracker, runs_dir=tmp_path / "runs")
+            for answer in ("a", "wrong")]
+    monkeypatch.setattr("evalkit.cli._main.Tracker", lambda *args, **kwargs: tracker)
+    for outcome in runs:
+        assert evalkit_command("report", outcome.run_id[:8]) == 0
+    folders = [tmp_path / "reports" / "runs" / (
+        f"{tracker.reader.stored(o.run_id).run_name}-{o.run_id[:8]}") for o in runs]
+    for folder, verdict in zip(folders, ("✓", "✗"), strict=True):
+        assert sorted(p.name for p in folder.iterdir()) == ["report-functional.md",
+                                                            "summary.md"]
+        assert f"| functional | {verdict} |" in (folder / "summary.md").read_text()
+    assert evalkit_command("report", runs[0].run_id, "--output", tmp_path / "mine") == 0
+    assert (tmp_path / "mine" / "summary.md").read_text() == (
+        folders[0] / "summary.md").read_text()
+
+
+def test_history_and_plan_take_the_experiment_of_the_eval_script_here(
+        tmp_path: Path, tracker: Tracker, monkeypatch: pytest.MonkeyPatch,
+        capsys: pytest.CaptureFixture[str]) -> None:
+    dataset = write_dataset(tmp_path / "ds", {"f": entry("functional")})
+    outcome = evaluate(EvalConfig.from_constants({**CONSTANTS, "DATASET_PATH": str(dataset),
+                                                  "REPORTS_DIR": str(tmp_path / "r")}, "eval.py"),
+                       RecordingComponent(), Selection("functional"), tracker=tracker,
+                       runs_dir=tmp_path / "runs")
+    monkeypatch.setattr("evalkit.cli._main.Tracker", lambda *args, **kwargs: tracker)
+    capsys.readouterr()
+    assert evalkit_command("history") == 2
+    assert capsys.readouterr().err == (
+        "error: no EXPERIMENT given and no eval.py here to read EXPERIMENT_NAME from: name the "
+        "experiment on the command line, e.g. support-router/golden\n")
+    # Read, never run: the script would exit 9 and its import would fail.
+    script = tmp_path / "eval.py"
+    script.write_text("import not_installed_anywhere\nEXPERIMENT_NAME = 'x/y'\n"
+                      "EXPERIMENT_NAME: str = 'cli/tests'\nraise SystemExit(9)\n")
+    assert evalkit_command("history", "--json") == 0
+    assert [row["run_id"] for row in json.loads(capsys.readouterr().out)] == [outcome.run_id]
+    assert evalkit_command("plan") == 2  # the experiment read, then its missing measurements
+    assert "experiment 'cli/tests' has no finished run with repeatability" in \
+        capsys.readouterr().err
+    script.write_text("EXPERIMENT_NAME = 'cli/' + 'tests'\n")
+    assert evalkit_command("history") == 2
+    assert "sets EXPERIMENT_NAME to an expression, not a string literal" in \
+        capsys.readouterr().err
+    script.write_text("DATASET_PATH = 'ds'\n")
+    assert evalkit_command("history") == 2
+    assert "eval.py sets no EXPERIMENT_NAME" in capsys.readouterr().err
+
+
 # --- evalkit resume runs a script as python does; an interrupt says what to paste ---------------
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import ast
 import contextlib
 import logging
 import os
@@ -9,8 +10,9 @@ import re
 import sys
 import traceback
 from collections.abc import Callable, Iterator
+from pathlib import Path
 
-from evalkit._errors import EvalkitError, ExitStatus
+from evalkit._errors import ConfigError, EvalkitError, ExitStatus
 from evalkit._secrets import Redactor
 
 TRACEBACK_VARIABLE = "EVALKIT_TRACEBACK"
@@ -54,6 +56,32 @@ def guarded(action: Callable[[], int]) -> int:
               f"bug in evalkit or a library under it: rerun with {TRACEBACK_VARIABLE}=1 and "
               "report the traceback)", file=sys.stderr)
         return ExitStatus.RUNTIME_FAILURE
+
+
+def script_experiment(script: Path = Path("eval.py")) -> str:
+    """``EXPERIMENT_NAME`` as ``script`` assigns it (a string literal), read without running
+    the script: the experiment a command takes when none is named."""
+    fix = "name the experiment on the command line, e.g. support-router/golden"
+    try:
+        tree = ast.parse(script.read_bytes(), str(script))
+    except FileNotFoundError:
+        raise ConfigError(f"no EXPERIMENT given and no {script} here to read "
+                          f"EXPERIMENT_NAME from: {fix}") from None
+    except (OSError, SyntaxError, ValueError) as err:
+        raise ConfigError(f"cannot read EXPERIMENT_NAME from {script} ({err}): {fix}") from None
+    for node in reversed(tree.body):  # the last assignment is the one that holds
+        if isinstance(node, ast.Assign):
+            targets, value = node.targets, node.value
+        elif isinstance(node, ast.AnnAssign) and node.value is not None:
+            targets, value = [node.target], node.value
+        else:
+            continue
+        if any(isinstance(t, ast.Name) and t.id == "EXPERIMENT_NAME" for t in targets):
+            if isinstance(value, ast.Constant) and isinstance(value.value, str):
+                return value.value
+            raise ConfigError(f"{script} sets EXPERIMENT_NAME to an expression, not a string "
+                              f"literal; evalkit reads it without running the script: {fix}")
+    raise ConfigError(f"no EXPERIMENT given and {script} sets no EXPERIMENT_NAME: {fix}")
 
 
 def shown(text: str) -> str:

@@ -6,13 +6,14 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import re
 import sys
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from evalkit._distribution import DISTRIBUTION, VERSION
 from evalkit._errors import ConfigError, ExitStatus
-from evalkit.cli._common import EXIT_STATUSES, guarded, process_configured
+from evalkit.cli._common import EXIT_STATUSES, guarded, process_configured, script_experiment
 from evalkit.cli._compare import COMPARE_EPILOG, compare_command
 from evalkit.cli._dataset import add_dataset_parser, dataset_command
 from evalkit.cli._init import init_command
@@ -28,6 +29,8 @@ from evalkit.stats import Calibration, judge_checks
 from evalkit.tracking import Tracker, history, render_history
 
 RUN_REFERENCE = "run id, its first 4 or more characters, or experiment name (its latest run)"
+SCRIPT_EXPERIMENT = "EXPERIMENT_NAME of ./eval.py, read without running it"
+_UNSAFE_IN_PATH = re.compile(r"[^A-Za-z0-9._-]+")
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -67,10 +70,13 @@ def main(argv: Sequence[str] | None = None) -> int:
         description="Render the reports of RUN (a run id, its first 4 or more characters, or "
                     "an experiment name for its latest finished run) from what its MLflow run "
                     "holds (MLFLOW_TRACKING_URI, else the local store) and write them to "
-                    "--output.")
+                    "--output, by default a folder of the run's own: "
+                    "reports/runs/<run name>-<first 8 characters of the run id>/ "
+                    "(reports/ beside eval.py stays the latest run's).")
     report.add_argument("run", metavar="RUN", help=RUN_REFERENCE)
-    report.add_argument("--output", type=Path, default=Path("reports"),
-                        help="folder to write report-<type>.md to (default: reports)")
+    report.add_argument("--output", type=Path,
+                        help="folder to write report-<type>.md to (default: "
+                             "reports/runs/<run name>-<run id prefix>)")
     report.add_argument("--json", type=Path, metavar="PATH",
                         help="also write each judged or labelled type's check against "
                              "people's labels (corrected accuracy, its method, the label "
@@ -100,10 +106,11 @@ def main(argv: Sequence[str] | None = None) -> int:
                     "N each needs, the items-vs-replicates optimum, and, with --against, "
                     "intervals for the contrast between two systems. Calls no component; logs "
                     "a planning run and writes reports/report-planning.md.")
-    plan.add_argument("experiment", metavar="EXPERIMENT",
+    plan.add_argument("experiment", metavar="EXPERIMENT", nargs="?",
                       help="experiment name (its latest runs), or a run id or its first 4 or "
                            "more characters: a replicate series' parent, or a run with "
-                           "repeatability entries, read instead of the latest")
+                           "repeatability entries, read instead of the latest (default: "
+                           f"{SCRIPT_EXPERIMENT})")
     plan.add_argument("--target-error", type=float, default=0.01,
                       help="error an aggregated verdict may have (default: 0.01)")
     plan.add_argument("--max-n", type=int, default=20, help="largest N in the table (20)")
@@ -139,8 +146,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     resume.add_argument("--script", type=Path, default=Path("eval.py"),
                         help="the eval script that made the run (default: eval.py)")
     history = commands.add_parser("history", help="list an experiment's runs, newest first")
-    history.add_argument("experiment", metavar="EXPERIMENT",
-                         help="experiment name, e.g. support-router/golden")
+    history.add_argument("experiment", metavar="EXPERIMENT", nargs="?",
+                         help="experiment name, e.g. support-router/golden (default: "
+                              f"{SCRIPT_EXPERIMENT})")
     history.add_argument("--limit", type=int, default=20, help="runs to list (default: 20)")
     history.add_argument("--json", action="store_true", help="machine-readable output")
     add_label_parser(commands, RUN_REFERENCE)
@@ -187,10 +195,14 @@ def _report(args: argparse.Namespace) -> int:
     reader = _reachable().reader
     record = reader.fetch(reader.resolve(args.run))
     reports = render_reports(record)
-    args.output.mkdir(parents=True, exist_ok=True)
+    # A past run's reports in a folder of its own (run names repeat within a second; ids
+    # tell runs apart): reports/ holds the latest run's.
+    output = args.output or Path("reports", "runs", "-".join(filter(None, (
+        _UNSAFE_IN_PATH.sub("-", record.run_name).strip(".-"), record.run_id[:8]))))
+    output.mkdir(parents=True, exist_ok=True)
     for name, text in reports.items():
-        (args.output / name).write_text(text, encoding="utf-8")
-        print(f"report: {args.output / name}")
+        (output / name).write_text(text, encoding="utf-8")
+        print(f"report: {output / name}")
     if args.json is not None:
         args.json.parent.mkdir(parents=True, exist_ok=True)
         args.json.write_text(json.dumps({"run_id": record.run_id, "types": {
@@ -198,7 +210,7 @@ def _report(args: argparse.Namespace) -> int:
             encoding="utf-8")
         print(f"json: {args.json}")
     if record.mode == Mode.CALIBRATION:
-        chart = args.output / names.CALIBRATION_CHART
+        chart = output / names.CALIBRATION_CHART
         plot_calibration(Calibration.from_json(record.documents[names.CALIBRATION_ARTIFACT]),
                          chart)
         print(f"chart: {chart}")
@@ -211,7 +223,8 @@ def _compare(args: argparse.Namespace) -> int:
 
 def _plan(args: argparse.Namespace) -> int:
     tracker = _reachable()
-    plan = build_plan(tracker, args.experiment, target_error=args.target_error,
+    plan = build_plan(tracker, args.experiment or script_experiment(),
+                      target_error=args.target_error,
                       max_n=args.max_n, against=args.against, contrast_count=args.contrasts,
                       half_width=args.half_width, replicate_cost=args.replicate_cost,
                       item_cost=args.item_cost)
@@ -271,7 +284,7 @@ def _resume(args: argparse.Namespace) -> int:
 
 
 def _history(args: argparse.Namespace) -> int:
-    rows = history(_reachable().reader, args.experiment, args.limit)
+    rows = history(_reachable().reader, args.experiment or script_experiment(), args.limit)
     if args.json:
         print(json.dumps([r.to_json() for r in rows], indent=1))
     else:
