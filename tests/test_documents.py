@@ -141,3 +141,22 @@ def test_nan_free_documents() -> None:
     # A summary whose variance split is undefined stores null, never NaN (which JSON lacks).
     summary = StabilitySummary.of(replicate_stability("m_accuracy", {"a": {0: True}}))
     assert not any(isinstance(v, float) and math.isnan(v) for v in summary.to_json().values())
+
+
+def test_the_readme_architecture_says_what_lint_imports_enforces() -> None:
+    import tomllib
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[1]
+    contracts = tomllib.loads((root / "pyproject.toml").read_text(encoding="utf-8"))[
+        "tool"]["importlinter"]["contracts"]
+    layers = next(c for c in contracts if c["type"] == "layers")["layers"]
+    services = layers.index("reports | tracking | scorers")  # independent: no imports between
+    assert layers[services - 1:services + 2] == ["run", "reports | tracking | scorers", "stats"]
+    pure = next(c for c in contracts if c.get("source_modules") == ["evalkit.stats"])
+    assert set(pure["forbidden_modules"]) == {"evalkit.config", "evalkit.dataset",
+                                              "evalkit._secrets"}
+    prose = " ".join((root / "README.md").read_text(encoding="utf-8").split())
+    assert ("the run drives scoring, tracking and reports, which never import each other; "
+            "those three use statistics, which imports nothing of evalkit but its records and "
+            "errors;") in prose

@@ -334,3 +334,14 @@ def test_a_large_report_shows_failures_first_and_points_to_the_full_table(
     assert len(rows) == 200
     assert rows[:9] == sorted(failing) and rows[9:] == [i for i in ids if i not in failing][:191]
     assert "Showing 200 of 450 items, failures first." in report
+
+
+def test_call_latencies_are_logged_to_a_tenth_of_a_millisecond(
+        tmp_path: Path, tracker: Tracker) -> None:
+    dataset = write_dataset(tmp_path / "ds", {f"f{i}": entry("functional") for i in range(5)})
+    outcome = run(tmp_path, tracker, config_for(tmp_path, dataset), RecordingComponent())
+    metrics = tracker.reader.stored(outcome.run_id).metrics
+    latencies = {k: v for k, v in metrics.items() if k.startswith("call_latency_")}
+    assert sorted(latencies) == ["call_latency_p50_ms", "call_latency_p90_ms",
+                                 "call_latency_p99_ms"]
+    assert all(v == round(v, 1) for v in latencies.values()), latencies

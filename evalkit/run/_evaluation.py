@@ -39,6 +39,7 @@ from evalkit.stats import (
     corrected_metrics,
     judge_points,
     latency_percentiles,
+    logged_latency,
 )
 from evalkit.tracking import TrackedRun, shown_uri
 
@@ -231,7 +232,7 @@ class Evaluation:
             points.append(MetricPoint(names.REPEAT_COUNT_METRIC,
                                       self.prepared.config.require_repeat_count()))
         latencies = [c.latency_ms for o in self.outputs for c in o.calls]
-        points += [MetricPoint(names.call_latency_metric(name), value)
+        points += [MetricPoint(names.call_latency_metric(name), logged_latency(value))
                    for name, value in latency_percentiles(latencies).items()]
         points += [MetricPoint(key, value) for key, value in
                    self.prepared.scorers.judge_metrics(scored).items()]

@@ -23,6 +23,7 @@ from evalkit.scorers import (
     Scorer,
     SemanticSimilarityScorer,
 )
+from evalkit.stats import logged_latency
 from evalkit.tracking import prompt_use
 
 
@@ -110,7 +111,8 @@ class Scorers:
         return {names.JUDGE_CALLS_METRIC: stats.calls + stats.failures,
                 names.JUDGE_RETRIES_METRIC: stats.retries,
                 names.JUDGE_FAILURES_METRIC: stats.failures, names.JUDGE_INVALID_METRIC: invalid,
-                **{names.judge_latency_metric(k): v for k, v in stats.percentiles().items()}}
+                **{names.judge_latency_metric(k): logged_latency(v)
+                   for k, v in stats.percentiles().items()}}
 
     def _judge_scorers(self) -> list[LLMJudgeScorer]:
         return [s for s in self.by_type.values() if isinstance(s, LLMJudgeScorer)]

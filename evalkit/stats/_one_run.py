@@ -200,6 +200,12 @@ def chart_points(n: int) -> tuple[int, ...]:
     return tuple(sorted({1, n, *range(step, n + 1, step)}))
 
 
+def logged_latency(latency_ms: float) -> float:
+    """A latency as an MLflow metric: to 0.1 ms. Further digits are timer noise that makes the
+    run tables unreadable; each call's full value stays in its record (evaluation.json)."""
+    return round(latency_ms, 1)
+
+
 def latency_percentiles(latencies_ms: Sequence[float]) -> dict[str, float]:
     """p50, p90 and p99 (inclusive method; nothing for no values)."""
     values = sorted(latencies_ms)
