@@ -433,15 +433,18 @@ def test_evalkit_report_renders_a_run_again_byte_for_byte(
     assert len(original) == 6  # five reports and summary.md
     shutil.rmtree(reports)
     assert evalkit_command("report", outcome.run_id) == 0, capsys.readouterr().err
-    assert {p.name: p.read_bytes() for p in reports.iterdir()} == original
+    (own,) = (reports / "runs").iterdir()  # a folder of the run's own
+    assert own.name == f"{Tracker(tracking_uri).reader.stored(outcome.run_id).run_name}-" \
+        f"{outcome.run_id[:8]}"
+    assert {p.name: p.read_bytes() for p in own.iterdir()} == original
     for reference in (outcome.run_id[:8], experiment):
         out = tmp_path / reference.replace("/", "_")
         assert evalkit_command("report", reference, "--output", out) == 0
         assert {p.name: p.read_bytes() for p in out.iterdir()} == original
     capsys.readouterr()
-    assert evalkit_command("report", "0" * 32) == 4
+    assert evalkit_command("report", "0" * 32) == 2  # the store answered: a usage error
     assert f"error: run {'0' * 32} not found" in capsys.readouterr().err
-    assert evalkit_command("report", "ffff0000") == 4
+    assert evalkit_command("report", "ffff0000") == 2
     err = capsys.readouterr().err
     assert "no run at" in err and "'ffff0000'" in err and "Traceback" not in err
 
