@@ -71,6 +71,7 @@ def logged(tmp_path_factory: pytest.TempPathFactory, ui_python: str) -> dict[str
         (run,) = client.search_runs([experiment.experiment_id])
         ids[f"{key}_run"], ids[f"{key}_experiment"] = run.info.run_id, experiment.experiment_id
         ids[f"{key}_entries"] = run.data.metrics["entries"]
+        ids[f"{key}_name"] = run.info.run_name  # its verdict heads it: "PASS all 12-01 20:03"
     ids |= verdict_runs(project, client)
     return ids
 
@@ -205,7 +206,8 @@ def pages(logged: dict[str, str], ui: str, ui_python: str) -> dict[str, dict[str
          "wait_for": "evalkit verdict"},
         {"name": "evaluation-pane",
          "url": f"{ui}/#/experiments/{experiment}/evaluation-runs?selectedRunUuid={run}",
-         "wait_for": "all-20", "steps": [["click", "all-20"], ["wait", f"{entries} of {entries}"]]},
+         "wait_for": logged["example_name"],
+         "steps": [["click", logged["example_name"]], ["wait", f"{entries} of {entries}"]]},
         {"name": "traces-pane", "url": f"{ui}/#/experiments/{experiment}/runs/{run}/traces",
          "wait_for": f"{entries} of {entries}",
          "steps": [["button", "Columns"], ["option", "All Assessments"], ["key", "Escape"]]},
