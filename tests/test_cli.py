@@ -193,8 +193,12 @@ def test_report_writes_each_run_into_a_folder_of_its_own(
     monkeypatch.setattr("evalkit.cli._main.Tracker", lambda *args, **kwargs: tracker)
     for outcome in runs:
         assert evalkit_command("report", outcome.run_id[:8]) == 0
-    folders = [tmp_path / "reports" / "runs" / (
-        f"{tracker.reader.stored(o.run_id).run_name}-{o.run_id[:8]}") for o in runs]
+    # named by the run's name made safe for a path (MLflow names hold spaces and colons)
+    folders = sorted((tmp_path / "reports" / "runs").iterdir(),
+                     key=lambda p: [o.run_id[:8] for o in runs].index(p.name[-8:]))
+    assert [re.sub(r"-\d\d-\d\d-\d\d-\d\d-", "-<time>-", p.name) for p in folders] == [
+        f"{verdict}-functional-<time>-{o.run_id[:8]}"
+        for verdict, o in zip(("PASS", "FAIL"), runs, strict=True)]
     for folder, verdict in zip(folders, ("✓", "✗"), strict=True):
         assert sorted(p.name for p in folder.iterdir()) == ["report-functional.md",
                                                             "summary.md"]
