@@ -3,11 +3,14 @@ status for ordinary runs, replicate-backed runs, undecided items and a floor too
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any
 
 import pytest
 
+from evalkit.cli._compare import render_comparison
 from evalkit.records import SeriesItems, names
+from evalkit.run._compare import CorrectedGap, MetricComparison, Side
 from evalkit.stats import StabilityDocument
 from evalkit.tracking import Tracker
 from tests.commands import evalkit_command
@@ -95,3 +98,15 @@ def test_runs_without_a_common_test_type_are_a_usage_error(store: Store, command
                   evaluation(smoke=(item("x", True),)))
     status, _, err = command(a, b)
     assert status == 2 and "share no test type" in err
+
+
+@pytest.mark.parametrize(("floor", "gated"), [(None, False), (0.05, True)])
+def test_the_corrected_gap_is_said_to_be_gated_only_against_a_measured_floor(
+        floor: float | None, gated: bool) -> None:
+    result = MetricComparison("functional", 0.9, 0.7, floor, 10, ("a", "b"), (),
+                              corrected=CorrectedGap(0.25, 0.05, 0.152, 0.348))
+    a = Side("a" * 32, "exp / A", {}, {}, {})
+    text = render_comparison(a, replace(a, run_id="b" * 32), (result,))
+    corrected = next(line for line in text.splitlines() if "corrected by people" in line)
+    assert corrected.startswith("  corrected by people's labels: gap +0.250 [+0.152, +0.348]")
+    assert ("the noise gate applies to this gap" in corrected) is gated

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
 from datetime import UTC, datetime
 
 from evalkit.records import Mode
@@ -36,3 +37,10 @@ def test_history_has_a_mode_column_and_fits_100_columns() -> None:
     for t in TYPES:
         assert text.count(f"{t} 0.812 [0.570, 0.934]") == 3
     assert rows[0].to_json()["mode"] == "replicates"
+
+
+def test_a_run_without_a_commit_shows_none_in_the_commit_column() -> None:
+    rows = [replace(_row(Mode.EVALUATION, "PASS", None), git_commit=why)
+            for why in ("none: no commit yet", "none: not a git checkout")]
+    runs = [line for line in render_history(rows).splitlines() if line.startswith("2026-")]
+    assert [line.split()[-1] for line in runs] == ["none", "none"]

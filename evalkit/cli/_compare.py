@@ -92,8 +92,10 @@ def render_comparison(a: Side, b: Side, results: tuple[MetricComparison, ...]) -
                                 if len(ids) > MAX_LISTED else ""))
         if r.corrected is not None:
             c = r.corrected
+            gated = ("" if r.floor is None
+                     else "; the noise gate applies to this gap, not the raw one")
             lines.append(f"  corrected by people's labels: gap {c.gap:+.3f} [{c.low:+.3f}, "
-                         f"{c.high:+.3f}]; the noise gate applies to this gap, not the raw one")
+                         f"{c.high:+.3f}]{gated}")
         lines.append(f"  verdict: {r.verdict}" + (
             "; run replicates (python eval.py --replicates) to gate it"
             if r.floor is None else ""))

@@ -99,11 +99,17 @@ def render_history(rows: Sequence[HistoryRow]) -> str:
                   f"{'-' if row.replicates is None else row.replicates}")
         lines.append(f"{row.started:%Y-%m-%d %H:%M}  {row.run_id:<32}  {row.mode:<11}  "
                      f"{row.verdict:<7}  {counts:<7}  {row.dataset_digest[:7]:<7}  "
-                     f"{row.git_commit[:7]}")
+                     f"{_commit(row.git_commit)}")
         lines += _packed([f"{t} {f.accuracy:.3f}" + ("" if f.low is None or f.high is None
                                                       else f" [{f.low:.3f}, {f.high:.3f}]")
                           for t, f in row.accuracy.items()] or ["—"])
     return "\n".join(lines)
+
+
+def _commit(git_commit: str) -> str:
+    """A commit's head, or ``none`` for a run made before the first commit or outside git
+    (recorded as ``none: <why>``)."""
+    return git_commit.split(":")[0][:7]
 
 
 def _packed(figures: Sequence[str]) -> list[str]:
