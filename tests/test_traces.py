@@ -23,7 +23,13 @@ from evalkit.records import ItemCell, ItemResult, ReviewerVerdict, ScoredRun, Ty
 from evalkit.reports import render_reports
 from evalkit.run import evaluate_replicates
 from evalkit.tracking import MemoryBackend, Tracker, stability_assessment
-from evalkit.tracking._traces import RunContext, build_traces, response_of
+from evalkit.tracking._traces import (
+    Assessment,
+    RunContext,
+    build_traces,
+    response_of,
+    trace_id_for,
+)
 from tests.builders import entry, write_dataset
 
 pytestmark = pytest.mark.mlflow_api
@@ -131,10 +137,13 @@ def test_each_entry_gets_its_verdicts_expectation_error_and_review(tmp_path: Pat
     assert (verdict.value, verdict.source_type, verdict.source_id) == (
         True, "CODE", "evalkit.exact")
     assert "error: RuntimeError: component broke" in held["boom"]["functional"][0].rationale
-    (review,) = held["look"]["human_review"]
-    assert (review.value, review.rationale) == ("pending", "Check the tone.")
-    assert "human_review" not in held["ok"]
+    # the entry flagged for review is tagged with its instructions; no human_review
+    # feedback of evalkit's own stands beside the reviewer's (the UI's form would offer its
+    # type, a string, instead of the Boolean)
+    assert not any("human_review" in by_name for by_name in held.values())
     traces = {t.entry_id: t for t in tracker.backend.traces.traces[outcome.run_id].values()}
+    assert {e: t.tags for e, t in traces.items() if t.tags} == {
+        "look": {"human_review": "Check the tone."}}
     assert traces["ok"].input == {"q": 1}
     assert [(c.output, c.error) for c in traces["boom"].calls] == [
         (None, "RuntimeError: component broke")]
@@ -156,6 +165,36 @@ def test_a_reviewers_feedback_reaches_the_human_review_report(tmp_path: Path,
     assert reviewed.startswith(checklist)
     assert "| look | bob@example.com | 20" in reviewed
     assert "| tone | fail | Too curt \\| rude |" in reviewed
+
+
+def test_a_reviewers_boolean_is_the_entrys_human_review_verdict(tmp_path: Path,
+                                                                 tracker: Tracker) -> None:
+    """The human_review feedback a reviewer adds in the UI (Boolean) ticks the entry in the
+    checklist, the latest one winning; other feedback and other entries stay pending."""
+    outcome = evaluate(functional_config(tmp_path), answer_or_explode,
+                       Selection.parse("all", None, False), tracker=tracker,
+                       runs_dir=tmp_path / "runs")
+    checklist = (tmp_path / "reports" / "report-human-review.md").read_text(encoding="utf-8")
+    assert "- **Reviewed:** 0 (0 pass, 0 fail); pending 1" in checklist
+    assert "- [ ] **look** — Check the tone." in checklist
+    assert isinstance(tracker.backend, MemoryBackend)
+    context = RunContext(outcome.run_id, "1", 0, {}, {})
+    look = trace_id_for(outcome.run_id, "look")
+
+    def review(value: Any, reviewer: str, name: str = "human_review") -> str:
+        tracker.backend.trace_store().add_assessments(context, [(look, Assessment(
+            name, value, "as seen", "HUMAN", reviewer))])
+        return render_reports(tracker.reader.fetch(outcome.run_id))["report-human-review.md"]
+
+    assert "- [ ] **look**" in review("fine", "ann", name="tone")  # not a verdict
+    assert "- [ ] **look**" in review("maybe", "ann")  # neither pass nor fail
+    failed = review(False, "bob")
+    assert "- **Reviewed:** 1 (0 pass, 1 fail); pending 0" in failed
+    assert "- [x] FAIL (bob) **look** — Check the tone." in failed
+    assert "| look | bob | 1970-01-01 00:00 UTC | human\\_review | false | as seen |" in failed
+    passed = review(True, "cy")
+    assert "- **Reviewed:** 1 (1 pass, 0 fail); pending 0" in passed
+    assert "- [x] PASS (cy) **look**" in passed
 
 
 def test_trace_calls_false_writes_no_trace(tmp_path: Path, tracker: Tracker) -> None:
@@ -313,8 +352,10 @@ def test_functional_traces_carry_expectation_error_and_review(
     assert boom.info.state.value == "ERROR"
     assert "error: RuntimeError: component broke" in boom.search_assessments(
         "functional")[0].rationale
-    review = traces["look"].search_assessments("human_review")[0]
-    assert (review.value, review.rationale) == ("pending", "Check the tone.")
+    # the review is asked by a tag; the only human_review feedback is the reviewer's
+    assert traces["look"].info.tags["human_review"] == "Check the tone."
+    assert "human_review" not in ok.info.tags
+    assert not [t for t in traces.values() if t.search_assessments("human_review")]
 
     # a reviewer's verdict added in the UI (MLflow's public API, as the UI does) reaches
     # report-human-review.md; the rest stays identical
@@ -333,6 +374,17 @@ def test_functional_traces_carry_expectation_error_and_review(
     assert reviewed.startswith(checklist)
     assert "| look | bob@example.com | 20" in reviewed
     assert "| tone | fail | Too curt \\| rude |" in reviewed
+    # the reviewer's Boolean, as the UI's "+ Add feedback" form writes it, is the verdict
+    mlflow.log_feedback(
+        trace_id=traces["look"].info.trace_id, name="human_review", value=True,
+        rationale="polite", source=AssessmentSource(source_type="HUMAN",
+                                                    source_id="ann@example.com"))
+    (verdict,) = mlflow.MlflowClient(tracking_uri).get_trace(
+        traces["look"].info.trace_id).search_assessments("human_review")
+    assert (verdict.value, verdict.source.source_type) == (True, "HUMAN")
+    decided = render_reports(tracker.reader.fetch(outcome.run_id))["report-human-review.md"]
+    assert "- **Reviewed:** 1 (1 pass, 0 fail); pending 0" in decided
+    assert "- [x] PASS (ann@example.com) **look** — Check the tone." in decided
 
     # the dataset, registered as an evaluation dataset of the experiment
     params = mlflow.MlflowClient(tracking_uri).get_run(outcome.run_id).data.params

@@ -249,7 +249,13 @@ class TypeNames:
 
 EXPECTATION_ASSESSMENT = "expected_output"
 REVIEW_ASSESSMENT = "human_review"
-REVIEW_PENDING = "pending"
+"""The reviewer's verdict on an entry flagged for review: feedback a person adds in the UI
+(Boolean: True pass, False fail). evalkit writes none of its own: the form's default type
+is Boolean only while the trace holds no other value under that name."""
+REVIEW_TRACE_TAG = "human_review"
+"""On the trace of an entry flagged for review; its value is the entry's instructions."""
+TRACE_TAG_VALUE_LIMIT = 4096
+"""Characters MLflow keeps of a trace tag's value."""
 LABEL_WANTED_ASSESSMENT = "label_wanted"
 """On a trace drawn for a label; its value names the test type to label."""
 ENTRY_ID_TRACE_TAG = "evalkit.entry_id"

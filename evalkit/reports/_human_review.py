@@ -1,22 +1,34 @@
-"""The human-review checklist: entries for a person to check, with their full input and output."""
+"""The human-review checklist: entries for a person to check, with their full input and output,
+each ticked once a reviewer has given its ``human_review`` verdict in the MLflow UI."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime
 
-from evalkit.records import HumanReviewItem, ReviewerVerdict, RunRecord
+from evalkit.records import HumanReviewItem, ReviewerVerdict, RunRecord, label_verdict, names
 from evalkit.reports._common import header
 from evalkit.reports._markdown import cell, fenced, table
 
 
 def human_review_report(record: RunRecord, items: Sequence[HumanReviewItem]) -> str:
-    lines = header(record, "Human Review Checklist", [("Entries to review", str(len(items)))])
-    lines += ["These entries are not auto-scored for human review; tick each one once a person "
-              "has checked the output against the instructions. Their other test types are "
-              "scored in their own reports.", ""]
+    decided = _review_verdicts(record.reviewer_verdicts)
+    passed = sum(decided.get(item.id, (None,))[0] is True for item in items)
+    failed = sum(decided.get(item.id, (None,))[0] is False for item in items)
+    lines = header(record, "Human Review Checklist", [
+        ("Entries to review", str(len(items))),
+        ("Reviewed", f"{passed + failed} ({passed} pass, {failed} fail); "
+                     f"pending {len(items) - passed - failed}")])
+    lines += ["These entries are not auto-scored: a person checks each output against the "
+              f"instructions and, on the entry's trace in the MLflow UI (tagged "
+              f"`{names.REVIEW_TRACE_TAG}`), adds feedback named `{names.REVIEW_ASSESSMENT}`, "
+              "Boolean: True (pass) or False (fail); the entry is ticked here once it has one. "
+              "Their other test types are scored in their own reports.", ""]
     for item in items:
-        lines += [f"- [ ] **{cell(item.id)}** — {cell(item.instructions, 500)}", "",
+        verdict = decided.get(item.id)
+        tick = "- [ ]" if verdict is None else (
+            f"- [x] {'PASS' if verdict[0] else 'FAIL'} ({cell(verdict[1].reviewer)})")
+        lines += [f"{tick} **{cell(item.id)}** — {cell(item.instructions, 500)}", "",
                   "  Input:", "", fenced(item.input, indent="  "), ""]
         if item.error:
             lines += [f"  The component raised: {cell(item.error, 300)}", ""]
@@ -25,6 +37,14 @@ def human_review_report(record: RunRecord, items: Sequence[HumanReviewItem]) -> 
     if record.reviewer_verdicts:
         lines += _reviewer_verdicts(record.reviewer_verdicts)
     return "\n".join(lines).rstrip("\n") + "\n"
+
+
+def _review_verdicts(feedback: Sequence[ReviewerVerdict]
+                    ) -> Mapping[str, tuple[bool, ReviewerVerdict]]:
+    """entry id -> its reviewer's verdict (pass True) and the feedback giving it: the latest
+    ``human_review`` feedback with a pass or fail value (``feedback`` is in time order)."""
+    return {v.entry_id: (verdict, v) for v in feedback if v.name == names.REVIEW_ASSESSMENT
+            and (verdict := label_verdict(v.value)) is not None}
 
 
 def _reviewer_verdicts(verdicts: Sequence[ReviewerVerdict]) -> list[str]:

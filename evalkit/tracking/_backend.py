@@ -51,7 +51,7 @@ class TraceStore(Protocol):
         the store holds already are skipped (a resumed run, a second sync)."""
 
     def write_verdicts(self, context: RunContext, traces: Sequence[EntryTrace]) -> None:
-        """The judge's spans and the assessments of traces that hold none yet."""
+        """The judge's spans, the tags and the assessments of traces that hold none yet."""
 
     def add_assessments(self, context: RunContext,
                         assessments: Sequence[tuple[str, Assessment]]) -> None:

@@ -7,7 +7,8 @@ calls:
    entry and its calls) are built in memory and written with one ``log_spans`` per batch of
    up to 100 traces, which creates the trace rows too (name and tags travel as root-span
    attributes); one ``link_traces_to_run`` per batch links them to the run;
-2. *verdicts*, once scored: the judge's spans, then every assessment. On a local SQL store
+2. *verdicts*, once scored: the judge's spans, the tags asking for a human review (one
+   ``set_trace_tag`` each: few entries ask), then every assessment. On a local SQL store
    the assessments go in one transaction; on a tracking server, one request each, several
    at once.
 
@@ -70,13 +71,16 @@ class TraceWriter:
             self._client.link_traces_to_run([t.trace_id for t in batch], self.context.run_id)
 
     def write_verdicts(self, traces: Sequence[EntryTrace]) -> None:
-        """Phase 2: the judge's spans and the assessments of traces that hold none yet."""
+        """Phase 2: the judge's spans, tags and assessments of traces that hold none yet."""
         held = self.assessment_names()
         fresh = [t for t in traces if held.get(t.trace_id) == []]
         judged = [span for entry in fresh for span in _judge_spans(self.context, entry)]
         for start in range(0, len(judged), BATCH):
             private.log_spans(self._tracing, self.context.experiment_id,
                               judged[start:start + BATCH])
+        for entry in fresh:
+            for key, value in entry.tags.items():
+                self._client.set_trace_tag(entry.trace_id, key, value)
         self.log_assessments([(t.trace_id, a) for t in fresh for a in t.assessments])
 
     def log_assessments(self, assessments: Sequence[tuple[str, Assessment]]) -> None:

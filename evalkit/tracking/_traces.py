@@ -2,7 +2,8 @@
 
 One trace per entry: the entry's input as the request, its output(s) as the response, a span
 per component call (repeat, replicate, seed, latency, error, tokens) and per judge call (the
-messages sent, model, reply, tokens), and its verdicts as assessments. Everything is built
+messages sent, model, reply, tokens), its verdicts as assessments and, on an entry flagged
+for human review, a ``human_review`` tag holding its instructions. Everything is built
 from what the run already keeps (``results/evaluation.json``, the raw results, the params and
 tags), so a bundle synced after an outage yields the same traces as a run that never lost its
 server.
@@ -89,6 +90,8 @@ class EntryTrace:
     assessments: list[Assessment] = field(default_factory=list)
     response: Any = None
     """The trace's response when it is not its calls' (a series parent's: each replicate's)."""
+    tags: dict[str, str] = field(default_factory=dict)
+    """Tags set once scored, with the verdicts (the ``human_review`` request)."""
 
 
 @dataclass(frozen=True)
@@ -152,9 +155,9 @@ def build_traces(context: RunContext, evaluation: ScoredRun,
     for review in evaluation.human_review:
         entry = trace(review.id)
         entry.input = review.input if entry.input is None else entry.input
-        entry.assessments.append(Assessment(names.REVIEW_ASSESSMENT, names.REVIEW_PENDING,
-                                            review.instructions, "CODE",
-                                            names.code_source(names.REVIEW_ASSESSMENT)))
+        # a tag, not feedback: the human_review feedback is the reviewer's own (Boolean)
+        entry.tags[names.REVIEW_TRACE_TAG] = _short(
+            review.instructions or "see report-human-review.md", names.TRACE_TAG_VALUE_LIMIT)
     return list(traces.values())
 
 
