@@ -256,9 +256,10 @@ def test_the_run_traces_pane_has_an_assessment_column_per_test_type(
     assert len(types) == 7  # the billing group has entries of every type but planning's
     # MLflow shows a feedback named like one of its built-in scorers capitalised ("Safety")
     headers = {h.lower() for h in pages["traces-pane"]["headers"]}
-    assert {*types, "human_review", "label_wanted", "expected_output", "request",
-            "response"} <= headers
-    n = len(types) + 2  # the types, human_review and label_wanted (eval.py's LABEL_SAMPLE)
+    assert {*types, "label_wanted", "expected_output", "request", "response"} <= headers
+    # human_review is a tag until a reviewer gives the verdict (the next test)
+    assert "human_review" not in headers
+    n = len(types) + 1  # the types and label_wanted (eval.py's LABEL_SAMPLE)
     assert f"Assessments\n({n}/{n})" in pages["traces-pane"]["body"]
 
 
@@ -326,6 +327,35 @@ def test_a_label_added_in_the_ui_enters_the_corrected_accuracy(
     assert f"| corrected (stratified PPI) | {(n - 1) / n:.3f} |" in after
     assert re.search(rf"\| {re.escape(drawn[0])} \| pass \| fail \| drawn \| User \|", after)
 
+
+
+def test_a_reviewers_verdict_from_the_ui_form_is_the_one_human_review_value(
+        logged: dict[str, str], ui: str, ui_python: str, tmp_path: Path) -> None:
+    """A reviewer passes an entry tagged for review with the UI's own feedback form (a new
+    name: Boolean); the trace then holds that one human_review value, and evalkit report
+    ticks the entry in the checklist."""
+    store, run = logged["store"], logged["example_run"]
+    client = mlflow.MlflowClient(store)
+    traces = client.search_traces(locations=[logged["example_experiment"]], run_id=run,
+                                  max_results=500)
+    flagged = [t for t in traces if "human_review" in t.info.tags]
+    assert flagged and not [t for t in traces if t.search_assessments("human_review")]
+    trace = flagged[0]
+    entries = int(float(logged["example_entries"]))
+    browse(ui_python, [{
+        "name": "add-review", "url": f"{ui}/#/experiments/{logged['example_experiment']}"
+                                     f"/runs/{run}/traces",
+        "wait_for": f"{entries} of {entries}",
+        "steps": [["row", trace.info.trace_id], ["button", "Assess trace"],
+                  ["feedback", "human_review=pass"]]}])
+    (verdict,) = client.get_trace(trace.info.trace_id).search_assessments("human_review")
+    assert (verdict.value, verdict.source.source_type) == (True, "HUMAN")
+    done = run_evalkit(Path(logged["project"]), "report", run, "--output", tmp_path / "r")
+    assert done.returncode == 0, done.stderr[-2000:]
+    checklist = (tmp_path / "r" / "report-human-review.md").read_text(encoding="utf-8")
+    entry_id = trace.info.tags["evalkit.entry_id"]
+    assert f"- [x] PASS (User) **{entry_id}**" in checklist
+    assert f"- **Reviewed:** 1 (1 pass, 0 fail); pending {len(flagged) - 1}" in checklist
 
 
 def test_the_run_lists_tell_a_failing_run_from_a_passing_one(

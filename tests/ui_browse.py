@@ -59,7 +59,7 @@ def add_feedback(page: Page, name: str, verdict: str) -> None:
     page.get_by_placeholder("Enter a feedback name").fill(name)
     # picking the name from the typeahead closes its menu, which covers the data type
     page.get_by_test_id(f"assessment-name-typeahead-item-{name}").click()
-    # a name the trace already holds switches the data type to that name's (human_review: String)
+    # a new name offers Boolean; one the trace holds switches the data type to that name's
     page.get_by_role("combobox", name="Data Type").click()
     page.get_by_role("option", name="String", exact=True).wait_for(timeout=TIMEOUT_MS)
     boolean = page.get_by_role("option", name="Boolean", exact=True)
