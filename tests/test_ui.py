@@ -9,6 +9,7 @@ are kept in .cache/ui/screenshots for a reviewer.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import re
@@ -25,9 +26,11 @@ from typing import Any
 import mlflow
 import pytest
 
+from evalkit.tracking import ServedUi
+from evalkit.tracking._links import SERVED_UI
 from tests.builders import REPO
 from tests.openai_stub import OpenAIStub, RecordedRequest, Reply, ok
-from tests.processes import run_eval, run_evalkit
+from tests.processes import run_eval, run_evalkit, script_env
 from tools.team_server import free_port
 
 pytestmark = pytest.mark.ui
@@ -51,8 +54,9 @@ def judge_fails_jupiter(request: RecordedRequest) -> Reply:
 
 
 @pytest.fixture(scope="module")
-def logged(tmp_path_factory: pytest.TempPathFactory, ui_python: str) -> dict[str, str]:
-    """The two runs, in one local store (the project's own): their run and experiment ids."""
+def first_runs(tmp_path_factory: pytest.TempPathFactory, ui_python: str) -> dict[str, str]:
+    """The two runs made before `evalkit ui` serves, in one local store (the project's own):
+    their run and experiment ids."""
     project = tmp_path_factory.mktemp("ui-project")
     shutil.copy2(REPO / "eval.py", project / "eval.py")
     for folder in ("examples", "datasets"):
@@ -72,8 +76,15 @@ def logged(tmp_path_factory: pytest.TempPathFactory, ui_python: str) -> dict[str
         ids[f"{key}_run"], ids[f"{key}_experiment"] = run.info.run_id, experiment.experiment_id
         ids[f"{key}_entries"] = run.data.metrics["entries"]
         ids[f"{key}_name"] = run.info.run_name  # its verdict heads it: "PASS all 12-01 20:03"
-    ids |= verdict_runs(project, client)
     return ids
+
+
+@pytest.fixture(scope="module")
+def logged(first_runs: dict[str, str], ui: str) -> dict[str, str]:
+    """Every run: the first two, and those made while `evalkit ui` serves (see
+    :func:`verdict_runs`)."""
+    return first_runs | verdict_runs(Path(first_runs["project"]),
+                                     mlflow.MlflowClient(first_runs["store"]))
 
 
 def jupiter_fails_in_replicate_1(request: RecordedRequest) -> Reply:
@@ -98,7 +109,7 @@ def verdict_runs(project: Path, client: Any) -> dict[str, str]:
         assert old in script
         script = script.replace(old, new)
     (project / "examples" / "eval_strict.py").write_text(script, encoding="utf-8")
-    printed = {}
+    printed, summaries = {}, {}
     for name, answers, extra in (("failing", judge_fails_jupiter, ()),
                                  ("series", jupiter_fails_in_replicate_1, ("--replicates",))):
         with OpenAIStub(answers) as stub:
@@ -107,24 +118,30 @@ def verdict_runs(project: Path, client: Any) -> dict[str, str]:
                             env={"OPENAI_BASE_URL": stub.base_url, "OPENAI_API_KEY": "sk-ui"})
         assert done.returncode == 1, done.stderr[-3000:]  # both FAIL
         printed[name] = done.stdout + done.stderr
+        summaries[name] = (project / "reports" / "llm" / "summary.md").read_text(
+            encoding="utf-8")
     planned = run_evalkit(project, "plan", "gemma-chat/smoke")
     assert planned.returncode == 0, planned.stderr[-3000:]
     experiment = client.get_experiment_by_name("gemma-chat/smoke").experiment_id
     (parent,) = client.search_runs([experiment], "tags.mode = 'replicates'")
     (url,) = re.findall(r"http://\S+/runs/" + parent.info.run_id + r"/traces", printed["series"])
-    return {"series_run": parent.info.run_id, "series_url": url}
+    (failing,) = set(re.findall(r"http://\S+/runs/(\w+)", printed["failing"]))
+    return {"series_run": parent.info.run_id, "series_url": url, "failing_run": failing,
+            "failing_printed": printed["failing"], "failing_summary": summaries["failing"]}
 
 
 @pytest.fixture(scope="module")
-def ui(logged: dict[str, str]) -> Iterator[str]:
-    """`mlflow ui` over the store, on a free loopback port."""
+def ui(first_runs: dict[str, str]) -> Iterator[str]:
+    """`evalkit ui --port N` over the project's store, on a free loopback port (or
+    EVALKIT_UI_PORT): the runs made while it serves link to it."""
     port = int(os.environ.get("EVALKIT_UI_PORT", "0")) or free_port()
+    project = Path(first_runs["project"])
     server = subprocess.Popen(
-        [str(Path(sys.executable).with_name("mlflow")), "ui", "--backend-store-uri",
-         logged["store"], "--host", "127.0.0.1", "--port", str(port)],
-        cwd=logged["project"], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-        start_new_session=True)  # stopped with its workers, by its process group
+        [sys.executable, "-m", "evalkit", "ui", "--port", str(port)], cwd=project,
+        env=script_env(project), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+        start_new_session=True)  # SIGTERM to evalkit alone: it stops mlflow's group
     base = f"http://127.0.0.1:{port}"
+    served = None
     try:
         deadline = time.monotonic() + 180
         while True:
@@ -133,12 +150,18 @@ def ui(logged: dict[str, str]) -> Iterator[str]:
                     break
             except OSError:
                 if server.poll() is not None or time.monotonic() > deadline:
-                    pytest.fail("mlflow ui did not start", pytrace=False)
+                    pytest.fail("evalkit ui did not start", pytrace=False)
                 time.sleep(1)
+        served = ServedUi.recorded(project / SERVED_UI)
+        assert served is not None and served.url == base, served
+        assert served.store == first_runs["store"]  # what the runs' links are matched by
         yield base
     finally:
-        os.killpg(server.pid, signal.SIGTERM)
-        server.wait(timeout=30)
+        server.send_signal(signal.SIGTERM)
+        server.wait(timeout=60)
+        if served is not None:  # should evalkit have left its child serving
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(served.pid, signal.SIGKILL)
 
 
 def browse(python: str, pages: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
@@ -201,6 +224,8 @@ def pages(logged: dict[str, str], ui: str, ui_python: str) -> dict[str, dict[str
     judged_entries = int(float(logged["judged_entries"]))
     example = shown_trace(logged["store"], run, failing=False)
     judged = shown_trace(logged["store"], logged["judged_run"], failing=True)
+    judge_span = next(s.name for s in judged.data.spans if s.name.startswith("judge: "))
+    failing = mlflow.MlflowClient(logged["store"]).get_run(logged["failing_run"])
     texts = browse(ui_python, [
         {"name": "run", "url": f"{ui}/#/experiments/{experiment}/runs/{run}",
          "wait_for": "evalkit verdict"},
@@ -222,8 +247,15 @@ def pages(logged: dict[str, str], ui: str, ui_python: str) -> dict[str, dict[str
         {"name": "training-runs",
          "url": f"{ui}/#/experiments/{logged['judged_experiment']}/runs",
          "wait_for": "FAIL ×2 functional"},
-        {"name": "series-traces", "url": logged["series_url"].replace(
-            logged["series_url"].split("/#/")[0], ui), "wait_for": "changed"},
+        {"name": "series-traces", "url": logged["series_url"], "wait_for": "changed"},
+        {"name": "judge-span", **open_trace(ui, logged["judged_experiment"],
+                                            logged["judged_run"], judged_entries,
+                                            judged.info.trace_id),
+         "steps": [["row", judged.info.trace_id], ["click", judge_span],
+                   ["wait", "You are a strict evaluator"]]},
+        # the link the run tagged, as it is: it must open on the port evalkit ui serves
+        {"name": "served-run", "url": failing.data.tags["run_url"],
+         "wait_for": failing.info.run_name},
     ])
     texts["example"], texts["judged"] = {"trace": example}, {"trace": judged}
     return texts
@@ -394,3 +426,44 @@ def test_a_series_parent_shows_which_entries_flipped(
     page = pages["series-traces"]["body"]
     assert f"{len(traces)} of {len(traces)}" in page
     assert "changed" in page and "always right" in page
+
+
+def test_a_judged_trace_shows_the_judges_prompt_and_the_tokens_used(
+        pages: dict[str, dict[str, Any]]) -> None:
+    """The judge's span (opened from the trace's span tree) shows the messages sent to the
+    judge as a chat, the strict evaluator's prompt first (in the user message for a model
+    without a system role, as gemma's); the trace and the judge's span count the tokens the
+    LLM spans reported."""
+    trace = pages["judged"]["trace"]
+    (judge,) = [s for s in trace.data.spans if s.name == "judge: functional"]
+    messages = judge.inputs["messages"]
+    assert judge.span_type == "CHAT_MODEL"
+    assert judge.get_attribute("mlflow.message.format") == "openai"
+    assert messages[0]["content"].startswith("You are a strict evaluator")
+    view = flat(pages["judge-span"]["dialog"])
+    assert flat(messages[0]["content"])[:150] in view  # the UI shows each message's start
+    usage = trace.info.token_usage  # MLflow's sum of the LLM spans' mlflow.chat.tokenUsage
+    llm = [s for s in trace.data.spans if s.get_attribute("mlflow.chat.tokenUsage")]
+    assert {s.name for s in llm} == {"call 0", "judge: functional"}
+    assert usage["total_tokens"] == sum(
+        s.get_attribute("mlflow.chat.tokenUsage")["total_tokens"] for s in llm) > 0
+    assert f"{usage['total_tokens']} tokens" in view  # the trace's header
+    assert f"{judge.get_attribute('mlflow.chat.tokenUsage')['total_tokens']} tokens" in view
+
+
+def test_runs_made_while_evalkit_ui_serves_link_to_its_port(
+        logged: dict[str, str], ui: str, pages: dict[str, dict[str, Any]]) -> None:
+    """`evalkit ui --port N` serves on N (the `ui` fixture reached it there); a run made
+    while it serves prints, tags and writes in summary.md links on N, which open the run in
+    the browser; the series' printed URL too."""
+    assert ui != "http://127.0.0.1:5000"
+    client = mlflow.MlflowClient(logged["store"])
+    run = client.get_run(logged["failing_run"])
+    url = f"{ui}/#/experiments/{run.info.experiment_id}/runs/{run.info.run_id}"
+    assert run.data.tags["run_url"] == url
+    assert url in logged["failing_printed"]
+    assert f"({url})" in logged["failing_summary"] or f"<{url}>" in logged["failing_summary"]
+    assert logged["series_url"].startswith(f"{ui}/#/experiments/")
+    opened = pages["served-run"]
+    assert opened["url"] == url  # not redirected: the run's own page on port N
+    assert run.info.run_name in opened["body"] and "evalkit verdict: FAIL" in opened["body"]

@@ -15,8 +15,9 @@ optionally ``"steps"``: ``[action, argument]`` pairs done in order once ``wait_f
   pane's own form, as a person would (VALUE ``pass`` or ``fail``: the Boolean True or False),
   and wait until the pane counts it.
 
-Prints ``{name: {"body": the page's visible text, "dialog": an open dialog's text (the trace
-view) or "", "headers": the names of the table's columns}}`` as JSON and saves ``<name>.png`` in the
+Prints ``{name: {"url": the address the page ended on, "body": the page's visible text,
+"dialog": an open dialog's text (the trace view) or "", "headers": the names of the table's
+columns}}`` as JSON and saves ``<name>.png`` in the
 folder given as the only argument. Debian's chromium is driven through its executable path:
 Playwright's own browser download needs the internet.
 """
@@ -128,6 +129,7 @@ def main() -> None:
             page.screenshot(path=str(shots / f"{spec['name']}.png"), full_page=True)
             dialog = page.get_by_role("dialog")
             texts[spec["name"]] = {
+                "url": page.url,
                 "body": page.inner_text("body"),
                 "dialog": dialog.first.inner_text() if dialog.count() else "",
                 "headers": [h.strip().splitlines()[0]  # the name; a summary may follow
