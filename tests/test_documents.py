@@ -160,3 +160,163 @@ def test_the_readme_architecture_says_what_lint_imports_enforces() -> None:
     assert ("the run drives scoring, tracking and reports, which never import each other; "
             "those three use statistics, which imports nothing of evalkit but its records and "
             "errors;") in prose
+
+
+# --- The README's commands, checked against the real parsers and Makefiles (cheap drift) ---
+
+class _ParserCaught(Exception):
+    def __init__(self, parser: object) -> None:
+        super().__init__("parser caught")
+        self.parser = parser
+
+
+def _parser_of(build: object) -> object:
+    """The argparse parser a command line builds, caught at ``parse_args`` (nothing runs)."""
+    import argparse
+
+    def caught(self: argparse.ArgumentParser, *args: object, **kwargs: object) -> None:
+        raise _ParserCaught(self)
+
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(argparse.ArgumentParser, "parse_args", caught)
+        try:
+            build()  # type: ignore[operator]
+        except _ParserCaught as parsed:
+            return parsed.parser
+    raise AssertionError("the command line never parsed its arguments")
+
+
+def _commands(parser: object, path: tuple[str, ...] = ()) -> dict[tuple[str, ...], set[str]]:
+    """Every (sub)command's path and its option strings."""
+    import argparse
+
+    assert isinstance(parser, argparse.ArgumentParser)
+    options: set[str] = set()
+    found: dict[tuple[str, ...], set[str]] = {path: options}
+    for action in parser._actions:
+        options.update(action.option_strings)
+        if isinstance(action, argparse._SubParsersAction):
+            for name, sub in action.choices.items():
+                found.update(_commands(sub, (*path, name)))
+    return found
+
+
+def _readme_code() -> list[str]:
+    """The README's fenced code lines and inline code spans, each a piece of shell."""
+    import re
+    from pathlib import Path
+
+    text = (Path(__file__).resolve().parents[1] / "README.md").read_text(encoding="utf-8")
+    fenced = re.findall(r"^```[^\n]*\n(.*?)^```", text, flags=re.M | re.S)
+    lines = [line for block in fenced for line in block.replace("\\\n", " ").splitlines()]
+    prose = re.sub(r"^```[^\n]*\n.*?^```", "", text, flags=re.M | re.S)
+    spans = re.findall(r"`([^`\n]+)`", prose)
+    return [*lines, *spans]
+
+
+def _words_after(piece: str, command: str) -> list[list[str]]:
+    """For each invocation of ``command`` in ``piece`` (``evalkit``, ``eval.py``, ``make``),
+    the words that follow it up to the end of its shell command."""
+    import re
+
+    found = []
+    for segment in re.split(r"[;|&]|\s#\s|^#\s", piece):
+        words = segment.split()
+        for i, word in enumerate(words):
+            before = words[i - 1] if i else ""
+            named = word == command or word.endswith(f"bin/{command}") or (
+                command == "eval.py" and word.endswith("/eval.py"))
+            if named and before not in {"import", "from", "pip", "install"}:
+                found.append(words[i + 1:])
+    return found
+
+
+def _options_in(words: list[str]) -> list[str]:
+    import re
+
+    return [m.group(1) for word in words
+            if (m := re.match(r"[\[(]?(--?[A-Za-z][\w-]*)", word))]
+
+
+def _readme_evalkit_commands() -> list[str]:
+    from evalkit.cli import main
+
+    commands = _commands(_parser_of(lambda: main([])))
+    wrong = []
+    for piece in _readme_code():
+        for words in _words_after(piece, "evalkit"):
+            path: tuple[str, ...] = ()
+            rest = list(words)
+            while rest and (*path, rest[0]) in commands:
+                path = (*path, rest.pop(0))
+            if words and not path and not words[0].startswith("-"):
+                wrong.append(f"`{piece}`: no command {words[0]!r}")
+                continue
+            unknown = [o for o in _options_in(rest) if o not in commands[path]]
+            wrong += [f"`{piece}`: evalkit {' '.join(path)} has no {o}" for o in unknown]
+    return wrong
+
+
+def _readme_script_options() -> list[str]:
+    from evalkit.cli import run_eval_script
+
+    options = _commands(_parser_of(lambda: run_eval_script({}, lambda e, c: None, [])))[()]
+    return [f"`{piece}`: eval.py has no {option}" for piece in _readme_code()
+            for words in _words_after(piece, "eval.py")
+            for option in _options_in(words) if option not in options]
+
+
+def _readme_make_targets() -> list[str]:
+    """Targets and variables of ``make`` in the README that neither evalkit's Makefile nor
+    the scaffold's (evalkit init) defines; ``eval-%`` takes a test type or a placeholder."""
+    import re
+    from pathlib import Path
+
+    from evalkit.dataset import TEST_TYPES
+
+    root = Path(__file__).resolve().parents[1]
+    makefiles = "\n".join(p.read_text(encoding="utf-8") for p in (
+        root / "Makefile", root / "evalkit" / "cli" / "templates" / "Makefile.tmpl"))
+    targets = set(re.findall(r"^([\w%-]+):", makefiles, flags=re.M))
+    wrong = []
+    for piece in _readme_code():
+        for words in _words_after(piece, "make"):
+            for word in (w.rstrip("'\"") for w in words):
+                if word.startswith(("-", "'", '"', ".", "[")) or not re.match(r"[\w<]", word):
+                    break  # past the make command (an option, a quote, prose)
+                if "=" in word:
+                    variable = word.split("=", 1)[0]
+                    if not re.search(rf"\b{variable}\b", makefiles):
+                        wrong.append(f"`{piece}`: no Makefile uses {variable}")
+                    continue
+                stem = word.split("-", 1)[1] if word.startswith("eval-") else None
+                known = word in targets or (
+                    stem is not None and "eval-%" in targets
+                    and (stem in TEST_TYPES or stem.startswith("<")))
+                if not known:
+                    wrong.append(f"`{piece}`: no make target {word!r}")
+    return wrong
+
+
+def test_every_command_and_option_the_readme_names_exists() -> None:
+    assert _readme_evalkit_commands() == []
+    assert _readme_script_options() == []
+    assert _readme_make_targets() == []
+
+
+def test_the_readme_check_notices_a_made_up_option(monkeypatch: pytest.MonkeyPatch) -> None:
+    import tests.test_documents as this
+
+    invented = ["evalkit compare A B --noise-floor 3", "python eval.py --type=all --fast",
+                "evalkit frobnicate X", "make eval-everything", "make eval NOSUCHVAR=1",
+                "make deploy"]
+    monkeypatch.setattr(this, "_readme_code", lambda: invented)
+    assert _readme_evalkit_commands() == [
+        "`evalkit compare A B --noise-floor 3`: evalkit compare has no --noise-floor",
+        "`evalkit frobnicate X`: no command 'frobnicate'"]
+    assert _readme_script_options() == [
+        "`python eval.py --type=all --fast`: eval.py has no --fast"]
+    assert _readme_make_targets() == [
+        "`make eval-everything`: no make target 'eval-everything'",
+        "`make eval NOSUCHVAR=1`: no Makefile uses NOSUCHVAR",
+        "`make deploy`: no make target 'deploy'"]
