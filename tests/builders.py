@@ -144,5 +144,5 @@ def evaluation_with_a_secret(tmp_path: Path, tracker: Any, secret: str) -> Any:
 
 def local_texts(tmp_path: Path, outcome: Any) -> list[str]:
     """What an evaluation left on local disk: its reports and its raw results."""
-    return [*(p.read_text() for p in (tmp_path / "reports").iterdir()),
+    return [*(p.read_text() for p in (tmp_path / "reports").glob("*.md")),
             outcome.raw_results.read_text()]

@@ -200,8 +200,8 @@ def test_report_writes_each_run_into_a_folder_of_its_own(
         f"{verdict}-functional-<time>-{o.run_id[:8]}"
         for verdict, o in zip(("PASS", "FAIL"), runs, strict=True)]
     for folder, verdict in zip(folders, ("✓", "✗"), strict=True):
-        assert sorted(p.name for p in folder.iterdir()) == ["report-functional.md",
-                                                            "summary.md"]
+        assert sorted(p.name for p in folder.iterdir()) == [
+            "convergence-functional.png", "report-functional.md", "summary.md"]
         assert f"| functional | {verdict} |" in (folder / "summary.md").read_text()
     assert evalkit_command("report", runs[0].run_id, "--output", tmp_path / "mine") == 0
     assert (tmp_path / "mine" / "summary.md").read_text() == (
@@ -480,7 +480,7 @@ def test_example_repeatability_run_writes_only_its_report(
     outcome = evaluate(example_config(script), script["invoke_component"],
                        Selection.parse("repeatability"), tracker=tracker)
     assert sorted(p.name for p in (folder / "reports").iterdir()) == [
-        "report-repeatability.md", "summary.md"]
+        "convergence-repeatability.png", "report-repeatability.md", "summary.md"]
     report = (folder / "reports" / "report-repeatability.md").read_text()
     assert "- **Repeat count:** 5" in report
     assert "| ID | Input | Outputs (how the repeats differ) | Avg pairwise cosine | Result |" \
@@ -506,6 +506,7 @@ def test_example_full_run_reports_every_type(example: tuple[Path, Tracker, Any])
     stored = tracker.reader.stored(outcome.run_id)
     types = stored.tags["test_types"].split(",")
     assert names_written == sorted([f"report-{t}.md" for t in types]
+                                   + [f"convergence-{t}.png" for t in types]
                                    + ["report-human-review.md", "report-judge.md", "summary.md"])
     # the example's labels correct functional's accuracy: 20 drawn of its 26 entries
     assert stored.metrics["functional_labels_drawn"] == 20

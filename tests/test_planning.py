@@ -84,7 +84,8 @@ def test_calibration_rescores_prefixes_without_new_calls(tmp_path: Path,
     artifacts = set(tracker.backend.journals[outcome.run.run_id].artifacts)
     assert {p for p in artifacts if p.startswith(("reports/", "calibration/"))} == {
         "reports/report-calibration.md", "reports/calibration.png",
-        "reports/report-repeatability.md", "reports/summary.md", "calibration/calibration.json"}
+        "reports/report-repeatability.md", "reports/convergence-repeatability.png",
+        "reports/summary.md", "calibration/calibration.json"}
     assert tracker.backend.artifact(outcome.run.run_id, "reports/calibration.png") == \
         chart_path.read_bytes()
     record = tracker.reader.fetch(outcome.run.run_id)
@@ -311,19 +312,20 @@ def test_plan_command_on_a_local_store(tmp_path: Path, tracking_uri: str,
     assert tracker.reader.read_text(document["run_id"], "reports/report-planning.md") == report
 
 
-def test_the_calibration_chart_leaves_the_callers_matplotlib_backend_alone(
-        tmp_path: Path) -> None:
+def test_the_calibration_chart_leaves_the_callers_matplotlib_backend_alone() -> None:
+    from functools import partial
+
     import matplotlib
 
-    from evalkit.reports._chart import plot_calibration
+    from evalkit.reports._chart import _calibration, _png
     from evalkit.stats import Calibration, CalibrationPoint
 
     original = matplotlib.get_backend()
     matplotlib.use("svg")  # a notebook's own choice, say
     try:
-        plot_calibration(Calibration(4, tuple(CalibrationPoint(k, 9 - k, 10)
-                                              for k in (2, 3, 4))), tmp_path / "chart.png")
+        png = _png(partial(_calibration, calibration=Calibration(4, tuple(
+            CalibrationPoint(k, 9 - k, 10) for k in (2, 3, 4)))))
         assert matplotlib.get_backend() == "svg"
     finally:
         matplotlib.use(original)
-    assert (tmp_path / "chart.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    assert png[:8] == b"\x89PNG\r\n\x1a\n"

@@ -22,10 +22,10 @@ from evalkit.cli._parser import Parser
 from evalkit.cli._rescore import add_rescore_parser, rescore_command
 from evalkit.cli._ui import serve_ui
 from evalkit.dataset import lint_dataset
-from evalkit.records import Mode, names
-from evalkit.reports import plot_calibration, render_reports
+from evalkit.records import names
+from evalkit.reports import render_charts, render_reports
 from evalkit.run import build_plan, record_plan
-from evalkit.stats import Calibration, judge_checks
+from evalkit.stats import judge_checks
 from evalkit.tracking import Tracker, history, render_history
 
 RUN_REFERENCE = "run id, its first 4 or more characters, or experiment name (its latest run)"
@@ -209,11 +209,9 @@ def _report(args: argparse.Namespace) -> int:
             t: check.to_json() for t, check in judge_checks(record).items()}}, indent=1) + "\n",
             encoding="utf-8")
         print(f"json: {args.json}")
-    if record.mode == Mode.CALIBRATION:
-        chart = output / names.CALIBRATION_CHART
-        plot_calibration(Calibration.from_json(record.documents[names.CALIBRATION_ARTIFACT]),
-                         chart)
-        print(f"chart: {chart}")
+    for name, png in render_charts(record).items():
+        (output / name).write_bytes(png)
+        print(f"chart: {output / name}")
     return ExitStatus.OK
 
 

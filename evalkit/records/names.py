@@ -334,6 +334,11 @@ def report_name(test_type: str) -> str:
     return f"report-{test_type}.md"
 
 
+def convergence_chart(test_type: str) -> str:
+    """The PNG of a type's convergence chart, beside its report: ``convergence-<type>.png``."""
+    return f"convergence-{test_type}.png"
+
+
 def report_artifact(name: str) -> str:
     """Where a report lives in its run: ``reports/<name>``."""
     return f"{REPORTS_ARTIFACT_DIR}/{name}"

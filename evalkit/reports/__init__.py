@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from evalkit.records import Mode, RunRecord, SeriesItems, names
 from evalkit.reports._calibration import calibration_report
-from evalkit.reports._chart import plot_calibration
+from evalkit.reports._chart import render_charts
 from evalkit.reports._description import run_description
 from evalkit.reports._human_review import human_review_report
 from evalkit.reports._judge import judge_report
@@ -59,4 +59,4 @@ def render_reports(record: RunRecord) -> dict[str, str]:
     return reports
 
 
-__all__ = ["plot_calibration", "render_reports", "run_description"]
+__all__ = ["render_charts", "render_reports", "run_description"]

@@ -85,6 +85,9 @@ def _convergence(metrics: TypeMetrics) -> list[str]:
         f'    x-axis "Samples" [{", ".join(str(k) for k in points)}]',
         '    y-axis "Score" 0 --> 1',
         f"    line [{accuracy}]", f"    line [{f1}]", "```", "",
+        # the PNG for viewers that show mermaid as code (MLflow's artifact viewer)
+        f"![{metrics.test_type}: cumulative accuracy and F1]"
+        f"({names.convergence_chart(metrics.test_type)})", "",
         table(["Metric", f"Change over the last {convergence.window} samples",
                f"Stable ({tolerance})"],
               [["Accuracy", f"{convergence.accuracy_change_pp:.1f} pp",

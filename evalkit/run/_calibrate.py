@@ -17,7 +17,6 @@ from typing import Any
 from evalkit.config import EvalConfig
 from evalkit.dataset import REPEATABILITY
 from evalkit.records import CallRecord, Mode, names
-from evalkit.reports import plot_calibration
 from evalkit.run._call import Component
 from evalkit.run._evaluate import RUNS_DIR, warn_unsynced
 from evalkit.run._evaluation import Evaluation, EvaluationOutcome
@@ -63,10 +62,8 @@ def evaluate_calibration(config: EvalConfig, component: Component, selection: Se
                 [(o.entry.input, o.calls) for o in outputs],
                 prepared.scorers.by_type[REPEATABILITY])
             run.log_json(names.CALIBRATION_ARTIFACT, calibration.to_json())
-            outcome = evaluation.publish(local=[names.CALIBRATION_REPORT])
+            outcome = evaluation.publish(local=[names.CALIBRATION_REPORT, names.CALIBRATION_CHART])
         chart = config.reports_dir / names.CALIBRATION_CHART
-        plot_calibration(calibration, chart)
-        run.log_file(chart, names.REPORTS_ARTIFACT_DIR)
     return CalibrationOutcome(outcome, calibration, (*outcome.reports, chart))
 
 

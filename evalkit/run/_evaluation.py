@@ -21,7 +21,7 @@ from pathlib import Path
 from evalkit._errors import RunInterrupted
 from evalkit.dataset import REPEATABILITY
 from evalkit.records import CallRecord, HumanLabel, MetricPoint, ScoredRun, TypeNames, names
-from evalkit.reports import render_reports, run_description
+from evalkit.reports import render_charts, render_reports, run_description
 from evalkit.run._books import EntryOutputs
 from evalkit.run._call import Component
 from evalkit.run._labelling import label_new_run
@@ -203,10 +203,11 @@ class Evaluation:
         folder (those named in ``local``, or all of them unless the run is a replicate's),
         and describe the run."""
         self.stop.raise_if_requested()
-        reports = render_reports(replace(self.run.record(), labels=self.labels))
-        local_ok = self.role.local_reports or local is not None
-        written = self.run.publish_reports(
-            reports, self.prepared.config.reports_dir if local_ok else None, local)
+        record = replace(self.run.record(), labels=self.labels)
+        reports = render_reports(record)
+        folder = self.prepared.config.reports_dir if self.role.local_reports or local else None
+        written = self.run.publish_reports(reports, folder, local)
+        self.run.publish_reports(render_charts(record), folder, local)  # PNGs the reports show
         self.run.log(tags={names.DESCRIPTION_TAG: run_description(self.metrics, list(reports))})
         self._lap("reports")
         return EvaluationOutcome(
