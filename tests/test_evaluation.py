@@ -368,3 +368,17 @@ def test_call_latencies_are_logged_to_a_tenth_of_a_millisecond(
     assert sorted(latencies) == ["call_latency_p50_ms", "call_latency_p90_ms",
                                  "call_latency_p99_ms"]
     assert all(v == round(v, 1) for v in latencies.values()), latencies
+
+
+def test_resume_takes_a_run_id_prefix_as_report_and_compare_do(tmp_path: Path,
+                                                               tracker: Tracker) -> None:
+    from evalkit import resume
+    from evalkit._errors import ConfigError
+
+    dataset = write_dataset(tmp_path / "ds", {"e": entry("functional")})
+    config = config_for(tmp_path, dataset)
+    outcome = run(tmp_path, tracker, config, RecordingComponent())
+    # the prefix found the run: the refusal names it in full
+    with pytest.raises(ConfigError, match=f"run {outcome.run_id} finished: there is nothing"):
+        resume(config, RecordingComponent(), outcome.run_id[:6], tracker=tracker,
+               runs_dir=tmp_path / "runs")

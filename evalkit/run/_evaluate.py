@@ -57,6 +57,7 @@ def resume(config: EvalConfig, component: Component, run_id: str, *,
     second resume of a run that is being worked on is refused."""
     tracker = tracker or Tracker()
     tracker.check_reachable()
+    run_id = tracker.reader.resolve(run_id)  # a prefix too, as the README and report take
     prepared = _resumable(config, tracker.reader.stored(run_id))
     stop = stop or Stop()
     with tracker.reopen(run_id, runs_dir, traced=config.trace_calls) as run, stop.open_run():
