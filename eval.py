@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import functools
 import random
+import threading
 
 import evalkit
 from evalkit import Call, Entry
@@ -63,13 +64,23 @@ LABEL_SAMPLE = 20
 COMPONENT_TEMPERATURE = 0.05  # sampling temperature of the router's softmax
 COMPONENT_PARAMS = {"temperature": COMPONENT_TEMPERATURE}  # logged as MLflow params
 # Seconds one component call may take (default 600); a call past it is recorded as that call's
-# timeout error and abandoned, and the run goes on. The example router answers in microseconds.
-CALL_TIMEOUT = 30
+# timeout error and abandoned, and the run goes on. The example router answers in microseconds
+# once its first call has loaded the embedding model (seconds; a minute on a busy machine).
+CALL_TIMEOUT = 120
 MOCK_ADAPTERS = {"crm": CrmLookup}  # mock_fixtures name -> factory, built fresh per call
 
 
-@functools.cache
+_LOADING = threading.Lock()
+
+
 def _router() -> SupportRouter:
+    # The first MAX_CONCURRENCY calls arrive together: one loads the model, the others wait.
+    with _LOADING:
+        return _loaded_router()
+
+
+@functools.cache
+def _loaded_router() -> SupportRouter:
     return SupportRouter(COMPONENT_TEMPERATURE, load_model())
 
 

@@ -438,8 +438,9 @@ def test_evalkit_report_renders_a_run_again_byte_for_byte(
     shutil.rmtree(reports)
     assert evalkit_command("report", outcome.run_id) == 0, capsys.readouterr().err
     (own,) = (reports / "runs").iterdir()  # a folder of the run's own
-    assert own.name == f"{Tracker(tracking_uri).reader.stored(outcome.run_id).run_name}-" \
-        f"{outcome.run_id[:8]}"
+    # the run's name made safe for a path: "PASS all 12-01 23:43" -> PASS-all-12-01-23-43
+    run_name = Tracker(tracking_uri).reader.stored(outcome.run_id).run_name
+    assert own.name == f"{run_name.replace(' ', '-').replace(':', '-')}-{outcome.run_id[:8]}"
     assert {p.name: p.read_bytes() for p in own.iterdir()} == original
     for reference in (outcome.run_id[:8], experiment):
         out = tmp_path / reference.replace("/", "_")
