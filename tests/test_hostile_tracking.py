@@ -379,7 +379,7 @@ def test_a_server_uri_with_credentials_is_accepted_and_the_password_kept_secret(
         assert PASSWORD not in repr(run.params) + repr(run.tags)
         reports = [reader.read_text(run.run_id, f"reports/{name}")
                    for name in ("report-functional.md", "summary.md")]
-        reports += [p.read_text() for p in (project / "reports").iterdir()]
+        reports += [p.read_text() for p in (project / "reports").glob("*.md")]
         assert [r for r in reports if PASSWORD in r] == []
     finally:
         server.stop()

@@ -579,7 +579,8 @@ def test_two_evaluations_write_at_the_same_time(tmp_path: Path, team: TeamServer
         assert run.data.metrics["functional_samples"] == 20
         assert {a.path for a in client.list_artifacts(run.info.run_id, "reports")} == {
             "reports/report-functional.md", "reports/report-repeatability.md",
-            "reports/summary.md"}
+            "reports/summary.md", "reports/convergence-functional.png",
+            "reports/convergence-repeatability.png"}
 
 
 
