@@ -309,7 +309,7 @@ def test_a_module_the_script_cannot_import_is_named_with_its_folder(
     assert evalkit_command("resume", "f" * 32, "--script", script) == 2
     assert capsys.readouterr().err == (
         f"error: {script} imports no_such_module_here, which is neither in {tmp_path} nor "
-        f"installed in {sys.executable}: install it there, or resume with the Python that made "
+        f"installed in {sys.executable}: install it there, or run it with the Python that made "
         f"the run: python {script} --resume {'f' * 32}\n")
 
 

@@ -7,9 +7,10 @@ import contextlib
 import logging
 import os
 import re
+import runpy
 import sys
 import traceback
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 
 from evalkit._errors import ConfigError, EvalkitError, ExitStatus
@@ -128,3 +129,28 @@ def process_configured() -> Iterator[None]:
             logger.removeHandler(handler)
             logger.setLevel(level)
             logger.propagate = propagate
+
+
+def run_script(script: Path, argv: Sequence[str]) -> int:
+    """Run an eval script as ``python SCRIPT ARGV`` would, in this process: as ``__main__``,
+    its folder first on ``sys.path`` (its own modules import as they did when it made the
+    run), ``sys.argv`` and the import path put back after; its exit status returned."""
+    if not script.is_file():
+        raise ConfigError(f"{script} not found: pass the eval script with --script")
+    folder = str(script.parent.resolve())
+    saved_argv, saved_path = sys.argv, list(sys.path)
+    sys.argv = [str(script), *argv]
+    sys.path.insert(0, folder)
+    try:
+        runpy.run_path(str(script), run_name="__main__")
+    except SystemExit as done:
+        return int(done.code or 0) if not isinstance(done.code, str) else ExitStatus.USAGE
+    except ModuleNotFoundError as missing:
+        raise ConfigError(f"{script} imports {missing.name or missing}, which is neither in "
+                          f"{folder} nor installed in {sys.executable}: install it there, or "
+                          "run it with the Python that made the run: python "
+                          f"{script} {' '.join(argv)}") from None
+    finally:
+        sys.argv = saved_argv
+        sys.path[:] = saved_path
+    return ExitStatus.OK

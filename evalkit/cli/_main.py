@@ -12,8 +12,14 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from evalkit._distribution import DISTRIBUTION, VERSION
-from evalkit._errors import ConfigError, ExitStatus
-from evalkit.cli._common import EXIT_STATUSES, guarded, process_configured, script_experiment
+from evalkit._errors import ExitStatus
+from evalkit.cli._common import (
+    EXIT_STATUSES,
+    guarded,
+    process_configured,
+    run_script,
+    script_experiment,
+)
 from evalkit.cli._compare import COMPARE_EPILOG, compare_command
 from evalkit.cli._dataset import add_dataset_parser, dataset_command
 from evalkit.cli._init import init_command
@@ -253,32 +259,7 @@ def _sync(args: argparse.Namespace) -> int:
 
 
 def _resume(args: argparse.Namespace) -> int:
-    """Run the script as ``python SCRIPT --resume RUN_ID`` would: as ``__main__``, with its
-    folder first on the import path (its own modules import as they did when it made the
-    run); the import path and ``sys.argv`` are put back after."""
-    import runpy
-
-    if not args.script.is_file():
-        print(f"error: {args.script} not found: pass the eval script that made the run with "
-              "--script", file=sys.stderr)
-        return ExitStatus.USAGE
-    folder = str(args.script.parent.resolve())
-    saved_argv, saved_path = sys.argv, list(sys.path)
-    sys.argv = [str(args.script), "--resume", args.run_id]
-    sys.path.insert(0, folder)
-    try:
-        runpy.run_path(str(args.script), run_name="__main__")
-    except SystemExit as done:
-        return int(done.code or 0) if not isinstance(done.code, str) else ExitStatus.USAGE
-    except ModuleNotFoundError as missing:
-        raise ConfigError(f"{args.script} imports {missing.name or missing}, which is neither "
-                          f"in {folder} nor installed in {sys.executable}: install it there, "
-                          "or resume with the Python that made the run: python "
-                          f"{args.script} --resume {args.run_id}") from None
-    finally:
-        sys.argv = saved_argv
-        sys.path[:] = saved_path
-    return ExitStatus.OK
+    return run_script(args.script, ["--resume", args.run_id])
 
 
 def _history(args: argparse.Namespace) -> int:

@@ -5,12 +5,9 @@ the judge prompts), and its component is never called."""
 from __future__ import annotations
 
 import argparse
-import runpy
-import sys
-from collections.abc import Sequence
 from pathlib import Path
 
-from evalkit._errors import ConfigError, ExitStatus
+from evalkit.cli._common import run_script
 
 DESCRIPTION = (
     "Score the outputs RUN_ID recorded again, with the eval script's current scorers, judge "
@@ -34,21 +31,3 @@ def add_rescore_parser(commands: argparse._SubParsersAction, run_help: str) -> N
 
 def rescore_command(args: argparse.Namespace) -> int:
     return run_script(args.script, ["--rescore", args.run_id])
-
-
-def run_script(script: Path, argv: Sequence[str]) -> int:
-    """Run an eval script with ``argv`` as ``python SCRIPT ARGV`` would, in this process: its
-    folder first on ``sys.path`` (its sibling modules import), its exit status returned."""
-    if not script.is_file():
-        raise ConfigError(f"{script} not found: pass the eval script with --script")
-    saved_argv, saved_path = sys.argv, list(sys.path)
-    sys.argv = [str(script), *argv]
-    sys.path.insert(0, str(script.parent.resolve()))
-    try:
-        runpy.run_path(str(script), run_name="__main__")
-    except SystemExit as done:
-        return int(done.code or 0) if not isinstance(done.code, str) else ExitStatus.USAGE
-    finally:
-        sys.argv = saved_argv
-        sys.path[:] = saved_path
-    return ExitStatus.OK
