@@ -19,6 +19,7 @@ from evalkit.stats._agreement import agreement, cohens_kappa, gwets_ac1
 from evalkit.stats._corrected import (
     Stratum,
     labels_for_half_width,
+    labels_missing,
     ppi_mean,
     rogan_gladen,
     stratified_ppi_mean,
@@ -143,6 +144,13 @@ def test_stratified_ppi_by_hand() -> None:
     # a stratum with entries and fewer than two labels: no estimate
     assert stratified_ppi_mean({True: Stratum(80, [True] * 5),
                                 False: Stratum(20, [False])}) is None
+    # a verdict given to one entry only, that entry labelled: the stratum is known whole, as
+    # labels_missing promises (25 passes, 19 labelled; the one failure a pass to a person)
+    one = {True: Stratum(25, [True] * 19), False: Stratum(1, [True])}
+    assert labels_missing(one) == {True: 0, False: 0}
+    single = stratified_ppi_mean(one)
+    assert single is not None and (single.estimate, single.labels) == (1.0, 20)
+    assert stratified_ppi_mean({True: Stratum(25, [True] * 19), False: Stratum(1, [])}) is None
     # a verdict the judge never gave needs no labels
     only = stratified_ppi_mean({True: Stratum(50, [True, False]), False: Stratum(0, [])})
     assert only is not None and only.estimate == 0.5

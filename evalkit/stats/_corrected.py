@@ -133,11 +133,12 @@ def stratified_ppi_mean(strata: Mapping[bool, Stratum],
     model evaluation" (NeurIPS 2024); W. G. Cochran, Sampling Techniques, 3rd ed. (1977), 5.9;
     E. L. Korn, B. I. Graubard, "Confidence intervals for proportions with small expected
     number of positive counts estimated from survey data", Survey Methodology 24 (1998).
-    ``None`` when a stratum with entries has fewer than two labels.
+    ``None`` when a stratum with entries has fewer than two labels, or none for a stratum of
+    one entry (labelled, it is known whole: :func:`labels_missing` promises a correction then).
     """
     total = sum(s.entries for s in strata.values())
     drawn = {h: s for h, s in strata.items() if s.entries}
-    if total == 0 or any(len(s.labels) < 2 for s in drawn.values()):
+    if total == 0 or any(len(s.labels) < min(2, s.entries) for s in drawn.values()):
         return None
     weight, estimate, variance = _weighted(drawn)
     variance += sum(weight[h] ** 2 * s.smoothed_spread / len(s.labels) for h, s in drawn.items())
