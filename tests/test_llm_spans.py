@@ -222,16 +222,22 @@ def reporting(item: Entry, call: Call) -> str:
     return "a"
 
 
-def test_a_run_sums_the_tokens_and_cost_of_its_calls_into_metrics(
-        tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+def usage_run(tmp_path: Path, component: Any, entries: dict[str, Any],
+              **constants: Any) -> tuple[Tracker, Any]:
+    """One run of ``component`` over ``entries`` on a tracker in memory: (tracker, outcome)."""
     tracker = Tracker.in_memory(bundles_dir=tmp_path / "bundles")
     config = EvalConfig.from_constants({
         "EXPERIMENT_NAME": "spans/usage", "EVAL_MIN_ACCURACY": 0.0,
-        "DATASET_PATH": str(write_dataset(tmp_path / "ds", USAGE_ENTRIES)),
-        "REPORTS_DIR": str(tmp_path / "reports"),
-        "TOKEN_PRICES": {"gpt-x": (1.0, 10.0)}}, "eval.py")
-    outcome = evaluate(config, reporting, Selection("all"), tracker=tracker,
-                       runs_dir=tmp_path / "runs")
+        "DATASET_PATH": str(write_dataset(tmp_path / "ds", entries)),
+        "REPORTS_DIR": str(tmp_path / "reports"), **constants}, "eval.py")
+    return tracker, evaluate(config, component, Selection("all"), tracker=tracker,
+                             runs_dir=tmp_path / "runs")
+
+
+def test_a_run_sums_the_tokens_and_cost_of_its_calls_into_metrics(
+        tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+    tracker, outcome = usage_run(tmp_path, reporting, USAGE_ENTRIES,
+                                 TOKEN_PRICES={"gpt-x": (1.0, 10.0)})
     stored = tracker.reader.stored(outcome.run_id)
     assert {k: v for k, v in stored.metrics.items() if "tokens" in k or "cost" in k} == {
         "tokens_input": 200, "tokens_output": 20, "tokens_total": 220,
@@ -245,27 +251,16 @@ def test_a_run_sums_the_tokens_and_cost_of_its_calls_into_metrics(
 
 def test_tokens_of_a_model_without_a_price_are_counted_not_priced_and_named(
         tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
-    tracker = Tracker.in_memory(bundles_dir=tmp_path / "bundles")
-    config = EvalConfig.from_constants({
-        "EXPERIMENT_NAME": "spans/unpriced", "EVAL_MIN_ACCURACY": 0.0,
-        "DATASET_PATH": str(write_dataset(tmp_path / "ds", USAGE_ENTRIES)),
-        "REPORTS_DIR": str(tmp_path / "reports"),
-        "TOKEN_PRICES": {"other": (1.0, 1.0)}}, "eval.py")
-    outcome = evaluate(config, reporting, Selection("all"), tracker=tracker,
-                       runs_dir=tmp_path / "runs")
+    tracker, outcome = usage_run(tmp_path, reporting, USAGE_ENTRIES,
+                                 TOKEN_PRICES={"other": (1.0, 1.0)})
     metrics = tracker.reader.stored(outcome.run_id).metrics
     assert (metrics["tokens_total"], metrics["cost_usd"]) == (220, 0.0)
     assert "TOKEN_PRICES prices no 'gpt-x' (220 tokens)" in caplog.text
 
 
 def test_a_run_without_reported_usage_logs_no_token_metrics(tmp_path: Path) -> None:
-    tracker = Tracker.in_memory(bundles_dir=tmp_path / "bundles")
-    config = EvalConfig.from_constants({
-        "EXPERIMENT_NAME": "spans/none", "EVAL_MIN_ACCURACY": 0.0,
-        "DATASET_PATH": str(write_dataset(tmp_path / "ds", {"ok": entry("functional")})),
-        "REPORTS_DIR": str(tmp_path / "reports")}, "eval.py")
-    outcome = evaluate(config, lambda item, call: "a", Selection("all"), tracker=tracker,
-                       runs_dir=tmp_path / "runs")
+    tracker, outcome = usage_run(tmp_path, lambda item, call: "a",
+                                 {"ok": entry("functional")})
     assert not [k for k in tracker.reader.stored(outcome.run_id).metrics if "tokens" in k]
 
 
