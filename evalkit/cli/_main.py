@@ -151,6 +151,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     resume.add_argument("run_id", metavar="RUN_ID")
     resume.add_argument("--script", type=Path, default=Path("eval.py"),
                         help="the eval script that made the run (default: eval.py)")
+    resume.add_argument("--executor", choices=["in-process", "ray"],
+                        help="where the missing calls run (as the script's option)")
+    resume.add_argument("--ray-address", metavar="HOST:PORT", help="as the script's option")
     history = commands.add_parser("history", help="list an experiment's runs, newest first")
     history.add_argument("experiment", metavar="EXPERIMENT", nargs="?",
                          help="experiment name, e.g. support-router/golden (default: "
@@ -259,7 +262,9 @@ def _sync(args: argparse.Namespace) -> int:
 
 
 def _resume(args: argparse.Namespace) -> int:
-    return run_script(args.script, ["--resume", args.run_id])
+    where = [f"--{name}={value}" for name, value in (("executor", args.executor),
+                                                      ("ray-address", args.ray_address)) if value]
+    return run_script(args.script, ["--resume", args.run_id, *where])
 
 
 def _history(args: argparse.Namespace) -> int:

@@ -12,6 +12,7 @@ from typing import Any
 from evalkit._errors import ExitStatus
 from evalkit.cli._common import EXIT_STATUSES, guarded, process_configured
 from evalkit.cli._display import ProgressDisplay
+from evalkit.cli._executor import add_executor_options, executor_for
 from evalkit.cli._outputs import RunSummary, write_json, write_junit
 from evalkit.cli._parser import Parser
 from evalkit.cli._signals import end_now, stopping_on_signals
@@ -77,6 +78,7 @@ def run_eval_script(constants: Mapping[str, Any], component: Component,
                             "judge prompts, thresholds and COMPARED_FIELDS, as a new run tagged "
                             "rescored_from=RUN_ID; the component is not called (the run's "
                             "selection; same dataset and REPEAT_COUNT)")
+    add_executor_options(parser)
     # --- CI outputs (issue 13) ---
     parser.add_argument("--json", metavar="PATH", type=Path, dest="json_path",
                         help="also write a machine-readable summary: per type the metrics, "
@@ -109,9 +111,20 @@ def _run(constants: Mapping[str, Any], component: Component, script: str,
     started = time.monotonic()
     # Problems with the constants are raised with those of the selected types, in one error.
     config = EvalConfig.read_constants(constants, script)
-    if args.resume is not None or args.rescore is not None:
-        outcome = (resume(config, component, args.resume, **caller) if args.resume is not None
-                   else rescore(config, args.rescore, **caller))
+    if args.rescore is not None:  # no call is made: no executor
+        outcome = rescore(config, args.rescore, **caller)
+        _print_outcome(outcome)
+        return _finish(args, started, "evaluation", outcome.run_id, outcome.run_url,
+                       outcome.experiment_name, (outcome,))
+    with executor_for(args, config, constants, component) as executor:
+        return _run_calls(config, component, args, {**caller, "executor": executor}, started)
+
+
+def _run_calls(config: EvalConfig, component: Component, args: argparse.Namespace,
+               caller: Mapping[str, Any], started: float) -> int:
+    """A run that makes calls: ``caller`` now names where they run too."""
+    if args.resume is not None:
+        outcome = resume(config, component, args.resume, **caller)
         _print_outcome(outcome)
         return _finish(args, started, "evaluation", outcome.run_id, outcome.run_url,
                        outcome.experiment_name, (outcome,))

@@ -21,6 +21,7 @@ from evalkit.config._values import (
     DEFAULT_KEY,
     ScorerChoice,
     adapters,
+    call_resources,
     check_scorer_signature,
     cosine,
     count,
@@ -55,7 +56,7 @@ _SINGLE = (
     "JUDGE_MAX_TOKENS", "JUDGE_SEED", "JUDGE_REPEATS",
     "JUDGE_TIMEOUT", "JUDGE_MAX_ATTEMPTS", "JUDGE_MAX_WAIT", "JUDGE_PROMPTS",
     "JUDGE_INVALID_IS_ERROR", "JUDGE_SYSTEM_IN_USER", "COMPARED_FIELDS", "TRACE_CALLS",
-    "LABELS_PATH", "LABEL_SAMPLE", "COMPONENT_PROMPTS", "TOKEN_PRICES",
+    "LABELS_PATH", "LABEL_SAMPLE", "COMPONENT_PROMPTS", "TOKEN_PRICES", "CALL_RESOURCES",
 )
 KNOWN_CONSTANTS = frozenset(
     [*_SINGLE, *_PER_TYPE, *(f"{base}_{t.upper()}" for base in _PER_TYPE for t in TEST_TYPES)]
@@ -63,7 +64,7 @@ KNOWN_CONSTANTS = frozenset(
 _RESERVED_PREFIXES = ("EVAL_", "REPEAT_", "REPLICATE", "ROOT_SEED", "SCORER", "BIAS_", "SEMANTIC_",
                       "EXPERIMENT", "DATASET", "CALIBRATION", "JUDGE", "MAX_CONCURRENCY",
                       "COMPARED", "MOCK_", "REPORTS", "CALL_TIMEOUT", "TRACE",
-                      "LABEL", "COMPONENT_PROMPT", "TOKEN_PRICE")
+                      "LABEL", "COMPONENT_PROMPT", "TOKEN_PRICE", "CALL_RESOURCE")
 DEFAULT_REPLICATES = 2
 DEFAULT_CALIBRATION_REPEAT_COUNT = 20
 DEFAULT_CALL_TIMEOUT = 600.0
@@ -116,6 +117,8 @@ class EvalConfig:
     """The eval script's own file (its ``__file__``), when it has one."""
     token_prices: Mapping[str, TokenPrice] = field(default_factory=dict)
     """Model -> its price (``TOKEN_PRICES``): the cost of the tokens calls report."""
+    call_resources: Mapping[str, float] = field(default_factory=lambda: {"CPU": 1.0})
+    """``CALL_RESOURCES``: what one worker slot asks of Ray (``--executor=ray``)."""
     constants: Mapping[str, Any] = field(default_factory=dict)
     """The recognised constants as declared, for logging as MLflow params."""
     problems: tuple[str, ...] = ()
@@ -196,6 +199,8 @@ class EvalConfig:
             label_sample=check(positive_int, known, "LABEL_SAMPLE", script, 1, default=0)
             if "LABEL_SAMPLE" in known else 0,
             token_prices=check(token_prices, known, "TOKEN_PRICES", script, default={}),
+            call_resources=check(call_resources, known, "CALL_RESOURCES", script,
+                                 default={"CPU": 1.0}),
             constants=known,
         )
         check(config._check_similarity_constants)
@@ -257,7 +262,9 @@ class EvalConfig:
     def params(self) -> dict[str, str]:
         """The constants as MLflow params (strings). Callables are named, never serialised."""
         params = {name: param_value(value) for name, value in sorted(self.constants.items())
-                  if name not in ("MOCK_ADAPTERS", "COMPONENT_PARAMS", "COMPONENT_PROMPTS")}
+                  # where calls run does not change what they return: not a setting of the run
+                  if name not in ("MOCK_ADAPTERS", "COMPONENT_PARAMS", "COMPONENT_PROMPTS",
+                                  "CALL_RESOURCES")}
         if self.mock_adapters:
             params["MOCK_ADAPTERS"] = ",".join(sorted(self.mock_adapters))
         params.update({f"component.{k}": param_value(v)

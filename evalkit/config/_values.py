@@ -163,6 +163,26 @@ def adapters(value: Any, script: str) -> dict[str, Callable[[Any], Any]]:
     return dict(value)
 
 
+def call_resources(known: Mapping[str, Any], name: str, script: str) -> dict[str, float]:
+    """``CALL_RESOURCES``: what one call asks of Ray (``{"CPU": 1}`` when not declared)."""
+    return resource_amounts(known.get(name, {"CPU": 1}), f"{script}: {name}")
+
+
+def resource_amounts(value: Any, where: str) -> dict[str, float]:
+    """Ray resource name -> amount one call needs (a number of at least 0)."""
+    example = "e.g. {'CPU': 1} or {'CPU': 2, 'GPU': 1}"
+    if not isinstance(value, Mapping) or not value:
+        raise ConfigError(f"{where} must be a dict of Ray resource name -> amount one call "
+                          f"needs, {example}")
+    for resource, amount in value.items():
+        if (not isinstance(resource, str) or not resource or isinstance(amount, bool)
+                or not isinstance(amount, int | float) or not math.isfinite(amount)
+                or amount < 0):
+            raise ConfigError(f"{where} has {resource!r}: {amount!r}: each resource needs a "
+                              f"name and an amount of at least 0, {example}")
+    return {resource: float(amount) for resource, amount in value.items()}
+
+
 def mapping(known: Mapping[str, Any], name: str, script: str) -> dict[str, Any]:
     value = known.get(name, {})
     if not isinstance(value, Mapping):

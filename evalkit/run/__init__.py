@@ -29,6 +29,9 @@ from evalkit.run._executors import (
     INTERRUPT,
     AsyncCalls,
     CallExecutor,
+    Executor,
+    InProcess,
+    Lost,
     ThreadCalls,
     ThreadWorkers,
     calls_for,
@@ -38,6 +41,8 @@ from evalkit.run._label_session import LabelOutcome, LabelSession, import_labels
 from evalkit.run._planning import Plan, build_plan, record_plan
 from evalkit.run._prepare import PreparedEvaluation, RunRole, prepare
 from evalkit.run._progress import Progress, ProgressCallback, ProgressCounter
+from evalkit.run._ray_pool import RayPool, RaySettings, require_ray
+from evalkit.run._ray_worker import SETUP_HOOK
 from evalkit.run._replicates import ReplicatesOutcome, SeedLock, evaluate_replicates, seeds_for
 from evalkit.run._rescore import rescore
 from evalkit.run._scorers import Scorers
@@ -47,7 +52,8 @@ from evalkit.run._stop import Stop
 from evalkit.run._window import CallWindow
 
 __all__ = [
-    "ALL_TYPES", "FLOOR_MULTIPLE", "INTERRUPT", "RUNS_DIR", "AsyncCalls", "Call",
+    "ALL_TYPES", "FLOOR_MULTIPLE", "INTERRUPT", "RUNS_DIR", "SETUP_HOOK", "AsyncCalls", "Call",
+    "Executor", "InProcess", "Lost", "RayPool", "RaySettings", "require_ray",
     "CallExecutor", "CallWindow", "CalibrationOutcome", "ComparisonVerdict", "Component",
     "Difference", "RecordedSource", "differences", "what_differs",
     "EarlyJudging", "EntryOutputs", "Evaluation", "EvaluationOutcome", "FollowUps",

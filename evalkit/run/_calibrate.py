@@ -20,6 +20,7 @@ from evalkit.records import CallRecord, Mode, names
 from evalkit.run._call import Component
 from evalkit.run._evaluate import RUNS_DIR, warn_unsynced
 from evalkit.run._evaluation import Evaluation, EvaluationOutcome
+from evalkit.run._executors import Executor
 from evalkit.run._prepare import RunRole, prepare
 from evalkit.run._progress import ProgressCallback
 from evalkit.run._selection import Selection
@@ -38,8 +39,8 @@ class CalibrationOutcome:
 
 def evaluate_calibration(config: EvalConfig, component: Component, selection: Selection, *,
                          tracker: Tracker | None = None, runs_dir: Path = RUNS_DIR,
-                         stop: Stop | None = None,
-                         progress: ProgressCallback | None = None) -> CalibrationOutcome:
+                         stop: Stop | None = None, progress: ProgressCallback | None = None,
+                         executor: Executor | None = None) -> CalibrationOutcome:
     """One run of the repeatability entries at ``CALIBRATION_REPEAT_COUNT``, then the prefix
     re-scoring, logged to the same MLflow run with ``report-calibration.md`` and its chart."""
     calibrated = dataclasses.replace(config, repeat_count=config.calibration_repeat_count)
@@ -54,7 +55,8 @@ def evaluate_calibration(config: EvalConfig, component: Component, selection: Se
     with tracker.run(config.experiment_name, prepared.run_name(role.name_prefix),
                      prepared.params(), {**prepared.tags(), **role.tags}, raw_dir=runs_dir,
                      traced=config.trace_calls) as run, stop.open_run():
-        evaluation = Evaluation(run, prepared, component, role, stop=stop, progress=progress)
+        evaluation = Evaluation(run, prepared, component, role, stop=stop, progress=progress,
+                                executor=executor)
         with evaluation.stops_reported():
             outputs = evaluation.make_calls()
             evaluation.score()

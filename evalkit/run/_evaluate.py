@@ -16,6 +16,7 @@ from evalkit.config import EvalConfig
 from evalkit.records import Mode, names
 from evalkit.run._call import Component
 from evalkit.run._evaluation import Evaluation, EvaluationOutcome
+from evalkit.run._executors import Executor
 from evalkit.run._prepare import PreparedEvaluation, prepare
 from evalkit.run._progress import ProgressCallback
 from evalkit.run._selection import Selection
@@ -30,8 +31,8 @@ RUNS_DIR = Path(".evalkit") / "runs"
 
 def evaluate(config: EvalConfig, component: Component, selection: Selection, *,
              tracker: Tracker | None = None, runs_dir: Path = RUNS_DIR,
-             stop: Stop | None = None,
-             progress: ProgressCallback | None = None) -> EvaluationOutcome:
+             stop: Stop | None = None, progress: ProgressCallback | None = None,
+             executor: Executor | None = None) -> EvaluationOutcome:
     """Run one evaluation; raise an :class:`EvalkitError` subclass on any failure.
 
     Everything that can be wrong with the dataset, the constants, the judge endpoint or the
@@ -44,12 +45,14 @@ def evaluate(config: EvalConfig, component: Component, selection: Selection, *,
     with tracker.run(config.experiment_name, prepared.run_name(), prepared.params(),
                      prepared.tags(), raw_dir=runs_dir, traced=config.trace_calls) as run, \
             stop.open_run():
-        return Evaluation(run, prepared, component, stop=stop, progress=progress).complete()
+        return Evaluation(run, prepared, component, stop=stop, progress=progress,
+                          executor=executor).complete()
 
 
 def resume(config: EvalConfig, component: Component, run_id: str, *,
            tracker: Tracker | None = None, runs_dir: Path = RUNS_DIR, stop: Stop | None = None,
-           progress: ProgressCallback | None = None) -> EvaluationOutcome:
+           progress: ProgressCallback | None = None,
+           executor: Executor | None = None) -> EvaluationOutcome:
     """Continue an interrupted run: every call it recorded is reused, only the missing calls
     are made, and the run ends as an uninterrupted run with the same outputs would have.
 
@@ -68,7 +71,8 @@ def resume(config: EvalConfig, component: Component, run_id: str, *,
                       names.RESUME_MADE_TAG: str(total - saved)})
         logger.info("resuming run %s: %d of %d calls recorded, %d to make", run_id, saved,
                     total, total - saved)
-        return Evaluation(run, prepared, component, stop=stop, progress=progress).complete()
+        return Evaluation(run, prepared, component, stop=stop, progress=progress,
+                          executor=executor).complete()
 
 
 def warn_unsynced(tracker: Tracker) -> None:

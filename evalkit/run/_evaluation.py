@@ -24,6 +24,7 @@ from evalkit.records import CallRecord, HumanLabel, MetricPoint, ScoredRun, Type
 from evalkit.reports import render_charts, render_reports, run_description
 from evalkit.run._books import EntryOutputs
 from evalkit.run._call import Component
+from evalkit.run._executors import Executor
 from evalkit.run._labelling import label_new_run
 from evalkit.run._prepare import PreparedEvaluation, RunRole
 from evalkit.run._progress import ProgressCallback, ProgressCounter
@@ -89,8 +90,11 @@ class Evaluation:
 
     def __init__(self, run: TrackedRun, prepared: PreparedEvaluation, component: Component,
                  role: RunRole | None = None, *, stop: Stop | None = None,
-                 progress: ProgressCallback | None = None) -> None:
+                 progress: ProgressCallback | None = None,
+                 executor: Executor | None = None) -> None:
         self.run, self.prepared, self.component = run, prepared, component
+        self.executor = executor
+        """Where the calls run (in this process when ``None``)."""
         self.role = role or RunRole()
         self.stop = stop or Stop()
         self._progress = progress
@@ -155,7 +159,7 @@ class Evaluation:
             run.traces.call(record)
 
         window = CallWindow.of(self.component, config.mock_adapters, self.prepared.redactor,
-                               concurrency=config.max_concurrency,
+                               self.executor, concurrency=config.max_concurrency,
                                call_timeout=config.call_timeout, stop=self.stop)
         try:
             self.outputs = window.run(plan, run.raw, seed=self.role.seed,

@@ -38,6 +38,14 @@ class Crashed:
     error: BaseException
 
 
+@dataclass(frozen=True)
+class Lost:
+    """Delivered when what runs the calls went away (a Ray cluster): nothing in flight will
+    come back, so the window stops the run at once, as on a second stop request."""
+
+    reason: str
+
+
 _CLOSING_S = 2.0
 """How long closing waits for cancelled calls to end."""
 Deliver = Callable[[Task, Any], None]
@@ -56,6 +64,32 @@ class CallExecutor(Protocol):
 
     def close(self) -> None:
         """No more calls: release what is idle (a hung call stays abandoned)."""
+
+
+class Executor(Protocol):
+    """Where a run's calls run: it gives each call window (one per replicate) its
+    :class:`CallExecutor`. :class:`InProcess` by default; a
+    :class:`~evalkit.run.RayPool` takes them to a cluster."""
+
+    def calls(self, component: Component, adapters: Mapping[str, Callable[[Any], Any]],
+              redactor: Redactor, workers: ThreadWorkers) -> CallExecutor:
+        """The executor of one window; ``workers`` are the window's threads."""
+
+
+class InProcess:
+    """Calls in this process: on threads, or an event loop for an ``async def`` component.
+    ``setup`` (the script's ``setup_component``) runs once, before the first window's calls,
+    as it runs once per worker on Ray."""
+
+    def __init__(self, setup: Callable[[], object] | None = None) -> None:
+        self._setup = setup
+
+    def calls(self, component: Component, adapters: Mapping[str, Callable[[Any], Any]],
+              redactor: Redactor, workers: ThreadWorkers) -> CallExecutor:
+        setup, self._setup = self._setup, None
+        if setup is not None:
+            setup()
+        return calls_for(component, adapters, redactor, workers)
 
 
 def is_async(component: Component) -> bool:

@@ -24,6 +24,7 @@ from evalkit.reports import render_reports
 from evalkit.run._call import Component
 from evalkit.run._evaluate import RUNS_DIR, warn_unsynced
 from evalkit.run._evaluation import Evaluation, EvaluationOutcome
+from evalkit.run._executors import Executor
 from evalkit.run._prepare import PreparedEvaluation, RunRole, prepare
 from evalkit.run._progress import ProgressCallback
 from evalkit.run._selection import Selection
@@ -110,8 +111,8 @@ class ReplicatesOutcome:
 
 def evaluate_replicates(config: EvalConfig, component: Component, selection: Selection, *,
                         tracker: Tracker | None = None, runs_dir: Path = RUNS_DIR,
-                        stop: Stop | None = None,
-                        progress: ProgressCallback | None = None) -> ReplicatesOutcome:
+                        stop: Stop | None = None, progress: ProgressCallback | None = None,
+                        executor: Executor | None = None) -> ReplicatesOutcome:
     """Run the selection ``config.replicates`` times under one parent MLflow run."""
     prepared = prepare(config, selection)
     tracker = tracker or Tracker()
@@ -143,7 +144,7 @@ def evaluate_replicates(config: EvalConfig, component: Component, selection: Sel
                               {**prepared.tags(), **role.tags}, raw_dir=runs_dir,
                               traced=config.trace_calls) as child:
                 children.append(Evaluation(child, prepared, component, role, stop=stop,
-                                           progress=progress).complete())
+                                           progress=progress, executor=executor).complete())
                 if replicate == len(seeds.seeds) - 1:  # the run that completes the series
                     child.traces.add_assessments(_stability_assessments(children))
         parent.traces.write_series(_answers(children), _stability_assessments(children))

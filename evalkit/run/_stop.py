@@ -36,6 +36,12 @@ class Stop:
             wake()
         return bool(wakers)
 
+    def abandon(self) -> None:
+        """Stop at once, as a second request would: what runs the calls is gone."""
+        self._requests = max(self._requests, 2)
+        for wake in list(self._wakers):
+            wake()
+
     @property
     def requested(self) -> bool:
         """No new call may start."""

@@ -1,22 +1,19 @@
 """The call window: the one scheduler of a run's calls, whatever runs them.
 
 At most ``MAX_CONCURRENCY`` calls and follow-up jobs are in flight at once; a new one starts as
-each finishes. Calls go first: an entry's follow-ups (its judge calls) can start only once its
-calls are in, so the run is shortest when the calls end as early as possible; the follow-ups
-take the places no call is left to fill. Each call's record is appended to the raw results the
-moment it arrives, so a crash or a stop loses nothing already paid for; once the calls stop the
-file is put back in dataset order. A call still running after ``CALL_TIMEOUT`` seconds (counted
-from when it got its place) is recorded as a timeout and abandoned to its executor.
+each finishes. Calls go first: an entry's follow-ups (its judge calls) start once its calls are
+in, and take the places no call is left to fill. Each call's record is appended to the raw
+results the moment it arrives (a crash or a stop loses nothing already paid for), and the file
+is put back in dataset order at the end. A call still running ``CALL_TIMEOUT`` seconds after it
+got its place is recorded as a timeout and abandoned to its executor.
 
 One stop rule for every executor: on the first :meth:`Stop.request` no new call starts and
-those in flight are awaited and kept; on the second they are abandoned (``--resume`` makes
-them). Either way :class:`RunInterrupted` ends the run.
+those in flight are kept; on the second, or when the executor is :class:`Lost`, they are
+abandoned (``--resume`` makes them). Either way :class:`RunInterrupted` ends the run.
 
-The window runs on a thread of its own; the thread that called :meth:`CallWindow.run` only
-waits for it. An interrupt there (Ctrl-C in a notebook raises ``KeyboardInterrupt`` in that
-thread) becomes a stop request, so it can never land between two halves of the window's books.
+The window runs on a thread of its own; an interrupt in the waiting caller's thread (Ctrl-C in
+a notebook) becomes a stop request, never a tear between two halves of the window's books.
 """
-
 from __future__ import annotations
 
 import itertools
@@ -43,20 +40,26 @@ from evalkit.run._books import (
     run_follow_up,
 )
 from evalkit.run._call import Call, Component, timed_out
-from evalkit.run._executors import INTERRUPT, CallExecutor, Crashed, ThreadWorkers, calls_for
+from evalkit.run._executors import (
+    INTERRUPT,
+    CallExecutor,
+    Crashed,
+    Executor,
+    InProcess,
+    Lost,
+    ThreadWorkers,
+)
 from evalkit.run._selection import RunPlan
 from evalkit.run._stop import Stop
 from evalkit.tracking import RawResultsLog
 
 logger = logging.getLogger("evalkit")
 
-_POLL_SECONDS = 0.2
-"""How often the window looks at the clock while nothing finishes (deadlines)."""
-_START_GRACE_S = 5.0
-"""How long a window whose start was interrupted waits to learn whether its thread began."""
+_POLL_SECONDS = 0.2  # how often the clock is read while nothing finishes (deadlines)
+_START_GRACE_S = 5.0  # how long an interrupted start waits to learn whether its thread began
+# Put in the window's queue by a stop request to wake it: no task has this key (follow-up
+# jobs count up from (-1, 0)).
 _WAKE: tuple[Task, Any] = ((-1, -1), None)
-"""Put in the window's queue by a stop request: it only wakes the window (no task has this
-key: follow-up jobs count up from (-1, 0))."""
 
 
 class CallWindow:
@@ -76,11 +79,13 @@ class CallWindow:
 
     @classmethod
     def of(cls, component: Component, adapters: Mapping[str, Callable[[Any], Any]],
-           redactor: Redactor, **settings: Any) -> CallWindow:
-        """The window for a component: on an event loop for an ``async def`` one, else on
-        threads (``settings``: ``concurrency``, ``call_timeout``, ``stop``, ``clock``)."""
+           redactor: Redactor, executor: Executor | None = None, **settings: Any) -> CallWindow:
+        """The window for a component, its calls where ``executor`` puts them (by default
+        :class:`InProcess`); ``settings``: ``concurrency``, ``call_timeout``, ``stop``,
+        ``clock``."""
         workers = ThreadWorkers()
-        return cls(calls_for(component, adapters, redactor, workers), workers, **settings)
+        calls = (executor or InProcess()).calls(component, adapters, redactor, workers)
+        return cls(calls, workers, **settings)
 
     def run(self, plan: RunPlan, raw: RawResultsLog, *, seed: int | None = None,
             replicate: int | None = None,
@@ -135,8 +140,7 @@ class _Books:
         self._in_flight: dict[Task, Call | None] = {}
         """Each call in flight, or ``None`` for a follow-up job (which has no deadline)."""
         self._deadlines: deque[tuple[float, Task]] = deque()
-        """Calls by start time: every call has the same timeout, so the first one still in
-        flight is the next to pass its deadline."""
+        """Calls by start time (one timeout for all: the first in flight is the next due)."""
         self.began = threading.Event()
         """Set by the window's thread first thing: it runs, and will end."""
 
@@ -214,6 +218,9 @@ class _Books:
                     self._window.stop.request()
                 elif isinstance(result, Crashed):
                     raise result.error
+                elif isinstance(result, Lost):  # nothing else in flight will come back
+                    logger.warning("%s: stopping the run", result.reason)
+                    self._window.stop.abandon()
                 elif call is not None:
                     self._keep(task, result)
         now = self._window.clock()

@@ -1,0 +1,246 @@
+"""The Ray driver of a run, in a process of its own (:func:`main`, started by the pool).
+
+Ray ends a driver's process when it loses the cluster's control store (after about a
+minute), so the run's own process never imports Ray: it talks to this bridge over a socket
+(``FD``), and a bridge that ends is a cluster lost, after which the run stops cleanly and can
+be resumed. The bridge connects to the cluster, ships the eval script's folder as Ray's
+working directory, starts one :class:`~evalkit.run._ray_worker.CallWorker` actor per worker
+slot (the cluster's resources divided by those one call asks for) and hands each call to the
+least busy worker.
+
+A worker that dies mid-call (its process, or its node) takes nothing with it: the call is made
+again on another worker, up to :data:`ATTEMPTS` times in all, and then recorded as that call's
+error; a replacement worker is started for each one lost and takes calls once it is ready.
+With no worker left for :data:`NO_WORKER_S` seconds the bridge reports the cluster lost.
+
+Messages, as pickled tuples: from the run ``("call", id, entry, repeat, repeats, seed,
+replicate)``, ``("abandon", id)``, ``("close",)``; to it ``("ready", slots, where)``,
+``("failed", why)``, ``("record", id, record)``, ``("interrupted", id)``, ``("crashed", id,
+why)``, ``("lost", why)``.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import math
+import threading
+import time
+from collections.abc import Mapping
+from dataclasses import dataclass
+from functools import partial
+from multiprocessing.connection import Connection
+from typing import Any
+
+from evalkit.records import CallRecord
+from evalkit.run._ray_pool import EXCLUDED, RaySettings
+
+ATTEMPTS = 3
+"""How many workers a call is tried on before its worker loss is its recorded error."""
+NO_WORKER_S = 60.0
+"""How long calls may wait with no worker alive before the cluster counts as lost."""
+@dataclass
+class _Worker:
+    handle: Any
+    busy: int = 0
+
+
+class Bridge:
+    """The pool of workers, serving one run process over ``conn``."""
+
+    def __init__(self, conn: Connection, settings: RaySettings) -> None:
+        import ray  # only here: the run's process never imports Ray
+        self._ray, self._conn, self._settings = ray, conn, settings
+        self._lock = threading.RLock()
+        self._live: list[_Worker] = []
+        self._starting = 0
+        self._flight: dict[int, tuple[Any, _Worker, tuple[Any, ...], int, float]] = {}
+        self._waiting: list[tuple[int, tuple[Any, ...], int]] = []
+        self._alone_since: float | None = None
+        self._closed = threading.Event()
+        self._failure: str | None = None
+        """Why no worker could start, once every one has failed."""
+
+    def open(self) -> tuple[int, str]:
+        """Connect, start the workers and wait for the first; the slots and where they run."""
+        s, ray = self._settings, self._ray
+        runtime_env = {"working_dir": s.working_dir, "excludes": EXCLUDED}
+        if s.address is None:
+            ray.init(address="local", include_dashboard=False, runtime_env=runtime_env,
+                     log_to_driver=False, logging_level="ERROR")
+        else:
+            ray.init(address=s.address, runtime_env=runtime_env, log_to_driver=False,
+                     logging_level="ERROR")
+        slots = self._slots(ray.cluster_resources())
+        for _ in range(slots):
+            self._start_worker()
+        deadline = time.monotonic() + 600
+        while not self._live and time.monotonic() < deadline:
+            if self._failure is not None:
+                raise RuntimeError(self._failure)
+            time.sleep(0.05)
+        if not self._live:
+            raise RuntimeError("no Ray worker was ready within 10 minutes")
+        nodes = sum(1 for n in ray.nodes() if n.get("Alive"))
+        where = s.address or "a local Ray started for this run"
+        return slots, f"Ray at {where}: {slots} worker slot(s) on {nodes} node(s)"
+
+    def _slots(self, total: Mapping[str, float]) -> int:
+        asked = {k: v for k, v in self._settings.resources.items() if v > 0}
+        for name, amount in asked.items():
+            if total.get(name, 0) < amount:
+                raise RuntimeError(f"each call asks {amount:g} {name} and the cluster has "
+                                   f"{total.get(name, 0):g}: lower CALL_RESOURCES (or "
+                                   "--call-resources), or add nodes that have it")
+        fits = min((math.floor(total[k] / v) for k, v in asked.items()), default=1)
+        return max(1, min(fits, self._settings.max_concurrency))
+
+    def _start_worker(self) -> None:
+        from evalkit.run._ray_worker import CallWorker
+        s = self._settings
+        resources = dict(s.resources)
+        options = {"num_cpus": resources.pop("CPU", 0), "num_gpus": resources.pop("GPU", 0),
+                   "resources": resources, "max_concurrency": s.max_concurrency,
+                   "max_restarts": 0}
+        handle: Any = self._ray.remote(CallWorker).options(**options).remote(s.script,
+                                                                              s.component_name)
+        with self._lock:
+            self._starting += 1
+        handle.ready.remote().future().add_done_callback(partial(self._ready, handle))
+
+    def _ready(self, handle: Any, future: Any) -> None:
+        with self._lock:
+            self._starting -= 1
+            try:
+                future.result()
+            except Exception as err:  # noqa: BLE001 - the worker never started
+                cause = getattr(err, "cause", None) or err
+                if not self._live and not self._starting:
+                    self._failure = f"{cause}"
+                return
+            self._live.append(_Worker(handle))
+            self._alone_since = None
+            waiting, self._waiting = self._waiting, []
+        for cid, args, attempt in waiting:
+            self._submit(cid, args, attempt)
+
+    def serve(self) -> None:
+        """Take the run's requests until it closes the bridge (or goes away)."""
+        threading.Thread(target=self._watch, name="evalkit-ray-watch", daemon=True).start()
+        while True:
+            try:
+                message = self._conn.recv()
+            except (EOFError, OSError):
+                return
+            kind = message[0]
+            if kind == "call":
+                self._submit(message[1], message[2:], 0)
+            elif kind == "abandon":
+                self._abandon(message[1])
+            elif kind == "close":
+                return
+
+    def close(self) -> None:
+        self._closed.set()
+        with self._lock:
+            workers = list(self._live)
+        for worker in workers:  # calls still running are cancelled with their worker
+            with contextlib.suppress(Exception):  # gone already: nothing to end
+                self._ray.kill(worker.handle, no_restart=True)
+        self._ray.shutdown()
+
+    def _submit(self, cid: int, args: tuple[Any, ...], attempt: int) -> None:
+        with self._lock:
+            if not self._live:
+                self._waiting.append((cid, args, attempt))
+                if self._alone_since is None:
+                    self._alone_since = time.monotonic()
+                return
+            worker = min(self._live, key=lambda w: w.busy)
+            worker.busy += 1
+            ref = worker.handle.call.remote(*args)
+            self._flight[cid] = (ref, worker, args, attempt, time.perf_counter())
+        ref.future().add_done_callback(partial(self._done, cid, ref))
+
+    def _done(self, cid: int, ref: Any, future: Any) -> None:
+        with self._lock:
+            flight = self._flight.get(cid)
+            if flight is None or flight[0] is not ref:  # abandoned by the run
+                return
+            del self._flight[cid]
+            _, worker, args, attempt, started = flight
+            worker.busy -= 1
+        exceptions = self._ray.exceptions
+        try:
+            result = future.result()
+        except exceptions.RayTaskError as err:  # evalkit's own code on the worker raised
+            self._send(("crashed", cid, str(err)))
+            return
+        except Exception as err:  # noqa: BLE001 - the worker, its node or the cluster died
+            self._lose(worker)
+            if attempt + 1 < ATTEMPTS:
+                self._submit(cid, args, attempt + 1)
+            else:
+                entry, repeat = args[0], args[1]
+                self._send(("record", cid, CallRecord(
+                    entry.id, repeat, None, f"WorkerLost: the Ray worker making this call died "
+                    f"{ATTEMPTS} times ({type(err).__name__}); the call was not made again",
+                    (time.perf_counter() - started) * 1000)))
+            return
+        if isinstance(result, CallRecord):
+            self._send(("record", cid, result))
+        else:
+            self._send(("interrupted", cid))
+
+    def _lose(self, worker: _Worker) -> None:
+        """Drop a dead worker and start one in its place (it takes calls once ready)."""
+        with self._lock:
+            if worker not in self._live:
+                return
+            self._live.remove(worker)
+        with contextlib.suppress(Exception):  # gone already: nothing to end
+            self._ray.kill(worker.handle, no_restart=True)
+        if not self._closed.is_set():
+            self._start_worker()
+
+    def _abandon(self, cid: int) -> None:
+        with self._lock:
+            flight = self._flight.pop(cid, None)
+            self._waiting = [w for w in self._waiting if w[0] != cid]
+        if flight is not None:
+            flight[1].busy -= 1
+            with contextlib.suppress(Exception):  # gone already: nothing to end
+                self._ray.cancel(flight[0])
+
+    def _watch(self) -> None:
+        """Report the cluster lost once calls have waited too long with no worker alive."""
+        while not self._closed.wait(1.0):
+            with self._lock:
+                alone = self._alone_since if self._waiting and not self._live else None
+            if alone is not None and time.monotonic() - alone > NO_WORKER_S:
+                self._send(("lost", f"no Ray worker has been alive for {NO_WORKER_S:g} s"))
+                return
+
+    def _send(self, message: tuple[Any, ...]) -> None:
+        with self._lock:
+            try:
+                self._conn.send(message)
+            except OSError:  # the run went away: nothing to tell
+                self._closed.set()
+
+
+def main(fd: int) -> int:
+    """The bridge's process: serve the run on the socket ``fd`` until it closes."""
+    conn = Connection(fd)
+    settings: RaySettings = conn.recv()
+    bridge = None
+    try:
+        bridge = Bridge(conn, settings)
+        conn.send(("ready", *bridge.open()))
+    except Exception as err:  # noqa: BLE001 - told to the run, which says it and stops
+        conn.send(("failed", f"{type(err).__name__}: {err}"))
+        return 1
+    try:
+        bridge.serve()
+    finally:
+        bridge.close()
+    return 0
