@@ -57,13 +57,13 @@ def executor_for(args: argparse.Namespace, config: EvalConfig, constants: Mappin
         yield InProcess(setup if callable(setup) else None)
         return
     require_ray()
+    resources = (resource_amounts(_amounts(args.call_resources), "--call-resources")
+                 if args.call_resources else config.call_resources)
     name = getattr(component, "__name__", None)
     if not isinstance(name, str) or constants.get(name) is not component:
         raise ConfigError(f"--executor=ray: every worker loads {config.script} and calls the "
                           "component by its name, so it must be a function defined at the top "
                           "level of the script (def invoke_component(entry, call): ...)")
-    resources = (resource_amounts(_amounts(args.call_resources), "--call-resources")
-                 if args.call_resources else config.call_resources)
     script = Path(config.source_file or config.script).resolve()
     settings = RaySettings(args.ray_address or os.environ.get("RAY_ADDRESS") or None,
                            str(script.parent), script.name, name, resources,
