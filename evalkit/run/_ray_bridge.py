@@ -1,9 +1,8 @@
 """The Ray driver of a run, in a process of its own (:func:`main`, started by the pool).
 
-Ray ends a driver's process when it loses the cluster's control store (after about a
-minute), so the run's own process never imports Ray: it talks to this bridge over a socket
-(``FD``), and a bridge that ends is a cluster lost, after which the run stops cleanly and can
-be resumed. The bridge connects to the cluster, ships the eval script's folder as Ray's
+Ray ends a driver's process when it loses the cluster's control store, so the run's process
+never imports Ray: it talks to this bridge over a socket, and a bridge that ends is a cluster
+lost (the run stops cleanly, resumable). The bridge connects to the cluster, ships the eval script's folder as Ray's
 working directory, starts one :class:`~evalkit.run._ray_worker.CallWorker` actor per worker
 slot (the cluster's resources divided by those one call asks for) and hands each call to the
 least busy worker.
@@ -13,10 +12,8 @@ again on another worker, up to :data:`ATTEMPTS` times in all, and then recorded 
 error; a replacement worker is started for each one lost and takes calls once it is ready.
 With no worker left for :data:`NO_WORKER_S` seconds the bridge reports the cluster lost.
 
-Messages, as pickled tuples: from the run ``("call", id, entry, repeat, repeats, seed,
-replicate)``, ``("abandon", id)``, ``("close",)``; to it ``("ready", slots, where)``,
-``("failed", why)``, ``("record", id, record)``, ``("interrupted", id)``, ``("crashed", id,
-why)``, ``("lost", why)``.
+Messages are pickled tuples, ``(kind, call id, ...)``: ``call``, ``abandon`` and ``close``
+from the run; ``ready``, ``failed``, ``record``, ``interrupted``, ``crashed`` and ``lost`` to it.
 """
 
 from __future__ import annotations
@@ -33,6 +30,7 @@ from typing import Any
 
 from evalkit.records import CallRecord
 from evalkit.run._ray_pool import EXCLUDED, RaySettings
+from evalkit.run._ray_worker import CallWorker, WorkerSetupError
 
 ATTEMPTS = 3
 """How many workers a call is tried on before its worker loss is its recorded error."""
@@ -95,7 +93,6 @@ class Bridge:
         return max(1, min(fits, self._settings.max_concurrency))
 
     def _start_worker(self) -> None:
-        from evalkit.run._ray_worker import CallWorker
         s = self._settings
         resources = dict(s.resources)
         options = {"num_cpus": resources.pop("CPU", 0), "num_gpus": resources.pop("GPU", 0),
@@ -113,9 +110,8 @@ class Bridge:
             try:
                 future.result()
             except Exception as err:  # noqa: BLE001 - the worker never started
-                cause = getattr(err, "cause", None) or err
                 if not self._live and not self._starting:
-                    self._failure = f"{cause}"
+                    self._failure = _without_traceback(str(err))
                 return
             self._live.append(_Worker(handle))
             self._alone_since = None
@@ -228,6 +224,13 @@ class Bridge:
                 self._closed.set()
 
 
+def _without_traceback(text: str) -> str:
+    """What a worker's failure to start says: our own setup error's message, not Ray's
+    traceback around it."""
+    ours = f"{WorkerSetupError.__name__}: "
+    return text.rsplit(ours, 1)[1].strip() if ours in text else text.splitlines()[0]
+
+
 def main(fd: int) -> int:
     """The bridge's process: serve the run on the socket ``fd`` until it closes."""
     conn = Connection(fd)
@@ -237,7 +240,8 @@ def main(fd: int) -> int:
         bridge = Bridge(conn, settings)
         conn.send(("ready", *bridge.open()))
     except Exception as err:  # noqa: BLE001 - told to the run, which says it and stops
-        conn.send(("failed", f"{type(err).__name__}: {err}"))
+        conn.send(("failed", str(err) if type(err) is RuntimeError  # our own words
+                   else f"{type(err).__name__}: {err}"))
         return 1
     try:
         bridge.serve()
