@@ -14,7 +14,8 @@ variables, command-line flags or dataset fields. To evaluate your own component,
 invoke_component (and MOCK_ADAPTERS, if it uses fixtures) and point DATASET_PATH at your data;
 in another repository, `evalkit init` writes a starting eval.py. invoke_component may be
 `async def`; a scorer may be your own function (SCORER_<TYPE> = my_scorer); COMPARED_FIELDS
-names the fields of a structured output that repeatability and bias compare.
+names the fields of a structured output that repeatability and bias compare. With
+--executor=ray the calls run on a Ray cluster (pip install 'evalkit[ray]').
 """
 
 from __future__ import annotations
@@ -82,6 +83,12 @@ def _router() -> SupportRouter:
 @functools.cache
 def _loaded_router() -> SupportRouter:
     return SupportRouter(COMPONENT_TEMPERATURE, load_model())
+
+
+def setup_component() -> None:
+    """Load the embedding model before the first call: once per run in-process, once per
+    worker with --executor=ray (optional; without it the first call loads it)."""
+    _router()
 
 
 def invoke_component(entry: Entry, call: Call) -> dict[str, str]:

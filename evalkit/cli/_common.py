@@ -35,7 +35,8 @@ exit status:
        replicates (without replicates the gap is shown, not gated, and the status is 0)
   6    the tracking server became unreachable mid-run: the run is saved as a local bundle
        (named in the message); upload it with evalkit sync BUNDLE
-  130  interrupted (SIGINT/SIGTERM): the MLflow run is marked KILLED, outputs are kept;
+  130  interrupted (SIGINT/SIGTERM, or the Ray cluster running the calls was lost): the
+       MLflow run is marked KILLED, outputs are kept;
        the message gives the command that continues it (python eval.py --resume RUN_ID)
 """
 

@@ -85,6 +85,9 @@ RESUME_MADE_TAG = "resume_calls_made"
 RESCORED_FROM_TAG = "rescored_from"
 """Set on a run that scored another run's recorded outputs again (``evalkit rescore``, no
 component call made): that run's id."""
+EXECUTOR_TAG = "executor"
+"""Where the run's calls ran: ``in-process``, or the Ray cluster and its worker slots (a
+resumed run: where its last calls ran)."""
 TRACES_TAG = "evalkit.traces"
 LABEL_DRAWS_TAG = "evalkit.label_draws"
 """The test types whose entries were drawn for labels, comma-separated."""

@@ -24,7 +24,7 @@ from evalkit.records import CallRecord, HumanLabel, MetricPoint, ScoredRun, Type
 from evalkit.reports import render_charts, render_reports, run_description
 from evalkit.run._books import EntryOutputs
 from evalkit.run._call import Component
-from evalkit.run._executors import Executor
+from evalkit.run._executors import Executor, InProcess
 from evalkit.run._labelling import label_new_run
 from evalkit.run._prepare import PreparedEvaluation, RunRole
 from evalkit.run._progress import ProgressCallback, ProgressCounter
@@ -143,6 +143,7 @@ class Evaluation:
         run.register_prompts({p.registry_name: p.registry_template()
                               for p in self.prepared.scorers.judge_prompts.values()})
         self.prepared.record_source(run)
+        run.log(tags={names.EXECUTOR_TAG: (self.executor or InProcess()).where})
         scorers = self.prepared.scorers
         scorers.reset_judge_stats()
         progress = ProgressCounter({e: n for e, n in missing.items() if n}, self._progress,

@@ -71,6 +71,9 @@ class Executor(Protocol):
     :class:`CallExecutor`. :class:`InProcess` by default; a
     :class:`~evalkit.run.RayPool` takes them to a cluster."""
 
+    where: str
+    """Where the calls run, in words (the run's ``executor`` tag)."""
+
     def calls(self, component: Component, adapters: Mapping[str, Callable[[Any], Any]],
               redactor: Redactor, workers: ThreadWorkers) -> CallExecutor:
         """The executor of one window; ``workers`` are the window's threads."""
@@ -80,6 +83,8 @@ class InProcess:
     """Calls in this process: on threads, or an event loop for an ``async def`` component.
     ``setup`` (the script's ``setup_component``) runs once, before the first window's calls,
     as it runs once per worker on Ray."""
+
+    where = "in-process"
 
     def __init__(self, setup: Callable[[], object] | None = None) -> None:
         self._setup = setup

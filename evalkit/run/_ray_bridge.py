@@ -2,10 +2,10 @@
 
 Ray ends a driver's process when it loses the cluster's control store, so the run's process
 never imports Ray: it talks to this bridge over a socket, and a bridge that ends is a cluster
-lost (the run stops cleanly, resumable). The bridge connects to the cluster, ships the eval script's folder as Ray's
-working directory, starts one :class:`~evalkit.run._ray_worker.CallWorker` actor per worker
-slot (the cluster's resources divided by those one call asks for) and hands each call to the
-least busy worker.
+lost (the run stops cleanly, resumable). The bridge connects to the cluster, ships the eval
+script's folder as Ray's working directory, starts one
+:class:`~evalkit.run._ray_worker.CallWorker` actor per worker slot (the cluster's resources
+divided by those one call asks for) and hands each call to the least busy worker.
 
 A worker that dies mid-call (its process, or its node) takes nothing with it: the call is made
 again on another worker, up to :data:`ATTEMPTS` times in all, and then recorded as that call's
