@@ -23,8 +23,8 @@ import math
 import threading
 import time
 from collections.abc import Mapping
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
-from functools import partial
 from multiprocessing.connection import Connection
 from typing import Any
 
@@ -55,6 +55,9 @@ class Bridge:
         self._waiting: list[tuple[int, tuple[Any, ...], int]] = []
         self._alone_since: float | None = None
         self._closed = threading.Event()
+        # Ray runs a future's callbacks on its I/O thread, where a Ray call (ray.kill, a call
+        # made again) would wait for that very thread forever: they are handed to this one.
+        self._events = ThreadPoolExecutor(1, thread_name_prefix="evalkit-ray-events")
         self._failure: str | None = None
         """Why no worker could start, once every one has failed."""
 
@@ -62,12 +65,9 @@ class Bridge:
         """Connect, start the workers and wait for the first; the slots and where they run."""
         s, ray = self._settings, self._ray
         runtime_env = {"working_dir": s.working_dir, "excludes": EXCLUDED}
-        if s.address is None:
-            ray.init(address="local", include_dashboard=False, runtime_env=runtime_env,
-                     log_to_driver=False, logging_level="ERROR")
-        else:
-            ray.init(address=s.address, runtime_env=runtime_env, log_to_driver=False,
-                     logging_level="ERROR")
+        local: dict[str, Any] = {"include_dashboard": False} if s.address is None else {}
+        ray.init(address=s.address or "local", runtime_env=runtime_env, log_to_driver=False,
+                 logging_level="ERROR", **local)
         slots = self._slots(ray.cluster_resources())
         for _ in range(slots):
             self._start_worker()
@@ -102,7 +102,8 @@ class Bridge:
                                                                               s.component_name)
         with self._lock:
             self._starting += 1
-        handle.ready.remote().future().add_done_callback(partial(self._ready, handle))
+        ready = handle.ready.remote().future()
+        ready.add_done_callback(lambda f: self._events.submit(self._ready, handle, f))
 
     def _ready(self, handle: Any, future: Any) -> None:
         with self._lock:
@@ -143,6 +144,7 @@ class Bridge:
             with contextlib.suppress(Exception):  # gone already: nothing to end
                 self._ray.kill(worker.handle, no_restart=True)
         self._ray.shutdown()
+        self._events.shutdown(cancel_futures=True)
 
     def _submit(self, cid: int, args: tuple[Any, ...], attempt: int) -> None:
         with self._lock:
@@ -155,7 +157,7 @@ class Bridge:
             worker.busy += 1
             ref = worker.handle.call.remote(*args)
             self._flight[cid] = (ref, worker, args, attempt, time.perf_counter())
-        ref.future().add_done_callback(partial(self._done, cid, ref))
+        ref.future().add_done_callback(lambda f: self._events.submit(self._done, cid, ref, f))
 
     def _done(self, cid: int, ref: Any, future: Any) -> None:
         with self._lock:
