@@ -39,6 +39,7 @@ RAY_INSTALL = "pip install 'evalkit[ray]'"
 LOG_DIR = Path(".evalkit") / "ray"
 """Where the bridge's output (Ray's own messages) goes: ``bridge-<pid>.log``."""
 _CLOSE_S = 30.0
+_ENDING_S = 5.0
 _BRIDGE = "import sys; from evalkit.run._ray_bridge import main; sys.exit(main(int(sys.argv[1])))"
 
 EXCLUDED = [".git", ".venv", "venv", ".cache", ".evalkit", "mlruns", "mlartifacts", "mlflow.db",
@@ -195,7 +196,10 @@ class RayPool:
                 deliver(task, INTERRUPT)
             else:
                 deliver(task, Crashed(RuntimeError(f"on a Ray worker: {message[2]}")))
-        code = self._process.poll() if self._process is not None else None
+        code = None
+        if self._process is not None:  # its socket closes as it ends: its status follows
+            with contextlib.suppress(subprocess.TimeoutExpired):
+                code = self._process.wait(_ENDING_S)
         self._lose(f"the Ray driver process ended (exit {code}; Ray's messages: "
                    f"{self.log_path})")
 
