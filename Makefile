@@ -10,7 +10,7 @@ DATASETS := $(wildcard datasets/*/)
 MLFLOW_PORT ?= 5000
 
 .PHONY: help install lint eval eval-replicates eval-calibrate run test test-slow test-all \
-	test-llm test-adoption test-ui test-mlflow-versions mutation dev-mlflow dev-mlflow-server clean
+	test-llm test-adoption test-ui test-ray test-mlflow-versions mutation dev-mlflow dev-mlflow-server clean
 
 help:
 	@echo "make eval               lint the datasets, then evaluate every test type (python eval.py --type=all)"
@@ -21,13 +21,15 @@ help:
 	@echo "make lint               lint every dataset under datasets/"
 	@echo "make test               the fast tests: in-process, minutes (what a change waits for)"
 	@echo "make test-all           everything: make test, then test-slow, test-llm, test-ui,"
-	@echo "                        test-adoption and test-mlflow-versions (what CI runs)"
+	@echo "                        test-ray, test-adoption and test-mlflow-versions (what CI runs)"
 	@echo "make test-slow          end to end: subprocesses, real MLflow stores, the team server,"
 	@echo "                        a notebook"
 	@echo "make test-mlflow-versions  the MLflow API tests and a scaffold's make eval on the oldest"
 	@echo "                        and the newest MLflow evalkit supports"
 	@echo "make test-ui            the MLflow UI in headless Chromium over fresh runs (Playwright)"
 	@echo "make test-llm           run examples/eval_llm.py against a real local LLM (llama.cpp, offline)"
+	@echo "make test-ray           runs on a real two-node Ray cluster on loopback (--executor=ray): equal"
+	@echo "                        results, a node killed, Ctrl-C and a lost cluster, each resumed"
 	@echo "make test-adoption      the wheel in fresh virtualenvs: light install, evalkit init, make eval, the semantic extra"
 	@echo "make mutation           mutation testing of the statistics and the run's core (slow; not in CI)"
 	@echo "make dev-mlflow         MLflow UI on http://127.0.0.1:$(MLFLOW_PORT) over MLFLOW_TRACKING_URI,"
@@ -82,7 +84,7 @@ test-slow: install
 	$(PYTEST) -m slow --junitxml=.cache/junit-slow.xml
 
 # Everything CI runs after make lint, in one make: each target runs once.
-test-all: test test-slow test-llm test-ui test-adoption test-mlflow-versions
+test-all: test test-slow test-llm test-ui test-ray test-adoption test-mlflow-versions
 
 # mutation: mutmut mutates the modules listed in pyproject.toml [tool.mutmut] and runs their fast
 # tests against each mutant, two at a time; then the kill rate per module (goal: 90%). Results
@@ -146,6 +148,19 @@ $(UI_STAMP):
 
 test-ui: install $(UI_STAMP)
 	EVALKIT_UI_PYTHON=$(abspath $(UI_VENV)/bin/python) $(BIN)/python -m pytest -m ui tests/test_ui.py
+
+# test-ray: tests/test_ray.py starts a Ray cluster of two nodes on this machine (ray start, the
+# head on 127.0.0.2 and a worker node on 127.0.0.3, one CPU each, loopback only), runs eval.py
+# on it with --executor=ray, and kills every process it started by PID (never `ray stop`, which
+# would stop other Ray clusters of the machine). The ray extra goes into .venv once (the stamp).
+RAY_STAMP := .cache/ray/.installed
+
+$(RAY_STAMP): pyproject.toml
+	$(BIN)/python -m pip install --quiet -e '.[ray]'
+	mkdir -p $(@D) && touch $@
+
+test-ray: install $(RAY_STAMP)
+	$(BIN)/python -m pytest -m ray tests/test_ray.py --junitxml=.cache/junit-ray.xml
 
 # evalkit ui: the store evalkit itself uses; Ctrl-C or SIGTERM stops every process it started.
 dev-mlflow: install
