@@ -72,12 +72,10 @@ class Bridge:
         for _ in range(slots):
             self._start_worker()
         deadline = time.monotonic() + 600
-        while not self._live and time.monotonic() < deadline:
-            if self._failure is not None:
-                raise RuntimeError(self._failure)
+        while not self._live:
+            if self._failure is not None or time.monotonic() > deadline:
+                raise RuntimeError(self._failure or "no Ray worker was ready within 10 minutes")
             time.sleep(0.05)
-        if not self._live:
-            raise RuntimeError("no Ray worker was ready within 10 minutes")
         nodes = sum(1 for n in ray.nodes() if n.get("Alive"))
         where = s.address or "a local Ray started for this run"
         return slots, f"Ray at {where}: {slots} worker slot(s) on {nodes} node(s)"
