@@ -11,9 +11,12 @@ and warmed with a few calls of each kind; the component is benchmarks/distribute
 which the workers load by path as they load a user's eval.py. Three parts:
 
 1. CPU-bound: a pure-Python arithmetic loop calibrated at start to ``--cpu-ms`` of CPU per
-   call (20), ``--cpu-calls`` calls (300) at ``--cpu-concurrency`` (4: two per worker, so a
-   worker has its next call while a result travels back). Throughput of each and a line
-   ``speedup: X.XX`` (Ray / in-process). Target: at least 1.7 on 2 cores.
+   call (20), ``--cpu-calls`` calls (150) at ``--cpu-concurrency`` (4: two per worker, so a
+   worker has its next call while a result travels back), ``--rounds`` times (3) on each
+   side in turn: the speed of a virtual machine's CPU drifts by 10-20% within a minute, and
+   taking turns lets the drift weigh on both sides alike. Throughput of each (all rounds
+   added up) and a line ``speedup: X.XX`` (Ray / in-process). Target: at least 1.7 on 2
+   cores.
 2. Overhead: a component that does nothing, ``--noop-calls`` calls (300), at concurrency 1
    (a call's round trip) and at 16 (the cost per call when calls overlap): Ray's wall time
    minus in-process, per call, in ms. No target; the driver's CPU per call is printed too.
@@ -21,11 +24,15 @@ which the workers load by path as they load a user's eval.py. Three parts:
    MAX_CONCURRENCY 16: Ray's wall time over in-process. Target: at most 1.2.
 
 Every call's output is checked against the in-process one, entry by entry. The exit status
-is 1 when a target is missed (each miss is printed), or a call failed or differed. The load
-average is printed at the start and the end: a busy machine (another Ray, a test run) lowers
-the speedup, since Ray's workers then do not have a core each.
+is 1 when a target is missed (each miss is printed), or a call failed or differed. Where the
+machine's CPU went during the CPU-bound part is printed (with psutil installed): this
+process, the Ray workers, the rest of the Ray started for the run (its bridge process,
+raylet, GCS, agents), other processes, and steal (a virtual machine's CPU taken by the host).
+A part during which other processes and steal took more than a tenth of a core says so: a
+busy machine, or a busy host, lowers the speedup, since Ray's workers then do not have a
+core each.
 
-    .venv/bin/python benchmarks/distributed.py [--cpu-calls 300] [--cpu-ms 20]
+    .venv/bin/python benchmarks/distributed.py [--cpu-calls 150] [--cpu-ms 20] [--rounds 3]
         [--cpu-concurrency 4] [--noop-calls 300] [--io-calls 320] [--io-ms 50]
 """
 
@@ -41,6 +48,11 @@ from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+
+try:  # for where the CPU went during each part (Ray's own dependencies do not include it)
+    import psutil
+except ImportError:
+    psutil = None
 
 HERE = Path(__file__).resolve().parent
 sys.path[:0] = [str(HERE), str(HERE.parent)]  # the component script, evalkit
@@ -69,16 +81,35 @@ WARM_CALLS = 4
 """Calls of each kind made on the pool before any is timed (workers' first-call costs)."""
 CALL_TIMEOUT_S = 300.0
 """A call that hangs fails the benchmark (as a timeout error) instead of hanging it."""
+THIS_PROCESS, WORKERS, REST_OF_RAY = "this process", "Ray workers", "rest of Ray"
+OTHERS, STEAL = "other processes", "steal"
+BUSY_SHARE, BUSY_MIN_S = 0.1, 0.2
+"""Other processes (and the hypervisor's steal) taking more than this share of one core, and
+more than this many seconds in all (the clock ticks of process CPU are 10 ms), during a timed
+part make its figures suspect: the run says so."""
 
 
 @dataclass(frozen=True)
 class Timed:
-    """One window's calls: how long they took, this process's CPU, and their outputs."""
+    """One window's calls: how long they took, where the machine's CPU went meanwhile (see
+    :func:`cpu_use`), and their outputs."""
 
     wall_s: float
-    cpu_s: float
+    cpu: Mapping[str, float]
     outputs: tuple[Any, ...]
     errors: tuple[str, ...]
+
+    @property
+    def cpu_s(self) -> float:
+        """This process's CPU: the window, its executor's driver side, the raw results."""
+        return self.cpu[THIS_PROCESS]
+
+    def plus(self, other: Timed) -> Timed:
+        """Two windows' calls as one: wall times and CPU added up."""
+        return Timed(self.wall_s + other.wall_s,
+                     {k: self.cpu.get(k, 0.0) + other.cpu.get(k, 0.0)
+                      for k in {**self.cpu, **other.cpu}},
+                     self.outputs + other.outputs, self.errors + other.errors)
 
     def failures(self, part: str) -> list[str]:
         return [f"{part}: {len(self.errors)} call(s) failed, e.g. {self.errors[0]}"] \
@@ -87,9 +118,11 @@ class Timed:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--cpu-calls", type=int, default=300)
+    parser.add_argument("--cpu-calls", type=int, default=150, help="per round")
     parser.add_argument("--cpu-ms", type=float, default=20.0, help="CPU per CPU-bound call")
     parser.add_argument("--cpu-concurrency", type=int, default=4)
+    parser.add_argument("--rounds", type=int, default=3,
+                        help="CPU-bound rounds of each side, in turn")
     parser.add_argument("--noop-calls", type=int, default=300)
     parser.add_argument("--io-calls", type=int, default=320)
     parser.add_argument("--io-ms", type=float, default=50.0, help="sleep per I/O-bound call")
@@ -111,8 +144,9 @@ def main() -> None:
             sides = Sides(InProcess(), pool, folder)
             misses += sides.timed(warm_plan, pool, IO_CONCURRENCY).failures("warm-up")
             print(f"CPU-bound: {args.cpu_calls} calls of {loops} loops (~{args.cpu_ms:g} ms "
-                  f"CPU each), concurrency {args.cpu_concurrency}")
-            misses += cpu_bound(sides, spin_plan, args.cpu_concurrency)
+                  f"CPU each), concurrency {args.cpu_concurrency}, {args.rounds} round(s) "
+                  "each side in turn, added up")
+            misses += cpu_bound(sides, spin_plan, args.cpu_concurrency, args.rounds)
             print(f"overhead: {args.noop_calls} calls of a component that does nothing")
             for concurrency in (1, IO_CONCURRENCY):
                 misses += overhead(sides, noop_plan, concurrency)
@@ -126,12 +160,13 @@ def main() -> None:
     sys.exit(1 if misses else 0)
 
 
-def cpu_bound(sides: Sides, plan: RunPlan, concurrency: int) -> list[str]:
-    here, there, misses = sides.both("CPU-bound", plan, concurrency)
-    calls = plan.total_calls
+def cpu_bound(sides: Sides, plan: RunPlan, concurrency: int, rounds: int) -> list[str]:
+    here, there, misses = sides.both("CPU-bound", plan, concurrency, rounds)
+    calls = plan.total_calls * rounds
     speedup = here.wall_s / there.wall_s
-    print(f"  in-process {rate_line(here, calls)}")
-    print(f"  Ray        {rate_line(there, calls)}")
+    for side, run in (("in-process", here), ("Ray       ", there)):
+        print(f"  {side} {run.wall_s:6.2f} s, {calls / run.wall_s:6.1f} calls/s")
+        print(f"    CPU (s): {cpu_line(run)}")
     print(f"speedup: {speedup:.2f}")
     if speedup < SPEEDUP_TARGET:
         misses.append(f"speedup {speedup:.2f} < target {SPEEDUP_TARGET}")
@@ -198,16 +233,29 @@ class Sides:
     pool: Executor
     folder: Path
 
-    def both(self, part: str, plan: RunPlan, concurrency: int) -> tuple[Timed, Timed, list[str]]:
-        """The plan's calls in-process, then on Ray, and what went wrong: failed calls on
-        either side, outputs that differ."""
-        here = self.timed(plan, self.local, concurrency)
-        there = self.timed(plan, self.pool, concurrency)
-        misses = here.failures(f"{part} in-process") + there.failures(f"{part} on Ray")
-        differing = sum(a != b for a, b in zip(here.outputs, there.outputs, strict=True))
-        if differing:
-            misses.append(f"{part}: {differing} call(s) gave another output on Ray than "
-                          "in-process")
+    def both(self, part: str, plan: RunPlan, concurrency: int,
+             rounds: int = 1) -> tuple[Timed, Timed, list[str]]:
+        """The plan's calls in-process, then on Ray, ``rounds`` times in turn (a drift in the
+        machine's speed then weighs on both sides alike), added up; and what went wrong:
+        failed calls on either side, outputs that differ."""
+        misses: list[str] = []
+        here = there = None
+        for _ in range(rounds):
+            local, remote = self.timed(plan, self.local, concurrency), self.timed(
+                plan, self.pool, concurrency)
+            misses += local.failures(f"{part} in-process") + remote.failures(f"{part} on Ray")
+            differing = sum(a != b for a, b in zip(local.outputs, remote.outputs, strict=True))
+            if differing:
+                misses.append(f"{part}: {differing} call(s) gave another output on Ray than "
+                              "in-process")
+            here = local if here is None else here.plus(local)
+            there = remote if there is None else there.plus(remote)
+        assert here is not None and there is not None, "at least one round"
+        for side, run in (("in-process", here), ("Ray", there)):
+            if busy_elsewhere(run):
+                print(f"  (busy machine: while {part} ran {side}, other processes and steal "
+                      f"took {run.cpu[OTHERS] + run.cpu[STEAL]:.2f} s of CPU in "
+                      f"{run.wall_s:.2f} s)")
         return here, there, misses
 
     def timed(self, plan: RunPlan, executor: Executor, concurrency: int) -> Timed:
@@ -216,17 +264,56 @@ class Sides:
         window = CallWindow.of(invoke_component, {}, Redactor(), executor,
                                concurrency=concurrency, call_timeout=CALL_TIMEOUT_S)
         with RawResultsLog(self.folder / f"raw-{time.monotonic_ns()}.jsonl") as raw:
-            started, cpu = time.perf_counter(), time.process_time()
+            started, before = time.perf_counter(), cpu_snapshot()
             outputs = window.run(plan, raw)
-            wall, cpu = time.perf_counter() - started, time.process_time() - cpu
+            wall, cpu = time.perf_counter() - started, cpu_use(before, cpu_snapshot())
         records = [record for entry in outputs for record in entry.calls]
         return Timed(wall, cpu, tuple(r.output for r in records),
                      tuple(f"{r.entry_id}: {r.error}" for r in records if r.error is not None))
 
 
-def rate_line(run: Timed, calls: int) -> str:
-    return (f"{run.wall_s:7.2f} s, {calls / run.wall_s:6.1f} calls/s; this process's CPU "
-            f"{run.cpu_s:.2f} s ({run.cpu_s / calls * 1000:.2f} ms per call)")
+CpuSnapshot = tuple[float, float, float, dict[int, tuple[str, float]]]
+"""The machine's busy and steal CPU seconds, this process's, and each descendant's (role, CPU
+seconds), by process id."""
+
+
+def cpu_snapshot() -> CpuSnapshot:
+    if psutil is None:
+        return 0.0, 0.0, time.process_time(), {}
+    machine = psutil.cpu_times()
+    busy = sum(getattr(machine, name, 0.0) for name in ("user", "nice", "system", "irq",
+                                                        "softirq"))
+    children: dict[int, tuple[str, float]] = {}
+    for process in psutil.Process().children(recursive=True):
+        with contextlib.suppress(psutil.Error):  # ended meanwhile: counted with the others
+            times = process.cpu_times()
+            role = WORKERS if "CallWorker" in " ".join(process.cmdline()) else REST_OF_RAY
+            children[process.pid] = (role, times.user + times.system)
+    return busy, getattr(machine, "steal", 0.0), time.process_time(), children
+
+
+def cpu_use(before: CpuSnapshot, after: CpuSnapshot) -> dict[str, float]:
+    """CPU seconds between two snapshots: this process, the Ray workers, the rest of the Ray
+    it started (the bridge, raylet, GCS, agents), other processes of the machine, and steal
+    (a virtual machine's CPUs given to other machines). Without psutil, this process only."""
+    use = {THIS_PROCESS: after[2] - before[2]}
+    if psutil is None:
+        return use
+    for pid, (role, seconds) in after[3].items():
+        use[role] = use.get(role, 0.0) + seconds - before[3].get(pid, (role, 0.0))[1]
+    use[OTHERS] = max(0.0, after[0] - before[0] - sum(use.values()))
+    use[STEAL] = after[1] - before[1]
+    return use
+
+
+def cpu_line(run: Timed) -> str:
+    return ", ".join(f"{where} {seconds:.2f}" for where, seconds in run.cpu.items())
+
+
+def busy_elsewhere(run: Timed) -> bool:
+    """Whether other processes took more than :data:`BUSY_SHARE` of a core meanwhile."""
+    elsewhere = run.cpu.get(OTHERS, 0.0) + run.cpu.get(STEAL, 0.0)
+    return elsewhere > max(BUSY_SHARE * run.wall_s, BUSY_MIN_S)
 
 
 def overhead_ms(here: Timed, there: Timed, calls: int) -> float:

@@ -12,6 +12,8 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any
 
+import pytest
+
 from evalkit._secrets import Redactor
 from evalkit.run import CallExecutor, InProcess, ThreadWorkers
 from tests.builders import REPO
@@ -58,9 +60,22 @@ def test_both_sides_agreeing_is_no_miss_and_their_outputs_are_the_components(
     bench = benchmark()
     sides = bench.Sides(InProcess(), InProcess(), tmp_path)
     plan = bench.plan_of([{"work": "spin", "loops": n} for n in (10, 20, 30)])
-    here, there, misses = sides.both("spin", plan, 2)
+    here, there, misses = sides.both("spin", plan, 2, rounds=2)
     assert misses == []
-    assert here.outputs == there.outputs == tuple(bench.spin(n) for n in (10, 20, 30))
+    assert here.outputs == there.outputs == tuple(bench.spin(n) for n in (10, 20, 30)) * 2
+
+
+def test_the_cpu_of_a_part_is_split_between_this_process_ray_and_the_rest_of_the_machine(
+        ) -> None:
+    pytest.importorskip("psutil")
+    bench = benchmark()
+    before = (10.0, 1.0, 2.0, {1: (bench.WORKERS, 5.0), 3: (bench.REST_OF_RAY, 9.0)})
+    after = (14.0, 1.5, 2.5, {1: (bench.WORKERS, 7.0), 2: (bench.REST_OF_RAY, 0.5)})
+    # the machine was busy 4 s: 0.5 this process, 2 a worker, 0.5 a process of Ray that
+    # started meanwhile (one that ended is the rest of the machine's), 1 other processes
+    assert bench.cpu_use(before, after) == {
+        "this process": 0.5, "Ray workers": 2.0, "rest of Ray": 0.5, "other processes": 1.0,
+        "steal": 0.5}
 
 
 def test_a_side_that_answers_otherwise_or_fails_is_a_miss(tmp_path: Path) -> None:
