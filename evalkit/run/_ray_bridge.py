@@ -12,14 +12,16 @@ again on another worker, up to :data:`ATTEMPTS` times in all, and then recorded 
 error; a replacement worker is started for each one lost and takes calls once it is ready.
 With no worker left for :data:`NO_WORKER_S` seconds the bridge reports the cluster lost.
 
-Messages are pickled tuples, ``(kind, call id, ...)``: ``call``, ``abandon`` and ``close``
-from the run; ``ready``, ``failed``, ``record``, ``interrupted``, ``crashed`` and ``lost`` to it.
+Messages are pickled tuples, ``(kind, call id, ...)``: ``call`` (with the call's arguments
+pickled once, by the run), ``abandon`` and ``close`` from the run; ``ready``, ``failed``,
+``result`` (the worker's pickled reply, passed on as it is), ``crashed`` and ``lost`` to it.
 """
 
 from __future__ import annotations
 
 import contextlib
 import math
+import pickle
 import threading
 import time
 from collections.abc import Mapping
@@ -153,7 +155,8 @@ class Bridge:
                 return
             worker = min(self._live, key=lambda w: w.busy)
             worker.busy += 1
-            ref = worker.handle.call.remote(*args)
+        ref = worker.handle.call.remote(args[2])  # outside the lock: it takes a while
+        with self._lock:
             self._flight[cid] = (ref, worker, args, attempt, time.perf_counter())
         ref.future().add_done_callback(lambda f: self._events.submit(self._done, cid, ref, f))
 
@@ -176,16 +179,13 @@ class Bridge:
             if attempt + 1 < ATTEMPTS:
                 self._submit(cid, args, attempt + 1)
             else:
-                entry, repeat = args[0], args[1]
-                self._send(("record", cid, CallRecord(
-                    entry.id, repeat, None, f"WorkerLost: the Ray worker making this call died "
+                entry_id, repeat = args[0], args[1]
+                self._send(("result", cid, pickle.dumps(CallRecord(
+                    entry_id, repeat, None, f"WorkerLost: the Ray worker making this call died "
                     f"{ATTEMPTS} times ({type(err).__name__}); the call was not made again",
-                    (time.perf_counter() - started) * 1000)))
+                    (time.perf_counter() - started) * 1000))))
             return
-        if isinstance(result, CallRecord):
-            self._send(("record", cid, result))
-        else:
-            self._send(("interrupted", cid))
+        self._send(("result", cid, result))
 
     def _lose(self, worker: _Worker) -> None:
         """Drop a dead worker and start one in its place (it takes calls once ready)."""

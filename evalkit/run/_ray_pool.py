@@ -17,6 +17,7 @@ import contextlib
 import importlib.util
 import itertools
 import os
+import pickle
 import socket
 import subprocess
 import sys
@@ -34,6 +35,7 @@ from evalkit.records import CallRecord
 from evalkit.run._books import Task
 from evalkit.run._call import Call, Component
 from evalkit.run._executors import INTERRUPT, Crashed, Deliver, Lost, ThreadWorkers
+from evalkit.run._ray_worker import INTERRUPTED
 
 RAY_INSTALL = "pip install 'evalkit[ray]'"
 LOG_DIR = Path(".evalkit") / "ray"
@@ -162,8 +164,9 @@ class RayPool:
             return cid
         try:
             assert self._conn is not None
-            self._conn.send(("call", cid, entry, call.repeat, call.repeats, call.seed,
-                             call.replicate))
+            payload = pickle.dumps((entry, call.repeat, call.repeats, call.seed,
+                                    call.replicate))
+            self._conn.send(("call", cid, entry.id, call.repeat, payload))
         except OSError:
             self._lose("the Ray driver process cannot be reached")
         return cid
@@ -190,10 +193,9 @@ class RayPool:
             if pending is None:  # abandoned
                 continue
             task, deliver, redactor = pending
-            if message[0] == "record":
-                deliver(task, _redacted(message[2], redactor))
-            elif message[0] == "interrupted":
-                deliver(task, INTERRUPT)
+            if message[0] == "result":
+                result = pickle.loads(message[2])
+                deliver(task, INTERRUPT if result == INTERRUPTED else _redacted(result, redactor))
             else:
                 deliver(task, Crashed(RuntimeError(f"on a Ray worker: {message[2]}")))
         code = None

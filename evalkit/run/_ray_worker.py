@@ -14,24 +14,26 @@ from __future__ import annotations
 
 import itertools
 import os
+import pickle
 import runpy
 import sys
 import threading
 from collections.abc import Mapping
+from functools import partial
 from typing import Any
 
 from evalkit._secrets import Redactor
 from evalkit.dataset import Entry
 from evalkit.records import CallRecord
 from evalkit.run._books import Task
-from evalkit.run._call import Call
-from evalkit.run._executors import INTERRUPT, Crashed, ThreadWorkers, calls_for
+from evalkit.run._call import Call, invoke
+from evalkit.run._executors import INTERRUPT, AsyncCalls, Crashed, is_async
 
 SETUP_HOOK = "setup_component"
 """The optional function of ``eval.py`` run once per worker before its first call (load a
 model there, into a module global the component reads); in-process, once per run."""
 INTERRUPTED = "evalkit:interrupted"
-"""Returned instead of a record when the component raised ``KeyboardInterrupt``: a stop."""
+"""Sent instead of a record when the component raised ``KeyboardInterrupt``: a stop."""
 
 
 class WorkerSetupError(Exception):
@@ -64,17 +66,33 @@ class CallWorker:
                 raise WorkerSetupError(f"{SETUP_HOOK}() of {script} raised on a Ray worker: "
                                        f"{type(err).__name__}: {err}") from None
         adapters: Mapping[str, Any] = namespace.get("MOCK_ADAPTERS") or {}
-        self._calls = calls_for(component, adapters, Redactor.from_environment(),
-                                ThreadWorkers("evalkit-ray-call"))
+        redactor = Redactor.from_environment()
+        # A plain component runs on the actor's own thread (Ray gives each call one); an
+        # async one on an event loop, as in-process.
+        self._plain = None if is_async(component) else partial(
+            invoke, component, adapters=adapters, redactor=redactor)
+        self._loop = AsyncCalls(component, adapters, redactor)
         self._numbers = itertools.count()
 
     def ready(self) -> int:
         """Answered once the script is loaded and set up: the worker's process id."""
         return os.getpid()
 
-    def call(self, entry: Entry, repeat: int, repeats: int, seed: int | None,
-             replicate: int | None) -> CallRecord | str:
-        """One call; its record, or :data:`INTERRUPTED`."""
+    def call(self, payload: bytes) -> bytes:
+        """One call, ``(entry, repeat, repeats, seed, replicate)`` pickled by the run (Ray
+        passes bytes through untouched, the cheapest way); its record pickled, or
+        :data:`INTERRUPTED`."""
+        entry, repeat, repeats, seed, replicate = pickle.loads(payload)
+        call = Call(mocks={}, repeat=repeat, repeats=repeats, seed=seed, replicate=replicate)
+        result: CallRecord | str
+        try:
+            result = (self._plain(entry=entry, call=call) if self._plain is not None
+                      else self._awaited(entry, call))
+        except KeyboardInterrupt:
+            result = INTERRUPTED
+        return pickle.dumps(result)
+
+    def _awaited(self, entry: Entry, call: Call) -> CallRecord:
         finished = threading.Event()
         results: list[Any] = []
 
@@ -82,12 +100,11 @@ class CallWorker:
             results.append(result)
             finished.set()
 
-        call = Call(mocks={}, repeat=repeat, repeats=repeats, seed=seed, replicate=replicate)
-        self._calls.start((next(self._numbers), repeat), entry, call, deliver)
+        self._loop.start((next(self._numbers), call.repeat), entry, call, deliver)
         finished.wait()
         (result,) = results
         if result is INTERRUPT:
-            return INTERRUPTED
+            raise KeyboardInterrupt
         if isinstance(result, Crashed):
             raise result.error
         record: CallRecord = result
