@@ -32,7 +32,7 @@ from typing import Any
 
 from evalkit.records import CallRecord
 from evalkit.run._ray_pool import EXCLUDED, RaySettings
-from evalkit.run._ray_worker import CallWorker, WorkerSetupError
+from evalkit.run._ray_worker import CallWorker, setup_failure
 
 ATTEMPTS = 3
 """How many workers a call is tried on before its worker loss is its recorded error."""
@@ -64,7 +64,7 @@ class Bridge:
         """Why no worker could start, once every one has failed."""
 
     def open(self) -> tuple[int, str]:
-        """Connect, start the workers and wait for the first; the slots and where they run."""
+        """Connect, start the workers and wait for them; the slots and where they run."""
         s, ray = self._settings, self._ray
         runtime_env = {"working_dir": s.working_dir, "excludes": EXCLUDED}
         local: dict[str, Any] = {"include_dashboard": False} if s.address is None else {}
@@ -73,11 +73,16 @@ class Bridge:
         slots = self._slots(ray.cluster_resources())
         for _ in range(slots):
             self._start_worker()
-        deadline = time.monotonic() + 600
-        while not self._live:
+        # Every worker, or the first and a minute for the rest: the first calls would all
+        # queue on the one worker ready first, the others idle as long as the run is short.
+        deadline, first = time.monotonic() + 600, None
+        while self._starting and (first is None or time.monotonic() - first < 60):
             if self._failure is not None or time.monotonic() > deadline:
                 raise RuntimeError(self._failure or "no Ray worker was ready within 10 minutes")
+            first = first or (time.monotonic() if self._live else None)
             time.sleep(0.05)
+        if not self._live:
+            raise RuntimeError(self._failure or "no Ray worker could start")
         nodes = sum(1 for n in ray.nodes() if n.get("Alive"))
         where = s.address or "a local Ray started for this run"
         return slots, f"Ray at {where}: {slots} worker slot(s) on {nodes} node(s)"
@@ -112,7 +117,7 @@ class Bridge:
                 future.result()
             except Exception as err:  # noqa: BLE001 - the worker never started
                 if not self._live and not self._starting:
-                    self._failure = _without_traceback(str(err))
+                    self._failure = setup_failure(str(err))
                 return
             self._live.append(_Worker(handle))
             self._alone_since = None
@@ -222,13 +227,6 @@ class Bridge:
                 self._conn.send(message)
             except OSError:  # the run went away: nothing to tell
                 self._closed.set()
-
-
-def _without_traceback(text: str) -> str:
-    """What a worker's failure to start says: our own setup error's message, not Ray's
-    traceback around it."""
-    ours = f"{WorkerSetupError.__name__}: "
-    return text.rsplit(ours, 1)[1].strip() if ours in text else text.splitlines()[0]
 
 
 def main(fd: int) -> int:

@@ -40,6 +40,13 @@ class WorkerSetupError(Exception):
     """The eval script could not be loaded on a worker, or its setup hook raised."""
 
 
+def setup_failure(text: str) -> str:
+    """What a worker's failure to start says (Ray's text of it): our own setup error's
+    message, not Ray's traceback around it."""
+    ours = f"{WorkerSetupError.__name__}: "
+    return text.rsplit(ours, 1)[1].strip() if ours in text else text.splitlines()[0]
+
+
 class CallWorker:
     """One worker slot: the component loaded from ``script`` (a path in the shipped working
     directory), called by the name ``component_name``."""
