@@ -38,6 +38,8 @@ ATTEMPTS = 3
 """How many workers a call is tried on before its worker loss is its recorded error."""
 NO_WORKER_S = 60.0
 """How long calls may wait with no worker alive before the cluster counts as lost."""
+
+
 @dataclass
 class _Worker:
     handle: Any
