@@ -38,9 +38,8 @@ class Stop:
 
     def abandon(self) -> None:
         """Stop at once, as a second request would: what runs the calls is gone."""
-        self._requests = max(self._requests, 2)
-        for wake in list(self._wakers):
-            wake()
+        self._requests = max(self._requests, 1)
+        self.request()
 
     @property
     def requested(self) -> bool:
