@@ -93,8 +93,8 @@ class Evaluation:
                  progress: ProgressCallback | None = None,
                  executor: Executor | None = None) -> None:
         self.run, self.prepared, self.component = run, prepared, component
-        self.executor = executor
-        """Where the calls run (in this process when ``None``)."""
+        self.executor = executor or InProcess()
+        """Where the calls run."""
         self.role = role or RunRole()
         self.stop = stop or Stop()
         self._progress = progress
@@ -143,7 +143,7 @@ class Evaluation:
         run.register_prompts({p.registry_name: p.registry_template()
                               for p in self.prepared.scorers.judge_prompts.values()})
         self.prepared.record_source(run)
-        run.log(tags={names.EXECUTOR_TAG: (self.executor or InProcess()).where})
+        run.log(tags={names.EXECUTOR_TAG: self.executor.where})
         scorers = self.prepared.scorers
         scorers.reset_judge_stats()
         progress = ProgressCounter({e: n for e, n in missing.items() if n}, self._progress,
