@@ -2,8 +2,13 @@
 
 from evalkit.config._constants import KNOWN_CONSTANTS, EvalConfig
 from evalkit.config._judge import JudgeSettings
-from evalkit.config._values import SCORERS, prompt_sha256, resource_amounts
+from evalkit.config._values import (
+    DEFAULT_CALL_RESOURCES,
+    SCORERS,
+    prompt_sha256,
+    resource_amounts,
+)
 from evalkit.records import Threshold
 
-__all__ = ["KNOWN_CONSTANTS", "SCORERS", "EvalConfig", "JudgeSettings", "Threshold",
-           "prompt_sha256", "resource_amounts"]
+__all__ = ["DEFAULT_CALL_RESOURCES", "KNOWN_CONSTANTS", "SCORERS", "EvalConfig", "JudgeSettings",
+           "Threshold", "prompt_sha256", "resource_amounts"]

@@ -18,6 +18,7 @@ from evalkit._errors import ConfigError
 from evalkit.config._judge import JudgeSettings, judge_settings
 from evalkit.config._problems import Problems
 from evalkit.config._values import (
+    DEFAULT_CALL_RESOURCES,
     DEFAULT_KEY,
     ScorerChoice,
     adapters,
@@ -117,7 +118,8 @@ class EvalConfig:
     """The eval script's own file (its ``__file__``), when it has one."""
     token_prices: Mapping[str, TokenPrice] = field(default_factory=dict)
     """Model -> its price (``TOKEN_PRICES``): the cost of the tokens calls report."""
-    call_resources: Mapping[str, float] = field(default_factory=lambda: {"CPU": 1.0})
+    call_resources: Mapping[str, float] = field(
+        default_factory=lambda: dict(DEFAULT_CALL_RESOURCES))
     """``CALL_RESOURCES``: what one worker slot asks of Ray (``--executor=ray``)."""
     constants: Mapping[str, Any] = field(default_factory=dict)
     """The recognised constants as declared, for logging as MLflow params."""
@@ -200,7 +202,7 @@ class EvalConfig:
             if "LABEL_SAMPLE" in known else 0,
             token_prices=check(token_prices, known, "TOKEN_PRICES", script, default={}),
             call_resources=check(call_resources, known, "CALL_RESOURCES", script,
-                                 default={"CPU": 1.0}),
+                                 default=dict(DEFAULT_CALL_RESOURCES)),
             constants=known,
         )
         check(config._check_similarity_constants)

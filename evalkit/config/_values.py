@@ -8,6 +8,7 @@ import json
 import math
 import re
 from collections.abc import Callable, Mapping
+from types import MappingProxyType
 from typing import Any
 
 from evalkit._errors import ConfigError
@@ -163,9 +164,14 @@ def adapters(value: Any, script: str) -> dict[str, Callable[[Any], Any]]:
     return dict(value)
 
 
+DEFAULT_CALL_RESOURCES: Mapping[str, float] = MappingProxyType({"CPU": 1.0})
+"""What one call asks of Ray unless ``CALL_RESOURCES`` or ``--call-resources`` says."""
+
+
 def call_resources(known: Mapping[str, Any], name: str, script: str) -> dict[str, float]:
-    """``CALL_RESOURCES``: what one call asks of Ray (``{"CPU": 1}`` when not declared)."""
-    return resource_amounts(known.get(name, {"CPU": 1}), f"{script}: {name}")
+    """``CALL_RESOURCES``: what one call asks of Ray (:data:`DEFAULT_CALL_RESOURCES` when
+    not declared)."""
+    return resource_amounts(known.get(name, DEFAULT_CALL_RESOURCES), f"{script}: {name}")
 
 
 def resource_amounts(value: Any, where: str) -> dict[str, float]:

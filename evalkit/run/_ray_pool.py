@@ -30,6 +30,7 @@ from typing import Any
 
 from evalkit._errors import ConfigError
 from evalkit._secrets import Redactor
+from evalkit.config import DEFAULT_CALL_RESOURCES
 from evalkit.dataset import Entry
 from evalkit.records import CallRecord
 from evalkit.run._books import Task
@@ -61,7 +62,7 @@ class RaySettings:
     script: str
     """The script's path inside ``working_dir``."""
     component_name: str
-    resources: Mapping[str, float] = field(default_factory=lambda: {"CPU": 1.0})
+    resources: Mapping[str, float] = field(default_factory=lambda: dict(DEFAULT_CALL_RESOURCES))
     """What one worker slot asks of Ray (``CPU``, ``GPU``, custom resources)."""
     max_concurrency: int = 8
     """Calls one worker may run at once (the run never has more in flight)."""
@@ -104,8 +105,8 @@ class RayPool:
         self.close()
 
     def open(self) -> None:
-        """Start the bridge and wait until a worker is ready; :class:`ConfigError` if Ray is
-        missing, the cluster cannot be reached, or the workers cannot load the script."""
+        """Start the bridge and wait until its workers are ready; :class:`ConfigError` if Ray
+        is missing, the cluster cannot be reached, or the workers cannot load the script."""
         require_ray()
         self._log_dir.mkdir(parents=True, exist_ok=True)
         ours, theirs = socket.socketpair()
