@@ -68,8 +68,8 @@ def executor_for(args: argparse.Namespace, config: EvalConfig, constants: Mappin
     settings = RaySettings(args.ray_address or os.environ.get("RAY_ADDRESS") or None,
                            str(script.parent), script.name, name, resources,
                            config.max_concurrency)
-    logger.info("starting the workers on Ray (%s); the first call waits for one to be ready",
-                settings.address or "a local Ray for this run")
+    logger.info("starting the workers on Ray (%s); each loads the script before the run "
+                "begins", settings.address or "a local Ray for this run")
     with RayPool(settings) as pool:
         logger.info("calls run on %s", pool.where)
         yield pool

@@ -22,6 +22,7 @@ from evalkit.cli._common import (
 )
 from evalkit.cli._compare import COMPARE_EPILOG, compare_command
 from evalkit.cli._dataset import add_dataset_parser, dataset_command
+from evalkit.cli._executor import IN_PROCESS, RAY
 from evalkit.cli._init import init_command
 from evalkit.cli._label import add_label_parser, label_command
 from evalkit.cli._parser import Parser
@@ -151,7 +152,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     resume.add_argument("run_id", metavar="RUN_ID")
     resume.add_argument("--script", type=Path, default=Path("eval.py"),
                         help="the eval script that made the run (default: eval.py)")
-    resume.add_argument("--executor", choices=["in-process", "ray"],
+    resume.add_argument("--executor", choices=[IN_PROCESS, RAY],
                         help="where the missing calls run (as the script's option)")
     resume.add_argument("--ray-address", metavar="HOST:PORT", help="as the script's option")
     history = commands.add_parser("history", help="list an experiment's runs, newest first")
