@@ -352,13 +352,7 @@ def test_a_label_added_in_the_ui_enters_the_corrected_accuracy(
         return (tmp_path / folder / "report-judge.md").read_text(encoding="utf-8")
 
     before = judge_report("before")
-    entries = int(float(logged["example_entries"]))
-    browse(ui_python, [{
-        "name": "add-label", "url": f"{ui}/#/experiments/{logged['example_experiment']}"
-                                    f"/runs/{run}/traces",
-        "wait_for": f"{entries} of {entries}",
-        "steps": [["row", trace.info.trace_id], ["button", "Assess trace"],
-                  ["feedback", "functional=fail"]]}])
+    assess_in_ui(logged, ui, ui_python, "add-label", trace.info.trace_id, "functional=fail")
     after = judge_report("after")
 
     n = len(drawn)  # every drawn billing entry has the example's label: all passed
@@ -366,6 +360,17 @@ def test_a_label_added_in_the_ui_enters_the_corrected_accuracy(
     assert f"| corrected (stratified PPI) | {(n - 1) / n:.3f} |" in after
     assert re.search(rf"\| {re.escape(drawn[0])} \| pass \| fail \| drawn \| User \|", after)
 
+
+def assess_in_ui(logged: dict[str, str], ui: str, ui_python: str, name: str, trace_id: str,
+                 feedback: str) -> None:
+    """A person's feedback (``NAME=pass|fail``) on one trace of the example run, given with
+    the MLflow UI's own "Assess trace" form."""
+    entries = int(float(logged["example_entries"]))
+    browse(ui_python, [{
+        "name": name, "url": f"{ui}/#/experiments/{logged['example_experiment']}"
+                             f"/runs/{logged['example_run']}/traces",
+        "wait_for": f"{entries} of {entries}",
+        "steps": [["row", trace_id], ["button", "Assess trace"], ["feedback", feedback]]}])
 
 
 def test_a_reviewers_verdict_from_the_ui_form_is_the_one_human_review_value(
@@ -380,13 +385,7 @@ def test_a_reviewers_verdict_from_the_ui_form_is_the_one_human_review_value(
     flagged = [t for t in traces if "human_review" in t.info.tags]
     assert flagged and not [t for t in traces if t.search_assessments("human_review")]
     trace = flagged[0]
-    entries = int(float(logged["example_entries"]))
-    browse(ui_python, [{
-        "name": "add-review", "url": f"{ui}/#/experiments/{logged['example_experiment']}"
-                                     f"/runs/{run}/traces",
-        "wait_for": f"{entries} of {entries}",
-        "steps": [["row", trace.info.trace_id], ["button", "Assess trace"],
-                  ["feedback", "human_review=pass"]]}])
+    assess_in_ui(logged, ui, ui_python, "add-review", trace.info.trace_id, "human_review=pass")
     (verdict,) = client.get_trace(trace.info.trace_id).search_assessments("human_review")
     assert (verdict.value, verdict.source.source_type) == (True, "HUMAN")
     done = run_evalkit(Path(logged["project"]), "report", run, "--output", tmp_path / "r")
