@@ -40,7 +40,11 @@ def children(pid: int) -> list[int]:
 
 
 def port_free(port: int) -> bool:
+    """Whether a new server could listen on ``port``: SO_REUSEADDR as servers set it, so a
+    connection of the health check left in TIME_WAIT (the server closed it first) does not
+    count as the port being held."""
     with socket.socket() as probe:
+        probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         try:
             probe.bind(("127.0.0.1", port))
         except OSError:
