@@ -26,8 +26,9 @@ which the workers load by path as they load a user's eval.py. Three parts:
 Every call's output is checked against the in-process one, entry by entry. The exit status
 is 1 when a target is missed (each miss is printed), or a call failed or differed. Where the
 machine's CPU went during the CPU-bound part is printed (with psutil installed): this
-process, the Ray workers, the rest of the Ray started for the run (its bridge process,
-raylet, GCS, agents), other processes, and steal (a virtual machine's CPU taken by the host).
+process, the Ray workers, the bridge (the pool's Ray driver), the rest of the Ray started for
+the run (raylet, GCS, agents), other processes, and steal (a virtual machine's CPU taken by
+the host).
 A part during which other processes and steal took more than a tenth of a core says so: a
 busy machine, or a busy host, lowers the speedup, since Ray's workers then do not have a
 core each.
@@ -81,7 +82,8 @@ WARM_CALLS = 4
 """Calls of each kind made on the pool before any is timed (workers' first-call costs)."""
 CALL_TIMEOUT_S = 300.0
 """A call that hangs fails the benchmark (as a timeout error) instead of hanging it."""
-THIS_PROCESS, WORKERS, REST_OF_RAY = "this process", "Ray workers", "rest of Ray"
+THIS_PROCESS, WORKERS, BRIDGE = "this process", "Ray workers", "Ray bridge"
+REST_OF_RAY = "rest of Ray"
 OTHERS, STEAL = "other processes", "steal"
 BUSY_SHARE, BUSY_MIN_S = 0.1, 0.2
 """Other processes (and the hypervisor's steal) taking more than this share of one core, and
@@ -287,14 +289,22 @@ def cpu_snapshot() -> CpuSnapshot:
     for process in psutil.Process().children(recursive=True):
         with contextlib.suppress(psutil.Error):  # ended meanwhile: counted with the others
             times = process.cpu_times()
-            role = WORKERS if "CallWorker" in " ".join(process.cmdline()) else REST_OF_RAY
-            children[process.pid] = (role, times.user + times.system)
+            children[process.pid] = (_role(" ".join(process.cmdline())),
+                                     times.user + times.system)
     return busy, getattr(machine, "steal", 0.0), time.process_time(), children
 
 
+def _role(command: str) -> str:
+    """Which part of the Ray started for the benchmark a process is, by its command line."""
+    if "CallWorker" in command:
+        return WORKERS
+    return BRIDGE if "evalkit.run._ray_bridge" in command else REST_OF_RAY
+
+
 def cpu_use(before: CpuSnapshot, after: CpuSnapshot) -> dict[str, float]:
-    """CPU seconds between two snapshots: this process, the Ray workers, the rest of the Ray
-    it started (the bridge, raylet, GCS, agents), other processes of the machine, and steal
+    """CPU seconds between two snapshots: this process, the Ray workers, the bridge (the
+    pool's Ray driver: task submissions and completions), the rest of the Ray it started
+    (raylet, GCS, agents), other processes of the machine, and steal
     (a virtual machine's CPUs given to other machines). Without psutil, this process only."""
     use = {THIS_PROCESS: after[2] - before[2]}
     if psutil is None:

@@ -69,13 +69,25 @@ def test_the_cpu_of_a_part_is_split_between_this_process_ray_and_the_rest_of_the
         ) -> None:
     pytest.importorskip("psutil")
     bench = benchmark()
-    before = (10.0, 1.0, 2.0, {1: (bench.WORKERS, 5.0), 3: (bench.REST_OF_RAY, 9.0)})
-    after = (14.0, 1.5, 2.5, {1: (bench.WORKERS, 7.0), 2: (bench.REST_OF_RAY, 0.5)})
-    # the machine was busy 4 s: 0.5 this process, 2 a worker, 0.5 a process of Ray that
-    # started meanwhile (one that ended is the rest of the machine's), 1 other processes
+    before = (10.0, 1.0, 2.0, {1: (bench.WORKERS, 5.0), 3: (bench.REST_OF_RAY, 9.0),
+                               4: (bench.BRIDGE, 1.0)})
+    after = (14.5, 1.5, 2.5, {1: (bench.WORKERS, 7.0), 2: (bench.REST_OF_RAY, 0.5),
+                              4: (bench.BRIDGE, 1.5)})
+    # the machine was busy 4.5 s: 0.5 this process, 2 a worker, 0.5 the bridge, 0.5 a process
+    # of Ray that started meanwhile (one that ended is the rest of the machine's), 1 others
     assert bench.cpu_use(before, after) == {
-        "this process": 0.5, "Ray workers": 2.0, "rest of Ray": 0.5, "other processes": 1.0,
-        "steal": 0.5}
+        "this process": 0.5, "Ray workers": 2.0, "Ray bridge": 0.5, "rest of Ray": 0.5,
+        "other processes": 1.0, "steal": 0.5}
+
+
+def test_a_process_of_the_ray_started_for_the_benchmark_is_known_by_its_command_line(
+        ) -> None:
+    bench = benchmark()
+    assert bench._role("ray::CallWorker.call") == "Ray workers"
+    assert bench._role("python -c import sys; from evalkit.run._ray_bridge import main; "
+                       "sys.exit(main(int(sys.argv[1]))) 7") == "Ray bridge"
+    assert bench._role("/ray/core/src/ray/raylet/raylet --raylet_socket_name=x") == \
+        "rest of Ray"
 
 
 def test_a_side_that_answers_otherwise_or_fails_is_a_miss(tmp_path: Path) -> None:
