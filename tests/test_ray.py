@@ -18,7 +18,6 @@ import os
 import re
 import shutil
 import signal
-import socket
 import subprocess
 import sys
 import tempfile
@@ -32,6 +31,7 @@ import pytest
 
 from tests.builders import entry, write_dataset, write_eval_script
 from tests.processes import REPO, run_eval, start_eval, wait_for
+from tools.team_server import free_port
 
 pytestmark = pytest.mark.ray
 
@@ -76,9 +76,7 @@ class Cluster:
     def __init__(self) -> None:
         # Short and under /tmp: Ray's Unix sockets live in it (a path of at most 107 bytes).
         self.temp_dir = tempfile.mkdtemp(prefix="evalkit-ray-", dir="/tmp")
-        with socket.socket() as probe:
-            probe.bind((HEAD, 0))
-            self.port = probe.getsockname()[1]
+        self.port = free_port(HEAD)
         self.address = f"{HEAD}:{self.port}"
         self.env = {**os.environ, **RAY_ENV}
         self.env.pop("RAY_ADDRESS", None)

@@ -17,7 +17,6 @@ import json
 import os
 import shutil
 import signal
-import socket
 import subprocess
 import time
 import urllib.error
@@ -31,6 +30,7 @@ import mlflow
 import pytest
 
 from tests.processes import run_eval
+from tools.team_server import free_port
 
 pytestmark = pytest.mark.llm
 
@@ -58,12 +58,6 @@ def _required_path(name: str) -> Path:
         pytest.fail(f"{name}={value} does not exist: run `make test-llm` (to reinstall, "
                     "remove .cache/llm/ first)", pytrace=False)
     return path
-
-
-def _free_port() -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
-        probe.bind((HOST, 0))
-        return int(probe.getsockname()[1])
 
 
 def _tail(log: Path, lines: int = 40) -> str:
@@ -98,7 +92,7 @@ def llm_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     """A llama.cpp server with the model on a free loopback port; yields its base URL."""
     python = _required_path("EVALKIT_LLM_PYTHON")
     model = _required_path("EVALKIT_LLM_MODEL")
-    port = _free_port()
+    port = free_port(HOST)
     base_url = f"http://{HOST}:{port}"
     log = tmp_path_factory.mktemp("llm-server") / "server.log"
     command = [str(python), "-m", "llama_cpp.server", "--model", str(model),

@@ -40,9 +40,10 @@ DEFAULT_EXPERIMENT = "support-router/golden"
 """The experiment the auth server's users get permissions on (eval.py's)."""
 
 
-def free_port() -> int:
+def free_port(host: str = "127.0.0.1") -> int:
+    """A port nothing listens on at ``host`` (a loopback address) right now."""
     with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
+        probe.bind((host, 0))
         return int(probe.getsockname()[1])
 
 
