@@ -3,16 +3,18 @@
 Only the call phase is measured, through evalkit's own machinery: a :class:`CallWindow` over a
 :class:`RunPlan` of synthetic entries, appending to a real :class:`RawResultsLog`, once with the
 in-process executor (threads sharing the GIL) and once with a :class:`RayPool` on a local Ray
-started for the benchmark (CALL_RESOURCES CPU=1, so one worker slot per core: 2 on a 2-core
-machine). The whole evaluate() is left out on purpose: its MLflow logging, scoring and reports
-are the same work whichever executor made the calls, and at these sizes they would dilute the
-ratios this benchmark is about. The pool is opened once (its start-up is printed, not counted)
-and warmed with a few calls of each kind; the component is benchmarks/distributed_component.py,
+started for the benchmark. The whole evaluate() is left out on purpose: its MLflow logging,
+scoring and reports are the same work whichever executor made the calls, and at these sizes
+they would dilute the ratios this benchmark is about. Two pools, each opened once (start-up
+printed, not counted) and warmed with a few calls of each kind: parts 1 and 2 on one asking
+CALL_RESOURCES CPU=1 (the default: one worker slot per core, 2 on a 2-core machine, each
+making one call at a time), part 3 on one asking CPU=0 (a component that mostly waits: one
+worker making all its calls at once). The component is benchmarks/distributed_component.py,
 which the workers load by path as they load a user's eval.py. Three parts:
 
 1. CPU-bound: a pure-Python arithmetic loop calibrated at start to ``--cpu-ms`` of CPU per
-   call (20), ``--cpu-calls`` calls (150) at ``--cpu-concurrency`` (4: two per worker, so a
-   worker has its next call while a result travels back), ``--rounds`` times (3) on each
+   call (20), ``--cpu-calls`` calls (150) at ``--cpu-concurrency`` (4: two per slot, so a
+   slot has its next call while a result travels back), ``--rounds`` times (3) on each
    side in turn: the speed of a virtual machine's CPU drifts by 10-20% within a minute, and
    taking turns lets the drift weigh on both sides alike. Throughput of each (all rounds
    added up) and a line ``speedup: X.XX`` (Ray / in-process). Target: at least 1.7 on 2
@@ -78,6 +80,11 @@ SPEEDUP_TARGET = 1.7
 IO_RATIO_TARGET = 1.2
 """Ray's I/O-bound wall time over in-process, at most (issue 21)."""
 IO_CONCURRENCY = 16
+CPU_BOUND: Mapping[str, float] = {"CPU": 1.0}
+"""What a CPU-bound call asks of Ray (evalkit's default): a worker slot per core, one call at a
+time."""
+WAITING: Mapping[str, float] = {"CPU": 0.0}
+"""What a call that mostly waits asks (nothing): one worker, many calls at once."""
 WARM_CALLS = 4
 """Calls of each kind made on the pool before any is timed (workers' first-call costs)."""
 CALL_TIMEOUT_S = 300.0
@@ -140,9 +147,7 @@ def main() -> None:
     misses: list[str] = []
     with tempfile.TemporaryDirectory() as scratch:
         folder = Path(scratch)
-        started = time.perf_counter()
-        with ray_pool(folder) as pool:
-            print(f"Ray pool start-up: {time.perf_counter() - started:.1f} s ({pool.where})")
+        with ray_pool(folder, CPU_BOUND) as pool:
             sides = Sides(InProcess(), pool, folder)
             misses += sides.timed(warm_plan, pool, IO_CONCURRENCY).failures("warm-up")
             print(f"CPU-bound: {args.cpu_calls} calls of {loops} loops (~{args.cpu_ms:g} ms "
@@ -152,6 +157,9 @@ def main() -> None:
             print(f"overhead: {args.noop_calls} calls of a component that does nothing")
             for concurrency in (1, IO_CONCURRENCY):
                 misses += overhead(sides, noop_plan, concurrency)
+        with ray_pool(folder, WAITING) as pool:
+            sides = Sides(InProcess(), pool, folder)
+            misses += sides.timed(warm_plan, pool, IO_CONCURRENCY).failures("warm-up")
             ideal = args.io_calls * args.io_ms / 1000 / IO_CONCURRENCY
             print(f"I/O-bound: {args.io_calls} calls sleeping {args.io_ms:g} ms, concurrency "
                   f"{IO_CONCURRENCY} (ideal {ideal:.2f} s)")
@@ -218,12 +226,15 @@ def plan_of(inputs: list[Mapping[str, Any]]) -> RunPlan:
 
 
 @contextlib.contextmanager
-def ray_pool(folder: Path) -> Iterator[RayPool]:
-    """A local Ray started for the benchmark, its workers loading the component script: the
-    benchmarks folder is their working directory."""
+def ray_pool(folder: Path, resources: Mapping[str, float]) -> Iterator[RayPool]:
+    """A local Ray started for the benchmark, its workers (each call asking ``resources``)
+    loading the component script: the benchmarks folder is their working directory."""
     settings = RaySettings(None, str(HERE), "distributed_component.py", invoke_component.__name__,
-                           {"CPU": 1.0}, IO_CONCURRENCY)
+                           resources, IO_CONCURRENCY)
+    started = time.perf_counter()
     with RayPool(settings, log_dir=folder / "ray") as pool:
+        print(f"Ray pool start-up: {time.perf_counter() - started:.1f} s ({pool.where}, "
+              f"{settings.calls_per_slot} call(s) at once per slot)")
         yield pool
 
 

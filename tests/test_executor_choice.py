@@ -16,7 +16,7 @@ from evalkit import Call, EvalConfig, run_eval_script
 from evalkit._errors import ConfigError, RunInterrupted
 from evalkit._secrets import Redactor
 from evalkit.dataset import Entry, load_dataset
-from evalkit.run import CallWindow, InProcess, Lost, Selection, plan_run
+from evalkit.run import CallWindow, InProcess, Lost, RaySettings, Selection, plan_run
 from evalkit.run._books import Task
 from evalkit.run._executors import Deliver
 from evalkit.tracking import RawResultsLog, read_raw_results
@@ -86,6 +86,15 @@ def test_call_resources_default_to_one_cpu_and_are_not_a_setting_of_the_run(
     assert declared.call_resources == {"CPU": 2.0, "GPU": 1.0}
     # a resumed run may move between executors: where calls run is no param
     assert "CALL_RESOURCES" not in declared.params()
+
+
+@pytest.mark.parametrize(("resources", "at_once"), [
+    ({"CPU": 1}, 1), ({"CPU": 0.25}, 1), ({"CPU": 0, "GPU": 1}, 1), ({"accelerator": 2}, 1),
+    ({"CPU": 0}, 6), ({"CPU": 0, "GPU": 0}, 6)])
+def test_a_slot_makes_one_call_at_a_time_unless_calls_ask_for_nothing(
+        resources: dict[str, float], at_once: int) -> None:
+    settings = RaySettings(None, "/project", "eval.py", "invoke_component", resources, 6)
+    assert settings.calls_per_slot == at_once
 
 
 @pytest.mark.parametrize("value", [{}, {"CPU": "one"}, {"CPU": True}, {"": 1}, [1],

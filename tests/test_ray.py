@@ -6,8 +6,8 @@ the end (those naming that temp dir in their command lines, and the processes un
 never ``ray stop``, which stops every Ray process on the machine. Each test runs ``eval.py``
 in a process of its own against it: the example evaluation equal to its in-process run entry
 by entry; a worker node killed mid-run; Ctrl-C on the driver then ``--resume`` on the
-cluster; the whole cluster killed mid-run then ``--resume`` in-process (last, as it leaves no
-cluster).
+cluster; a slot's calls one at a time (many at once when they ask for no CPU); the whole
+cluster killed mid-run then ``--resume`` in-process (last, as it leaves no cluster).
 """
 
 from __future__ import annotations
@@ -360,6 +360,58 @@ def test_ctrl_c_on_the_driver_then_resume_on_the_cluster_reuses_the_calls_made(
     assert after[:len(before)] == before  # the calls made before the interrupt, reused
     _assert_complete(after)
     assert len(_started(calls)) == ENTRIES  # none of them made again
+
+
+SPANS = """
+import os, time
+
+def invoke_component(entry, call):
+    # each call's worker process and when it ran there
+    started = time.time()
+    time.sleep(0.2)
+    with open(SPANS_LOG, "a") as log:
+        log.write(f"{os.getpid()} {started} {time.time()}\\n")
+    return entry.expected_output
+"""
+
+
+def _spans(folder: Path, *options: str, cluster: Cluster) -> dict[int, list[tuple[float, float]]]:
+    """Eight sleeping calls at MAX_CONCURRENCY 4 on the cluster: each worker's calls' spans."""
+    spans = folder.parent / f"{folder.name}-spans.log"
+    write_dataset(folder / "ds", {f"e{i}": entry("functional") for i in range(8)})
+    write_eval_script(folder, {"EXPERIMENT_NAME": "ray/tests", "DATASET_PATH": "ds",
+                               "EVAL_MIN_ACCURACY": 0.5, "MAX_CONCURRENCY": 4,
+                               "SPANS_LOG": str(spans)}, SPANS)
+    done = run_eval(folder, "--type=functional", "--executor=ray", *options,
+                    f"--ray-address={cluster.address}", env=RAY_ENV, timeout=600)
+    assert done.returncode == 0, done.stderr[-3000:]
+    by_worker: dict[int, list[tuple[float, float]]] = {}
+    for line in spans.read_text().splitlines():
+        pid, start, end = line.split()
+        by_worker.setdefault(int(pid), []).append((float(start), float(end)))
+    assert sum(map(len, by_worker.values())) == 8
+    return by_worker
+
+
+def _most_at_once(spans: list[tuple[float, float]]) -> int:
+    edges = sorted([(start, 1) for start, _ in spans] + [(end, -1) for _, end in spans])
+    running = most = 0
+    for _, step in edges:
+        running += step
+        most = max(most, running)
+    return most
+
+
+def test_a_slot_makes_one_call_at_a_time_unless_calls_ask_for_nothing(
+        cluster: Cluster, tmp_path: Path) -> None:
+    # The default, CPU=1: a slot per node's CPU, each making its calls one after the other.
+    slots = _spans(tmp_path / "cpu", cluster=cluster)
+    assert len(slots) == 2
+    assert [_most_at_once(spans) for spans in slots.values()] == [1, 1]
+    assert _most_at_once([s for spans in slots.values() for s in spans]) == 2
+    # CPU=0, a component that mostly waits: one worker makes the run's calls together.
+    (shared,) = _spans(tmp_path / "waiting", "--call-resources=CPU=0", cluster=cluster).values()
+    assert _most_at_once(shared) == 4
 
 
 def test_the_cluster_killed_mid_run_stops_it_cleanly_and_a_local_resume_finishes_it(

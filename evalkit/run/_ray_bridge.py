@@ -103,7 +103,7 @@ class Bridge:
         s = self._settings
         resources = dict(s.resources)
         options = {"num_cpus": resources.pop("CPU", 0), "num_gpus": resources.pop("GPU", 0),
-                   "resources": resources, "max_concurrency": s.max_concurrency,
+                   "resources": resources, "max_concurrency": s.calls_per_slot,
                    "max_restarts": 0}
         handle: Any = self._ray.remote(CallWorker).options(**options).remote(s.script,
                                                                               s.component_name)

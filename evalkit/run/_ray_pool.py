@@ -65,7 +65,14 @@ class RaySettings:
     resources: Mapping[str, float] = field(default_factory=lambda: dict(DEFAULT_CALL_RESOURCES))
     """What one worker slot asks of Ray (``CPU``, ``GPU``, custom resources)."""
     max_concurrency: int = 8
-    """Calls one worker may run at once (the run never has more in flight)."""
+    """The run's ``MAX_CONCURRENCY``: never more calls in flight, nor more worker slots."""
+
+    @property
+    def calls_per_slot(self) -> int:
+        """Calls one slot makes at once: one when calls ask for resources (a call holds them,
+        as a Ray task its CPUs; two CPU-bound calls would take turns on the GIL and end
+        together, the slot idle while both results travel back), else ``max_concurrency``."""
+        return 1 if any(v > 0 for v in self.resources.values()) else self.max_concurrency
 
 
 def require_ray() -> None:

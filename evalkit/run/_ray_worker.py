@@ -74,8 +74,9 @@ class CallWorker:
                                        f"{type(err).__name__}: {err}") from None
         adapters: Mapping[str, Any] = namespace.get("MOCK_ADAPTERS") or {}
         redactor = Redactor.from_environment()
-        # A plain component runs on the actor's own thread (Ray gives each call one); an
-        # async one on an event loop, as in-process.
+        # A plain component runs on the thread Ray makes the call on (one per call the slot
+        # makes at once, see RaySettings.calls_per_slot); an async one on an event loop, as
+        # in-process.
         self._plain = None if is_async(component) else partial(
             invoke, component, adapters=adapters, redactor=redactor)
         self._loop = AsyncCalls(component, adapters, redactor)
