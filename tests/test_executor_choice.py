@@ -97,6 +97,22 @@ def test_a_slot_makes_one_call_at_a_time_unless_calls_ask_for_nothing(
     assert settings.calls_per_slot == at_once
 
 
+@pytest.mark.parametrize(("resources", "slots"), [
+    ({"CPU": 1}, 2), ({"CPU": 0.5}, 3), ({"CPU": 2}, 1), ({"CPU": 0}, 1),
+    ({"CPU": 1, "GPU": 0}, 2)])
+def test_a_cluster_holds_as_many_slots_as_fit_one_call_at_most_max_concurrency(
+        resources: dict[str, float], slots: int) -> None:
+    settings = RaySettings(None, "/project", "eval.py", "invoke_component", resources, 3)
+    assert settings.slots({"CPU": 2.0, "memory": 1e9}) == slots
+
+
+def test_a_call_asking_more_than_the_cluster_has_is_refused_naming_the_fix() -> None:
+    settings = RaySettings(None, "/project", "eval.py", "invoke_component", {"GPU": 1}, 3)
+    with pytest.raises(ConfigError, match=r"each call asks 1 GPU and the cluster has 0: lower "
+                                          r"CALL_RESOURCES \(or --call-resources\)"):
+        settings.slots({"CPU": 2.0})
+
+
 @pytest.mark.parametrize("value", [{}, {"CPU": "one"}, {"CPU": True}, {"": 1}, [1],
                                    {"GPU": float("inf")}])
 def test_bad_call_resources_are_named_with_an_example(value: Any) -> None:

@@ -6,7 +6,8 @@ the end (those naming that temp dir in their command lines, and the processes un
 never ``ray stop``, which stops every Ray process on the machine. Each test runs ``eval.py``
 in a process of its own against it: the example evaluation equal to its in-process run entry
 by entry; a worker node killed mid-run; Ctrl-C on the driver then ``--resume`` on the
-cluster; a slot's calls one at a time (many at once when they ask for no CPU); the whole
+cluster; a slot's calls one at a time (many at once when they ask for no CPU); a call past
+its timeout, whose worker is ended so the calls behind it move on; the whole
 cluster killed mid-run then ``--resume`` in-process (last, as it leaves no cluster).
 """
 
@@ -22,6 +23,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections import Counter
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -412,6 +414,42 @@ def test_a_slot_makes_one_call_at_a_time_unless_calls_ask_for_nothing(
     # CPU=0, a component that mostly waits: one worker makes the run's calls together.
     (shared,) = _spans(tmp_path / "waiting", "--call-resources=CPU=0", cluster=cluster).values()
     assert _most_at_once(shared) == 4
+
+
+HANGING = """
+import os, time
+
+def invoke_component(entry, call):
+    with open(CALLS_LOG, "a") as log:
+        log.write(f"{os.getpid()} {entry.id}\\n")
+    time.sleep(3600 if entry.id == "e00" else 0.3)  # e00 never returns
+    return entry.expected_output
+"""
+HUNG_ENTRIES = 30
+
+
+def test_a_call_past_its_timeout_ends_its_worker_and_the_calls_behind_it_move_on(
+        cluster: Cluster, tmp_path: Path) -> None:
+    folder, calls = tmp_path / "project", tmp_path / "calls.log"
+    write_dataset(folder / "ds", {f"e{i:02d}": entry("functional") for i in range(HUNG_ENTRIES)})
+    write_eval_script(folder, {"EXPERIMENT_NAME": "ray/tests", "DATASET_PATH": "ds",
+                               "EVAL_MIN_ACCURACY": 0.5, "MAX_CONCURRENCY": 4,
+                               "CALL_TIMEOUT": 5, "CALLS_LOG": str(calls)}, HANGING)
+    done = run_eval(folder, "--type=functional", "--executor=ray",
+                    f"--ray-address={cluster.address}", env=RAY_ENV, timeout=600)
+    assert done.returncode == 0, done.stderr[-3000:]
+    errors = {r["entry_id"]: r["error"] for r in _records(folder, _run_id(done.stdout))}
+    assert sorted(errors) == [f"e{i:02d}" for i in range(HUNG_ENTRIES)]
+    assert errors.pop("e00").startswith("CallTimeout: no result within CALL_TIMEOUT = 5 s")
+    # The call queued behind e00 on its slot (4 calls in flight, 2 slots) may wait out its own
+    # timeout there; the calls sent after the timeout (the other slot alone needs 9 s for
+    # them all) went to live workers, none to the hung one, and each was made once.
+    late = [e for e, error in errors.items() if error is not None]
+    assert len(late) <= 1 and all(errors[e].startswith("CallTimeout") for e in late)
+    started = Counter(line.split()[1] for line in calls.read_text().splitlines())
+    assert {e: started[e] for e in errors if e not in late} == {
+        e: 1 for e in errors if e not in late}
+    assert started["e00"] == 1 and all(started[e] <= 1 for e in late)
 
 
 def test_the_cluster_killed_mid_run_stops_it_cleanly_and_a_local_resume_finishes_it(

@@ -41,7 +41,8 @@ from evalkit.run._label_session import LabelOutcome, LabelSession, import_labels
 from evalkit.run._planning import Plan, build_plan, record_plan
 from evalkit.run._prepare import PreparedEvaluation, RunRole, prepare
 from evalkit.run._progress import Progress, ProgressCallback, ProgressCounter
-from evalkit.run._ray_pool import RayPool, RaySettings, require_ray
+from evalkit.run._ray_pool import RayPool
+from evalkit.run._ray_settings import RaySettings, require_ray
 from evalkit.run._ray_worker import SETUP_HOOK
 from evalkit.run._replicates import ReplicatesOutcome, SeedLock, evaluate_replicates, seeds_for
 from evalkit.run._rescore import rescore

@@ -3,14 +3,14 @@
 Ray ends a driver's process when it loses the cluster's control store, so the run's process
 never imports Ray: it talks to this bridge over a socket, and a bridge that ends is a cluster
 lost (the run stops cleanly, resumable). The bridge connects to the cluster, ships the eval
-script's folder as Ray's working directory, starts one
-:class:`~evalkit.run._ray_worker.CallWorker` actor per worker slot (the cluster's resources
-divided by those one call asks for) and hands each call to the least busy worker.
+script's folder as Ray's working directory, starts a :class:`~evalkit.run._ray_worker.CallWorker`
+actor per worker slot (:meth:`RaySettings.slots`) and hands each call to the least busy one.
 
 A worker that dies mid-call (its process, or its node) takes nothing with it: the call is made
-again on another worker, up to :data:`ATTEMPTS` times in all, and then recorded as that call's
-error; a replacement worker is started for each one lost and takes calls once it is ready.
-With no worker left for :data:`NO_WORKER_S` seconds the bridge reports the cluster lost.
+again on another worker, up to :data:`ATTEMPTS` times in all, then recorded as its error; a
+new worker replaces each one lost. A call abandoned (past its timeout) while it runs on a
+one-call slot ends its worker, so the calls queued behind it move on, uncharged. With no
+worker left for :data:`NO_WORKER_S` seconds the bridge reports the cluster lost.
 
 Messages are pickled tuples, ``(kind, call id, ...)``: ``call`` (with the call's arguments
 pickled once, by the run), ``abandon`` and ``close`` from the run; ``ready``, ``failed``,
@@ -20,18 +20,17 @@ pickled once, by the run), ``abandon`` and ``close`` from the run; ``ready``, ``
 from __future__ import annotations
 
 import contextlib
-import math
 import pickle
 import threading
 import time
-from collections.abc import Mapping
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from multiprocessing.connection import Connection
 from typing import Any
 
+from evalkit._errors import ConfigError
 from evalkit.records import CallRecord
-from evalkit.run._ray_pool import EXCLUDED, RaySettings
+from evalkit.run._ray_settings import EXCLUDED, RaySettings
 from evalkit.run._ray_worker import CallWorker, setup_failure
 
 ATTEMPTS = 3
@@ -44,6 +43,7 @@ NO_WORKER_S = 60.0
 class _Worker:
     handle: Any
     busy: int = 0
+    ended: bool = False  # by the bridge, for a call past its timeout: no try is charged
 
 
 class Bridge:
@@ -72,7 +72,7 @@ class Bridge:
         local: dict[str, Any] = {"include_dashboard": False} if s.address is None else {}
         ray.init(address=s.address or "local", runtime_env=runtime_env, log_to_driver=False,
                  logging_level="ERROR", **local)
-        slots = self._slots(ray.cluster_resources())
+        slots = s.slots(ray.cluster_resources())
         for _ in range(slots):
             self._start_worker()
         # Every worker, or the first and a minute for the rest: the first calls would all
@@ -88,16 +88,6 @@ class Bridge:
         nodes = sum(1 for n in ray.nodes() if n.get("Alive"))
         where = s.address or "a local Ray started for this run"
         return slots, f"Ray at {where}: {slots} worker slot(s) on {nodes} node(s)"
-
-    def _slots(self, total: Mapping[str, float]) -> int:
-        asked = {k: v for k, v in self._settings.resources.items() if v > 0}
-        for name, amount in asked.items():
-            if total.get(name, 0) < amount:
-                raise RuntimeError(f"each call asks {amount:g} {name} and the cluster has "
-                                   f"{total.get(name, 0):g}: lower CALL_RESOURCES (or "
-                                   "--call-resources), or add nodes that have it")
-        fits = min((math.floor(total[k] / v) for k, v in asked.items()), default=1)
-        return max(1, min(fits, self._settings.max_concurrency))
 
     def _start_worker(self) -> None:
         s = self._settings
@@ -183,8 +173,9 @@ class Bridge:
             return
         except Exception as err:  # noqa: BLE001 - the worker, its node or the cluster died
             self._lose(worker)
-            if attempt + 1 < ATTEMPTS:
-                self._submit(cid, args, attempt + 1)
+            tries = attempt if worker.ended else attempt + 1
+            if tries < ATTEMPTS:
+                self._submit(cid, args, tries)
             else:
                 entry_id, repeat = args[0], args[1]
                 self._send(("result", cid, pickle.dumps(CallRecord(
@@ -209,10 +200,19 @@ class Bridge:
         with self._lock:
             flight = self._flight.pop(cid, None)
             self._waiting = [w for w in self._waiting if w[0] != cid]
-        if flight is not None:
-            flight[1].busy -= 1
+            if flight is None:
+                return
+            ref, worker, _, _, started = flight
+            worker.busy -= 1
+            # A slot makes its calls in order: with none older in flight, this one is running.
+            running = self._settings.calls_per_slot == 1 and not any(
+                f[1] is worker and f[4] < started for f in self._flight.values())
+        if running:  # Ray cannot stop a running call, but can end its worker: a new one starts
+            worker.ended = True
+            self._lose(worker)
+        else:
             with contextlib.suppress(Exception):  # gone already: nothing to end
-                self._ray.cancel(flight[0])
+                self._ray.cancel(ref)
 
     def _watch(self) -> None:
         """Report the cluster lost once calls have waited too long with no worker alive."""
@@ -235,12 +235,11 @@ def main(fd: int) -> int:
     """The bridge's process: serve the run on the socket ``fd`` until it closes."""
     conn = Connection(fd)
     settings: RaySettings = conn.recv()
-    bridge = None
     try:
         bridge = Bridge(conn, settings)
         conn.send(("ready", *bridge.open()))
     except Exception as err:  # noqa: BLE001 - told to the run, which says it and stops
-        conn.send(("failed", str(err) if type(err) is RuntimeError  # our own words
+        conn.send(("failed", str(err) if type(err) in (RuntimeError, ConfigError)  # ours
                    else f"{type(err).__name__}: {err}"))
         return 1
     try:

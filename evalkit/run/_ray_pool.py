@@ -14,7 +14,6 @@ second stop request (KILLED, every kept call kept, ``--resume`` makes the rest, 
 from __future__ import annotations
 
 import contextlib
-import importlib.util
 import itertools
 import os
 import pickle
@@ -23,69 +22,26 @@ import subprocess
 import sys
 import threading
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field, replace
+from dataclasses import replace
 from multiprocessing.connection import Connection
 from pathlib import Path
 from typing import Any
 
 from evalkit._errors import ConfigError
 from evalkit._secrets import Redactor
-from evalkit.config import DEFAULT_CALL_RESOURCES
 from evalkit.dataset import Entry
 from evalkit.records import CallRecord
 from evalkit.run._books import Task
 from evalkit.run._call import Call, Component
 from evalkit.run._executors import INTERRUPT, Crashed, Deliver, Lost, ThreadWorkers
+from evalkit.run._ray_settings import RaySettings, require_ray
 from evalkit.run._ray_worker import INTERRUPTED
 
-RAY_INSTALL = "pip install 'evalkit[ray]'"
 LOG_DIR = Path(".evalkit") / "ray"
 """Where the bridge's output (Ray's own messages) goes: ``bridge-<pid>.log``."""
 _CLOSE_S = 30.0
 _ENDING_S = 5.0
 _BRIDGE = "import sys; from evalkit.run._ray_bridge import main; sys.exit(main(int(sys.argv[1])))"
-
-EXCLUDED = [".git", ".venv", "venv", ".cache", ".evalkit", "mlruns", "mlartifacts", "mlflow.db",
-            "reports", "__pycache__", "*.pyc", ".mypy_cache", ".pytest_cache", ".ruff_cache"]
-"""Left out of the working directory shipped to the workers (Ray also skips .gitignore'd
-files): environments, caches, the local MLflow store and evalkit's own run files."""
-
-
-@dataclass(frozen=True)
-class RaySettings:
-    """Where and how a run's calls run on Ray."""
-
-    address: str | None
-    """The cluster (``host:port``, ``ray://...``); ``None``: a local Ray for this run."""
-    working_dir: str
-    """The eval script's folder, shipped to every worker."""
-    script: str
-    """The script's path inside ``working_dir``."""
-    component_name: str
-    resources: Mapping[str, float] = field(default_factory=lambda: dict(DEFAULT_CALL_RESOURCES))
-    """What one worker slot asks of Ray (``CPU``, ``GPU``, custom resources)."""
-    max_concurrency: int = 8
-    """The run's ``MAX_CONCURRENCY``: never more calls in flight, nor more worker slots."""
-
-    @property
-    def calls_per_slot(self) -> int:
-        """Calls one slot makes at once: one when calls ask for resources (a call holds them,
-        as a Ray task its CPUs; two CPU-bound calls would take turns on the GIL and end
-        together, the slot idle while both results travel back), else ``max_concurrency``."""
-        return 1 if any(v > 0 for v in self.resources.values()) else self.max_concurrency
-
-
-def require_ray() -> None:
-    """Raise :class:`ConfigError` naming the install command when Ray is not installed."""
-    try:
-        found = importlib.util.find_spec("ray") is not None
-    except (ImportError, ValueError):
-        found = False
-    if not found:
-        raise ConfigError(f"--executor=ray needs Ray, which is not installed in "
-                          f"{sys.executable}: install evalkit's ray extra ({RAY_INSTALL}), "
-                          "or run in-process (no --executor)")
-
 
 class RayPool:
     """Worker slots on a Ray cluster for every call window of one run (a replicate series or
