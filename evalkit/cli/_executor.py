@@ -42,8 +42,9 @@ def add_executor_options(parser: argparse.ArgumentParser) -> None:
     where.add_argument("--call-resources", metavar="NAME=N,...",
                        help="what one call asks of Ray, e.g. CPU=2,GPU=1 (default: the "
                             "script's CALL_RESOURCES, else CPU=1); each worker slot holds "
-                            "that and makes one call at a time; CPU=0, for a component that "
-                            "mostly waits: one worker makes MAX_CONCURRENCY calls at once")
+                            "that and makes one call at a time; a call asking for nothing "
+                            "(CPU=0, for a component that mostly waits): one worker makes "
+                            "MAX_CONCURRENCY calls at once")
 
 
 @contextlib.contextmanager

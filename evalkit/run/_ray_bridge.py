@@ -7,10 +7,10 @@ script's folder as Ray's working directory, starts a :class:`~evalkit.run._ray_w
 actor per worker slot (:meth:`RaySettings.slots`) and hands each call to the least busy one.
 
 A worker that dies mid-call (its process, or its node) takes nothing with it: the call is made
-again on another worker, up to :data:`ATTEMPTS` times in all, then recorded as its error; a
-new worker replaces each one lost. A call abandoned (past its timeout) while it runs on a
-one-call slot ends its worker, so the calls queued behind it move on, uncharged. With no
-worker left for :data:`NO_WORKER_S` seconds the bridge reports the cluster lost.
+again on another worker, up to :data:`~evalkit.run._ray_slots.ATTEMPTS` times, then recorded
+as its error; a new worker replaces each one lost. A call abandoned (past its timeout) while
+it runs on a one-call slot ends its worker, so the calls behind it move on, uncharged. With
+no worker left for :data:`NO_WORKER_S` seconds the bridge reports the cluster lost.
 
 Messages are pickled tuples, ``(kind, call id, ...)``: ``call`` (with the call's arguments
 pickled once, by the run), ``abandon`` and ``close`` from the run; ``ready``, ``failed``,
@@ -24,26 +24,16 @@ import pickle
 import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
 from multiprocessing.connection import Connection
 from typing import Any
 
 from evalkit._errors import ConfigError
-from evalkit.records import CallRecord
 from evalkit.run._ray_settings import EXCLUDED, RaySettings
+from evalkit.run._ray_slots import ATTEMPTS, Flight, Worker, is_running, lost_record, taker
 from evalkit.run._ray_worker import CallWorker, setup_failure
 
-ATTEMPTS = 3
-"""How many workers a call is tried on before its worker loss is its recorded error."""
 NO_WORKER_S = 60.0
 """How long calls may wait with no worker alive before the cluster counts as lost."""
-
-
-@dataclass
-class _Worker:
-    handle: Any
-    busy: int = 0
-    ended: bool = False  # by the bridge, for a call past its timeout: no try is charged
 
 
 class Bridge:
@@ -53,17 +43,17 @@ class Bridge:
         import ray  # only here: the run's process never imports Ray
         self._ray, self._conn, self._settings = ray, conn, settings
         self._lock = threading.RLock()
-        self._live: list[_Worker] = []
+        self._live: list[Worker] = []
         self._starting = 0
-        self._flight: dict[int, tuple[Any, _Worker, tuple[Any, ...], int, float]] = {}
+        self._flight: dict[int, Flight] = {}
         self._waiting: list[tuple[int, tuple[Any, ...], int]] = []
+        self._dropped: set[int] = set()  # abandoned while moving between workers
         self._alone_since: float | None = None
         self._closed = threading.Event()
         # Ray runs a future's callbacks on its I/O thread, where a Ray call (ray.kill, a call
         # made again) would wait for that very thread forever: they are handed to this one.
         self._events = ThreadPoolExecutor(1, thread_name_prefix="evalkit-ray-events")
-        self._failure: str | None = None
-        """Why no worker could start, once every one has failed."""
+        self._failure: str | None = None  # why no worker could start, once every one failed
 
     def open(self) -> tuple[int, str]:
         """Connect, start the workers and wait for them; the slots and where they run."""
@@ -87,7 +77,7 @@ class Bridge:
             raise RuntimeError(self._failure or "no Ray worker could start")
         nodes = sum(1 for n in ray.nodes() if n.get("Alive"))
         where = s.address or "a local Ray started for this run"
-        return slots, f"Ray at {where}: {slots} worker slot(s) on {nodes} node(s)"
+        return slots, f"Ray at {where}: {slots} worker slot(s) on {nodes} node(s), {s.pace}"
 
     def _start_worker(self) -> None:
         s = self._settings
@@ -111,8 +101,13 @@ class Bridge:
                 if not self._live and not self._starting:
                     self._failure = setup_failure(str(err))
                 return
-            self._live.append(_Worker(handle))
+            self._live.append(Worker(handle))
             self._alone_since = None
+        self._next()
+
+    def _next(self) -> None:
+        """Send the calls held here to the workers that can take them."""
+        with self._lock:
             waiting, self._waiting = self._waiting, []
         for cid, args, attempt in waiting:
             self._submit(cid, args, attempt)
@@ -145,47 +140,49 @@ class Bridge:
 
     def _submit(self, cid: int, args: tuple[Any, ...], attempt: int) -> None:
         with self._lock:
-            if not self._live:
+            if cid in self._dropped:
+                self._dropped.discard(cid)
+                return
+            worker = taker(self._live, self._settings.calls_per_slot)
+            if worker is None:  # held here until a worker can take it
                 self._waiting.append((cid, args, attempt))
-                if self._alone_since is None:
+                if not self._live and self._alone_since is None:
                     self._alone_since = time.monotonic()
                 return
-            worker = min(self._live, key=lambda w: w.busy)
             worker.busy += 1
-        ref = worker.handle.call.remote(args[2])  # outside the lock: it takes a while
+        with worker.order:  # Ray makes an actor's calls in the order they are sent
+            ref = worker.handle.call.remote(args[2])
+            number, worker.sent = worker.sent, worker.sent + 1
+        flight = Flight(ref, ref.future(), worker, args, attempt, number, time.perf_counter())
         with self._lock:
-            self._flight[cid] = (ref, worker, args, attempt, time.perf_counter())
-        ref.future().add_done_callback(lambda f: self._events.submit(self._done, cid, ref, f))
+            self._flight[cid] = flight
+        flight.future.add_done_callback(lambda f: self._events.submit(self._done, cid, ref, f))
+        if cid in self._dropped:  # abandoned while being sent
+            self._abandon(cid)
 
     def _done(self, cid: int, ref: Any, future: Any) -> None:
         with self._lock:
             flight = self._flight.get(cid)
-            if flight is None or flight[0] is not ref:  # abandoned by the run
+            if flight is None or flight.ref is not ref:  # abandoned by the run
                 return
             del self._flight[cid]
-            _, worker, args, attempt, started = flight
-            worker.busy -= 1
-        exceptions = self._ray.exceptions
+            flight.worker.busy -= 1
         try:
             result = future.result()
-        except exceptions.RayTaskError as err:  # evalkit's own code on the worker raised
+        except self._ray.exceptions.RayTaskError as err:  # evalkit's own code on a worker raised
             self._send(("crashed", cid, str(err)))
-            return
         except Exception as err:  # noqa: BLE001 - the worker, its node or the cluster died
-            self._lose(worker)
-            tries = attempt if worker.ended else attempt + 1
+            self._lose(flight.worker)
+            tries = flight.attempt + (0 if flight.worker.ended else 1)
             if tries < ATTEMPTS:
-                self._submit(cid, args, tries)
+                self._submit(cid, flight.args, tries)
             else:
-                entry_id, repeat = args[0], args[1]
-                self._send(("result", cid, pickle.dumps(CallRecord(
-                    entry_id, repeat, None, f"WorkerLost: the Ray worker making this call died "
-                    f"{ATTEMPTS} times ({type(err).__name__}); the call was not made again",
-                    (time.perf_counter() - started) * 1000))))
-            return
-        self._send(("result", cid, result))
+                self._send(("result", cid, pickle.dumps(lost_record(flight, err))))
+        else:
+            self._send(("result", cid, result))
+        self._next()
 
-    def _lose(self, worker: _Worker) -> None:
+    def _lose(self, worker: Worker) -> None:
         """Drop a dead worker and start one in its place (it takes calls once ready)."""
         with self._lock:
             if worker not in self._live:
@@ -199,20 +196,24 @@ class Bridge:
     def _abandon(self, cid: int) -> None:
         with self._lock:
             flight = self._flight.pop(cid, None)
-            self._waiting = [w for w in self._waiting if w[0] != cid]
+            self._dropped.discard(cid)
             if flight is None:
+                held = len(self._waiting)
+                self._waiting = [w for w in self._waiting if w[0] != cid]
+                if len(self._waiting) == held:  # on its way to a worker (or answered)
+                    self._dropped.add(cid)
                 return
-            ref, worker, _, _, started = flight
+            worker = flight.worker
             worker.busy -= 1
-            # A slot makes its calls in order: with none older in flight, this one is running.
-            running = self._settings.calls_per_slot == 1 and not any(
-                f[1] is worker and f[4] < started for f in self._flight.values())
+            running = self._settings.calls_per_slot == 1 and is_running(flight,
+                                                                        self._flight.values())
         if running:  # Ray cannot stop a running call, but can end its worker: a new one starts
             worker.ended = True
             self._lose(worker)
         else:
             with contextlib.suppress(Exception):  # gone already: nothing to end
-                self._ray.cancel(ref)
+                self._ray.cancel(flight.ref)
+        self._next()
 
     def _watch(self) -> None:
         """Report the cluster lost once calls have waited too long with no worker alive."""

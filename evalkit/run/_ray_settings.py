@@ -42,6 +42,12 @@ class RaySettings:
         together, the slot idle while both results travel back), else ``max_concurrency``."""
         return 1 if any(v > 0 for v in self.resources.values()) else self.max_concurrency
 
+    @property
+    def pace(self) -> str:
+        """:attr:`calls_per_slot` in words, for the run's start message."""
+        n = self.calls_per_slot
+        return "one call at a time each" if n == 1 else f"up to {n} calls at once each"
+
     def slots(self, total: Mapping[str, float]) -> int:
         """How many worker slots a cluster with ``total`` resources holds: as many as fit what
         one call asks, at most ``max_concurrency``, at least one (calls that ask for nothing);
