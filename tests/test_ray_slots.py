@@ -30,10 +30,11 @@ def test_a_one_call_slot_runs_the_first_of_its_calls_not_yet_answered() -> None:
     a, b = Worker("a"), Worker("b")
     first, second, elsewhere = flight(a, 0), flight(a, 1), flight(b, 0)
     flights = [first, second, elsewhere]
-    assert is_running(first, flights) and is_running(elsewhere, flights)
-    assert not is_running(second, flights)  # queued behind the first
+    assert is_running(first, flights, 1) and is_running(elsewhere, flights, 1)
+    assert not is_running(second, flights, 1)  # queued behind the first
     answered = flight(a, 0, answered=True)  # its reply not yet handled: no longer running
-    assert is_running(second, [answered, second])
+    assert is_running(second, [answered, second], 1)
+    assert not is_running(first, flights, 8)  # a shared worker: Ray cannot stop one call
 
 
 def test_a_call_whose_workers_kept_dying_is_recorded_as_its_error() -> None:

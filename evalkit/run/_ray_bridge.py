@@ -47,8 +47,7 @@ class Bridge:
         self._starting = 0
         self._flight: dict[int, Flight] = {}
         self._waiting: list[tuple[int, tuple[Any, ...], int]] = []
-        self._dropped: set[int] = set()  # abandoned while moving between workers
-        self._alone_since: float | None = None
+        self._dropped: set[int] = set()  # abandoned while on their way to a worker
         self._closed = threading.Event()
         # Ray runs a future's callbacks on its I/O thread, where a Ray call (ray.kill, a call
         # made again) would wait for that very thread forever: they are handed to this one.
@@ -102,15 +101,19 @@ class Bridge:
                     self._failure = setup_failure(str(err))
                 return
             self._live.append(Worker(handle))
-            self._alone_since = None
         self._next()
 
     def _next(self) -> None:
-        """Send the calls held here to the workers that can take them."""
-        with self._lock:
-            waiting, self._waiting = self._waiting, []
-        for cid, args, attempt in waiting:
-            self._submit(cid, args, attempt)
+        """Send the calls held here, first come first served, while a worker can take one."""
+        while True:
+            with self._lock:
+                worker = taker(self._live, self._settings.calls_per_slot) if self._waiting \
+                    else None
+                if worker is None:
+                    return
+                cid, args, attempt = self._waiting.pop(0)
+                worker.busy += 1
+            self._send_to(worker, cid, args, attempt)
 
     def serve(self) -> None:
         """Take the run's requests until it closes the bridge (or goes away)."""
@@ -140,16 +143,12 @@ class Bridge:
 
     def _submit(self, cid: int, args: tuple[Any, ...], attempt: int) -> None:
         with self._lock:
-            if cid in self._dropped:
-                self._dropped.discard(cid)
-                return
-            worker = taker(self._live, self._settings.calls_per_slot)
-            if worker is None:  # held here until a worker can take it
+            if cid not in self._dropped:  # else abandoned while it moved between workers
                 self._waiting.append((cid, args, attempt))
-                if not self._live and self._alone_since is None:
-                    self._alone_since = time.monotonic()
-                return
-            worker.busy += 1
+            self._dropped.discard(cid)
+        self._next()
+
+    def _send_to(self, worker: Worker, cid: int, args: tuple[Any, ...], attempt: int) -> None:
         with worker.order:  # Ray makes an actor's calls in the order they are sent
             ref = worker.handle.call.remote(args[2])
             number, worker.sent = worker.sent, worker.sent + 1
@@ -205,8 +204,7 @@ class Bridge:
                 return
             worker = flight.worker
             worker.busy -= 1
-            running = self._settings.calls_per_slot == 1 and is_running(flight,
-                                                                        self._flight.values())
+            running = is_running(flight, self._flight.values(), self._settings.calls_per_slot)
         if running:  # Ray cannot stop a running call, but can end its worker: a new one starts
             worker.ended = True
             self._lose(worker)
@@ -217,10 +215,12 @@ class Bridge:
 
     def _watch(self) -> None:
         """Report the cluster lost once calls have waited too long with no worker alive."""
+        alone_since = None
         while not self._closed.wait(1.0):
             with self._lock:
-                alone = self._alone_since if self._waiting and not self._live else None
-            if alone is not None and time.monotonic() - alone > NO_WORKER_S:
+                alone = bool(self._waiting) and not self._live
+            alone_since = (alone_since or time.monotonic()) if alone else None
+            if alone_since is not None and time.monotonic() - alone_since > NO_WORKER_S:
                 self._send(("lost", f"no Ray worker has been alive for {NO_WORKER_S:g} s"))
                 return
 

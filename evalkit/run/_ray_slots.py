@@ -52,11 +52,13 @@ def taker(live: Sequence[Worker], calls_per_slot: int) -> Worker | None:
     return worker if worker is not None and worker.busy <= calls_per_slot else None
 
 
-def is_running(flight: Flight, flights: Iterable[Flight]) -> bool:
-    """Whether a one-call slot is making ``flight`` now: it makes its calls in order, so the
-    first of its worker's not yet answered is the one running."""
-    return not any(f.worker is flight.worker and f.number < flight.number and not f.future.done()
-                   for f in flights)
+def is_running(flight: Flight, flights: Iterable[Flight], calls_per_slot: int) -> bool:
+    """Whether ``flight``'s one-call slot is making it now (``False`` for a shared worker,
+    whose calls run side by side): a slot makes its calls in order, so the first of its
+    worker's not yet answered is the one running."""
+    return calls_per_slot == 1 and not any(
+        f.worker is flight.worker and f.number < flight.number and not f.future.done()
+        for f in flights)
 
 
 def lost_record(flight: Flight, error: Exception) -> CallRecord:
