@@ -233,8 +233,7 @@ def ray_pool(folder: Path, resources: Mapping[str, float]) -> Iterator[RayPool]:
                            resources, IO_CONCURRENCY)
     started = time.perf_counter()
     with RayPool(settings, log_dir=folder / "ray") as pool:
-        print(f"Ray pool start-up: {time.perf_counter() - started:.1f} s ({pool.where}, "
-              f"{settings.calls_per_slot} call(s) at once per slot)")
+        print(f"Ray pool start-up: {time.perf_counter() - started:.1f} s ({pool.where})")
         yield pool
 
 

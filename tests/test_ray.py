@@ -263,15 +263,28 @@ def invoke_component(entry, call):
 """
 
 
+def _project(folder: Path, entries: int, component: str, **constants: Any) -> Path:
+    """A project of ``entries`` functional entries (``e00``, ``e01``, ...) whose eval.py makes
+    its calls with ``component``, a pass needing half of them right."""
+    write_dataset(folder / "ds", {f"e{i:02d}": entry("functional") for i in range(entries)})
+    write_eval_script(folder, {"EXPERIMENT_NAME": "ray/tests", "DATASET_PATH": "ds",
+                               "EVAL_MIN_ACCURACY": 0.5, **constants}, component)
+    return folder
+
+
+def _on_cluster(folder: Path, cluster: Cluster, *options: str) -> str:
+    """The project's functional run on the cluster, which must pass; its standard output."""
+    done = run_eval(folder, "--type=functional", "--executor=ray", *options,
+                    f"--ray-address={cluster.address}", env=RAY_ENV, timeout=600)
+    assert done.returncode == 0, done.stderr[-3000:]
+    return done.stdout
+
+
 def _cpu_project(folder: Path) -> tuple[Path, Path]:
     """The project, and the file its component notes each call it starts in."""
     calls = folder.parent / "calls.log"
-    write_dataset(folder / "ds", {f"e{i:02d}": entry("functional") for i in range(ENTRIES)})
     # One call per worker at a time: both nodes' single CPUs busy, none queued behind another.
-    write_eval_script(folder, {"EXPERIMENT_NAME": "ray/tests", "DATASET_PATH": "ds",
-                               "EVAL_MIN_ACCURACY": 0.5, "MAX_CONCURRENCY": 2,
-                               "CALLS_LOG": str(calls)}, CPU_BOUND)
-    return folder, calls
+    return _project(folder, ENTRIES, CPU_BOUND, MAX_CONCURRENCY=2, CALLS_LOG=str(calls)), calls
 
 
 def _started(calls: Path) -> list[tuple[str, str]]:
@@ -380,13 +393,8 @@ def invoke_component(entry, call):
 def _spans(folder: Path, *options: str, cluster: Cluster) -> dict[int, list[tuple[float, float]]]:
     """Eight sleeping calls at MAX_CONCURRENCY 4 on the cluster: each worker's calls' spans."""
     spans = folder.parent / f"{folder.name}-spans.log"
-    write_dataset(folder / "ds", {f"e{i}": entry("functional") for i in range(8)})
-    write_eval_script(folder, {"EXPERIMENT_NAME": "ray/tests", "DATASET_PATH": "ds",
-                               "EVAL_MIN_ACCURACY": 0.5, "MAX_CONCURRENCY": 4,
-                               "SPANS_LOG": str(spans)}, SPANS)
-    done = run_eval(folder, "--type=functional", "--executor=ray", *options,
-                    f"--ray-address={cluster.address}", env=RAY_ENV, timeout=600)
-    assert done.returncode == 0, done.stderr[-3000:]
+    _on_cluster(_project(folder, 8, SPANS, MAX_CONCURRENCY=4, SPANS_LOG=str(spans)), cluster,
+                *options)
     by_worker: dict[int, list[tuple[float, float]]] = {}
     for line in spans.read_text().splitlines():
         pid, start, end = line.split()
@@ -430,15 +438,11 @@ HUNG_ENTRIES = 30
 
 def test_a_call_past_its_timeout_ends_its_worker_and_the_calls_behind_it_move_on(
         cluster: Cluster, tmp_path: Path) -> None:
-    folder, calls = tmp_path / "project", tmp_path / "calls.log"
-    write_dataset(folder / "ds", {f"e{i:02d}": entry("functional") for i in range(HUNG_ENTRIES)})
-    write_eval_script(folder, {"EXPERIMENT_NAME": "ray/tests", "DATASET_PATH": "ds",
-                               "EVAL_MIN_ACCURACY": 0.5, "MAX_CONCURRENCY": 8,
-                               "CALL_TIMEOUT": 5, "CALLS_LOG": str(calls)}, HANGING)
-    done = run_eval(folder, "--type=functional", "--executor=ray",
-                    f"--ray-address={cluster.address}", env=RAY_ENV, timeout=600)
-    assert done.returncode == 0, done.stderr[-3000:]
-    errors = {r["entry_id"]: r["error"] for r in _records(folder, _run_id(done.stdout))}
+    calls = tmp_path / "calls.log"
+    folder = _project(tmp_path / "project", HUNG_ENTRIES, HANGING, MAX_CONCURRENCY=8,
+                      CALL_TIMEOUT=5, CALLS_LOG=str(calls))
+    errors = {r["entry_id"]: r["error"]
+              for r in _records(folder, _run_id(_on_cluster(folder, cluster)))}
     assert sorted(errors) == [f"e{i:02d}" for i in range(HUNG_ENTRIES)]
     assert errors.pop("e00").startswith("CallTimeout: no result within CALL_TIMEOUT = 5 s")
     # 8 calls in flight on 2 slots: one running and one waiting on each, the rest held in the
