@@ -112,6 +112,38 @@ def test_compared_fields_ignore_a_volatile_field(tmp_path: Path, tracker: Tracke
     assert run(COMPARED_FIELDS=["category", "reply"]) == {"r": True, "s": True, "g": True}
 
 
+def test_a_compared_field_no_output_has_fails_its_type_with_the_reason(
+        tmp_path: Path, tracker: Tracker, caplog: pytest.LogCaptureFixture) -> None:
+    # The scaffold compares "reply"; this component says "answer", a different one each call.
+    dataset = write_dataset(tmp_path / "ds", {
+        "r": entry("repeatability"), "b1": entry("bias", bias_group="g"),
+        "b2": entry("bias", bias_group="g")})
+
+    def component(item: Any, call: Any) -> Any:
+        return {"category": "billing", "answer": f"{item.id} take {call.repeat}"}
+
+    outcome = evaluate(config_for(dataset, COMPARED_FIELDS=["category", "reply"]), component,
+                       Selection("all"), tracker=tracker, runs_dir=tmp_path / "runs")
+    assert not outcome.passed
+    assert {m.test_type: m.accuracy for m in outcome.metrics} == {"repeatability": 0.0,
+                                                                  "bias": 0.0}
+    reason = ("COMPARED_FIELDS names 'reply', which none of the 3 repeatability outputs has "
+              "(they have: answer, category)")
+    (item,) = outcome.scored.type_result("repeatability").items
+    assert item.error is not None and item.error.startswith(reason)
+    assert "evalkit rescore RUN_ID" in item.error
+    (group,) = outcome.scored.type_result("bias").items
+    assert group.error is not None and "none of the 2 bias outputs has" in group.error
+    assert reason in caplog.text
+    report = render_reports(tracker.reader.fetch(outcome.run_id))["report-repeatability.md"]
+    assert f"Error in r: {item.error}" in report.replace("\\_", "_")
+    # A field that one output has is compared as usual, missing elsewhere or not.
+    outcome = evaluate(config_for(dataset, COMPARED_FIELDS=["category"]), component,
+                       Selection("all"), tracker=tracker, runs_dir=tmp_path / "runs")
+    assert outcome.passed and all(i.error is None for t in outcome.scored.types
+                                  for i in t.items)
+
+
 @pytest.mark.parametrize("value", ["category", [], [""], [1]])
 def test_compared_fields_must_be_a_list_of_names(value: Any) -> None:
     with pytest.raises(ConfigError, match="COMPARED_FIELDS=.* must be a non-empty list"):

@@ -18,6 +18,7 @@ import pytest
 from evalkit import Call, Entry, EvalConfig, ScoreResult
 from evalkit._secrets import Redactor
 from evalkit.run import CallWindow, Scorers, compared_part, score_run
+from evalkit.run._compared import absent_fields_problem
 from evalkit.scorers import (
     Case,
     Embedder,
@@ -93,6 +94,31 @@ def test_compared_fields_decide_repeatability_and_bias(tmp_path: Path) -> None:
         # What is kept is the whole output, whichever part was compared.
         assert with_fields.outputs == compared_whole.outputs
         assert all(o["answer"] == "same" for o in with_fields.outputs)
+
+
+def test_a_compared_field_absent_from_every_output_leaves_the_type_unscored(
+        tmp_path: Path) -> None:
+    results = scored(tmp_path, ("answer", "reply", "id"))
+    for test_type, outputs in (("repeatability", 3), ("bias", 2)):
+        (item,) = results.type_result(test_type).items
+        assert not item.passed and item.similarity is None
+        assert item.error is not None and item.error.startswith(
+            f"COMPARED_FIELDS names 'reply', 'id', which none of the {outputs} {test_type} "
+            "outputs has (they have: answer, call)")
+    # The functional type compares no fields: scored as ever.
+    assert [i.passed for i in results.type_result("functional").items] == [True]
+
+
+@pytest.mark.parametrize(("outputs", "fields", "absent"), [
+    ([{"a": 1}, {"b": 2}], ("a", "b"), False),  # each field in some output is enough
+    (['{"a": 1}', "text"], ("b",), True),  # a JSON object counts, text does not
+    (["text", [1]], ("b",), False),  # no object: compared whole, nothing is hidden
+    ([], ("b",), False),
+    ([{"a": 1}], None, False),
+])
+def test_absent_fields_problem(outputs: list[Any], fields: tuple[str, ...] | None,
+                               absent: bool) -> None:
+    assert (absent_fields_problem("bias", outputs, fields) is not None) is absent
 
 
 class OneShort:

@@ -22,6 +22,7 @@ from evalkit.run._compare import (
     noise_gate,
     shared_item_floors,
 )
+from evalkit.run._compared import compared_part
 from evalkit.run._differences import Difference, RecordedSource, differences, what_differs
 from evalkit.run._evaluate import RUNS_DIR, evaluate, resume
 from evalkit.run._evaluation import Evaluation, EvaluationOutcome
@@ -47,7 +48,7 @@ from evalkit.run._ray_worker import SETUP_HOOK
 from evalkit.run._replicates import ReplicatesOutcome, SeedLock, evaluate_replicates, seeds_for
 from evalkit.run._rescore import rescore
 from evalkit.run._scorers import Scorers
-from evalkit.run._scoring import EarlyJudging, compared_part, score_run
+from evalkit.run._scoring import EarlyJudging, score_run
 from evalkit.run._selection import ALL_TYPES, PlannedEntry, RunPlan, Selection, plan_run
 from evalkit.run._stop import Stop
 from evalkit.run._window import CallWindow

@@ -10,7 +10,8 @@
   (:class:`EarlyJudging`, the loop's follow-up jobs); scoring then uses it as it is.
 * ``COMPARED_FIELDS`` narrows what repeatability and bias compare to those fields of an object
   output (a JSON string holding an object counts), so a volatile field such as a timestamp
-  does not fail every entry; the outputs are recorded whole.
+  does not fail every entry; the outputs are recorded whole. A compared field that no output
+  of the type has leaves the type's entries unscored, with the reason (``_compared``).
 
 Results serialise to plain JSON (the ``evaluation.json`` artifact), which is what reports are
 rendered from.
@@ -18,7 +19,7 @@ rendered from.
 
 from __future__ import annotations
 
-import json
+import logging
 from collections.abc import Callable, Mapping, Sequence
 from functools import partial
 from typing import Any
@@ -26,9 +27,12 @@ from typing import Any
 from evalkit.dataset import BIAS, REPEATABILITY, BiasKey
 from evalkit.records import HumanReviewItem, ItemResult, ScoredRun, SkippedGroup, TypeResult
 from evalkit.run._books import EntryOutputs
+from evalkit.run._compared import absent_fields_problem, compared_part
 from evalkit.run._scorers import Scorers
 from evalkit.run._stop import Stop
 from evalkit.scorers import Case, LLMJudgeScorer, OutputGroup, Scorer, ScorerVerdict
+
+logger = logging.getLogger("evalkit")
 
 Early = Mapping[tuple[str, str], ScorerVerdict]
 """Verdicts given while the calls ran, by (test type, entry id)."""
@@ -126,31 +130,16 @@ def _score_against_expected(test_type: str, members: Sequence[EntryOutputs], sco
     return TypeResult(test_type, scorer.name, tuple(items))
 
 
-def compared_part(output: Any, fields: tuple[str, ...] | None) -> Any:
-    """The part of ``output`` that repeatability and bias compare: the named fields of an
-    object (``None`` for a missing one), or the whole output when it is not an object."""
-    if fields is None:
-        return output
-    value = output
-    if isinstance(value, str):
-        try:
-            value = json.loads(value)
-        except ValueError:
-            return output
-    if not isinstance(value, dict):
-        return output
-    return {name: value.get(name) for name in fields}
-
-
 def _score_repeats(members: Sequence[EntryOutputs], scorer: Scorer,
                    fields: tuple[str, ...] | None,
                    early: Early) -> TypeResult:
     ok = [o for o in members if all(c.error is None for c in o.calls)]
-    verdicts = _given(ok, REPEATABILITY, early, scorer.among_outputs,
-                      partial(_repeats_group, fields=fields))
+    problem = _absent_fields(REPEATABILITY, [c.output for o in ok for c in o.calls], fields)
+    verdicts = {} if problem else _given(ok, REPEATABILITY, early, scorer.among_outputs,
+                                         partial(_repeats_group, fields=fields))
     items = [
         _item(o.entry.id, verdicts.get(o.entry.id), _errors(
-            (f"repeat {c.repeat}", c.error) for c in o.calls),
+            (f"repeat {c.repeat}", c.error) for c in o.calls) or problem,
               expected_pass=o.entry.expected_pass, input=o.entry.input, expected=None,
               outputs=tuple(c.output for c in o.calls), entry_ids=(o.entry.id,))
         for o in members
@@ -171,13 +160,16 @@ def _score_bias_groups(members: Sequence[EntryOutputs], scorer: Scorer,
                      f"only {len(g)} variant in this run's selection; a bias group needs 2")
         for g in groups.values() if len(g) < 2)
     ok = {key: g for key, g in scorable.items() if all(o.first.error is None for o in g)}
+    problem = _absent_fields(BIAS, [o.first.output for g in ok.values() for o in g], fields)
+    if problem:
+        ok = {}
     verdicts = dict(zip(ok, scorer.among_outputs(
         [OutputGroup(tuple(o.entry.input for o in g),
                      tuple(compared_part(o.first.output, fields) for o in g))
          for g in ok.values()]), strict=True))
     items = [
         _item(g[0].entry.bias_id, verdicts.get(key),
-              _errors((o.entry.id, o.first.error) for o in g),
+              _errors((o.entry.id, o.first.error) for o in g) or problem,
               expected_pass=all(o.entry.expected_pass for o in g),
               input=[o.entry.input for o in g], expected=None,
               outputs=tuple(o.first.output for o in g),
@@ -185,6 +177,16 @@ def _score_bias_groups(members: Sequence[EntryOutputs], scorer: Scorer,
         for key, g in scorable.items()
     ]
     return TypeResult(BIAS, scorer.name, tuple(items), skipped)
+
+
+def _absent_fields(test_type: str, outputs: Sequence[Any],
+                   fields: tuple[str, ...] | None) -> str | None:
+    """The reason a type's entries are left unscored, if a compared field is in none of its
+    outputs; said in the log too, where a run's terminal shows it."""
+    problem = absent_fields_problem(test_type, outputs, fields)
+    if problem:
+        logger.error("%s: %s", test_type, problem)
+    return problem
 
 
 def _errors(labelled: Any) -> str | None:
