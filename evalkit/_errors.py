@@ -25,8 +25,9 @@ class ExitStatus(IntEnum):
     DATASET_INVALID = 3
     RUNTIME_FAILURE = 4
     INCONCLUSIVE = 5
-    """``evalkit compare`` refused to call a winner: the gap is inside the noise floor that
-    replicates measured (without a floor the gap is not gated: 0)."""
+    """``evalkit compare`` refused to call a winner: no type's gap clears the noise floor
+    that replicates measured, and at least one is inside it (a type that clears it decides:
+    0; without a floor the gap is not gated: 0)."""
     TRACKING_OFFLINE = 6
     """The tracking server became unreachable mid-run; the run is saved as a local bundle."""
     INTERRUPTED = 130

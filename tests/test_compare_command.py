@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from evalkit.cli._compare import render_comparison
+from evalkit.cli._compare import compare_status, render_comparison
 from evalkit.records import SeriesItems, names
 from evalkit.run._compare import CorrectedGap, MetricComparison, Side
 from evalkit.stats import StabilityDocument
@@ -110,3 +110,41 @@ def test_the_corrected_gap_is_said_to_be_gated_only_against_a_measured_floor(
     corrected = next(line for line in text.splitlines() if "corrected by people" in line)
     assert corrected.startswith("  corrected by people's labels: gap +0.250 [+0.152, +0.348]")
     assert ("the noise gate applies to this gap" in corrected) is gated
+
+
+def test_a_type_that_changed_decides_the_exit_status_beside_one_inside_the_noise(
+        store: Store, command: Any) -> None:
+    # smoke is the same on both sides (inside the noise); functional clears its floor.
+    rows = {f"f{i}": (True, True) for i in range(10)}
+    documents = {
+        names.STABILITY_ARTIFACT: StabilityDocument("pack", 0, (1, 2), (
+            summary("functional_accuracy", (10, 0)),
+            summary("smoke_accuracy", (10, 1)))).to_json(),
+        names.STABILITY_ITEMS_ARTIFACT: SeriesItems(
+            {"functional": {i: cells(*v) for i, v in rows.items()},
+             "smoke": {"s": cells(True, True)}}).to_json()}
+    a = store.run("a", {"test_types": "functional,smoke", "mode": "replicates"},
+                  {"functional_accuracy": 1.0, "smoke_accuracy": 1.0}, documents)
+    b = store.run("b", {"test_types": "functional,smoke"},
+                  {"functional_accuracy": 0.5, "smoke_accuracy": 1.0},
+                  evaluation(functional=tuple(item(i, i < "f5") for i in rows),
+                             smoke=(item("s", True),)))
+    status, out, _ = command(a, b)
+    assert status == 0, out
+    assert "verdict: A better" in out and "verdict: inside the noise" in out
+
+
+@pytest.mark.parametrize(("gaps", "status"), [
+    # (gap, floor) per type -> exit status
+    ([(0.5, 0.1), (0.0, 0.1)], 0),  # A better beside an unchanged type
+    ([(-0.5, 0.1), (0.0, 0.1)], 0),  # A worse beside an unchanged type
+    ([(0.1, 0.1), (0.0, 0.1)], 5),  # nothing clears the floor
+    ([(0.1, 0.1), (0.3, None)], 5),  # an ungated gap beside one inside the noise decides nothing
+    ([(0.3, None), (0.0, None)], 0),  # no replicates: shown, not gated
+    ([], 2),
+])
+def test_the_exit_status_follows_the_types_that_changed(
+        gaps: list[tuple[float, float | None]], status: int) -> None:
+    results = tuple(MetricComparison(f"t{k}", 0.5 + gap, 0.5, floor, 10, (), ())
+                    for k, (gap, floor) in enumerate(gaps))
+    assert compare_status(results) == status

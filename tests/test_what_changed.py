@@ -255,3 +255,24 @@ def test_hashes_are_shown_by_their_head_and_long_values_cut() -> None:
         "What differs (A -> B):",
         f"  code git_commit: {'a' * 16} -> none: no commit yet",
         f"  param component.system_note: {'x' * 69}... -> (not recorded)"]
+
+
+def test_a_series_against_a_plain_run_says_so_once_instead_of_what_only_one_records() -> None:
+    linked = json.dumps([{"name": "evalkit-judge-expected", "version": "1"}])
+    shared = {"component.model": "m1", "REPEAT_COUNT": "3"}
+    series = RecordedSource(
+        {**shared, names.REPLICATES_PARAM: "2", names.ROOT_SEED_PARAM: "0",
+         names.seed_param(0): "11", names.seed_param(1): "12"},
+        {names.MODE_TAG: "replicates", names.GIT_COMMIT_TAG: "c1"}, {})
+    plain = RecordedSource({**shared, "component.model": "m2"},
+                           {names.GIT_COMMIT_TAG: "c1", names.LINKED_PROMPTS_TAG: linked}, {})
+    assert [(d.section, d.name, d.a, d.b) for d in differences(series, plain)] == [
+        ("run", names.MODE_TAG, "replicates", "evaluation"),
+        ("param", "component.model", "m1", "m2")]
+    # Two series differ in their seeds as ever, and two plain runs in their judge versions.
+    other = RecordedSource({**series.params, names.seed_param(1): "13"}, series.tags, {})
+    assert [(d.name, d.a, d.b) for d in differences(series, other)] == [
+        (names.seed_param(1), "12", "13")]
+    unlinked = RecordedSource(plain.params, {names.GIT_COMMIT_TAG: "c1"}, {})
+    assert [(d.name, d.a, d.b) for d in differences(unlinked, plain)] == [
+        ("evalkit-judge-expected version", None, "1")]

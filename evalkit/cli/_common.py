@@ -31,8 +31,9 @@ exit status:
        the tracking store does not hold)
   3    the golden dataset is invalid (every violation is listed; nothing was run)
   4    runtime failure (MLflow or the judge endpoint unreachable, unexpected error)
-  5    evalkit compare refused to call a winner: a gap inside the noise floor measured by
-       replicates (without replicates the gap is shown, not gated, and the status is 0)
+  5    evalkit compare refused to call a winner: no test type's gap clears the noise
+       floor measured by replicates (a type that clears it decides: 0; without replicates
+       the gap is shown, not gated: 0)
   6    the tracking server became unreachable mid-run: the run is saved as a local bundle
        (named in the message); upload it with evalkit sync BUNDLE
   130  interrupted (SIGINT/SIGTERM, or the Ray cluster running the calls was lost): the

@@ -20,9 +20,10 @@ from evalkit.run import (
 from evalkit.tracking import RunReader
 
 COMPARE_EPILOG = (
-    "exit status: 0 every gap shown (decided, or not gated because neither run has "
-    "replicates), 5 a replicate-backed gap is inside the noise floor (refused), 2 A and B "
-    "share no test type, 4 runtime failure")
+    "exit status follows the types that changed: 0 some type's gap clears the noise floor "
+    "(A better or A worse; types inside the noise did not change), or no gap is gated "
+    "(neither run has replicates); 5 no type's gap clears the noise floor and at least one "
+    "is inside it (no winner can be called); 2 A and B share no test type; 4 runtime failure")
 MAX_LISTED = 20
 MAX_VALUE = 72
 _HASH = re.compile(r"[0-9a-f]{40,64}")
@@ -44,9 +45,19 @@ def compare_command(args: argparse.Namespace, reader: RunReader) -> int:
     if not results:
         print("error: A and B share no test type with an accuracy: compare runs of the same "
               "test types", file=sys.stderr)
+    return compare_status(results)
+
+
+def compare_status(results: tuple[MetricComparison, ...]) -> ExitStatus:
+    """The exit status follows the types that changed: a type whose gap clears the noise
+    floor decides (0), so a type inside the noise beside it (one that did not change) does not
+    fail a CI step; only when no type is decided and some gap was gated is it 5."""
+    if not results:
         return ExitStatus.USAGE
-    return ExitStatus.INCONCLUSIVE if any(r.verdict.refused for r in results) \
-        else ExitStatus.OK
+    verdicts = [r.verdict for r in results]
+    if not any(v.decided for v in verdicts) and any(v.refused for v in verdicts):
+        return ExitStatus.INCONCLUSIVE
+    return ExitStatus.OK
 
 
 def render_differences(changed: tuple[Difference, ...]) -> str:

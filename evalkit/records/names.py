@@ -130,8 +130,16 @@ def planning_experiment(experiment: str) -> str:
     return f"{experiment}/planning"
 
 
+_SEED_PARAM_PREFIX = "seed_"
+
+
 def seed_param(replicate: int) -> str:
-    return f"seed_{replicate}"
+    return f"{_SEED_PARAM_PREFIX}{replicate}"
+
+
+def is_seed_param(key: str) -> bool:
+    """``key`` is a replicate's seed param (:func:`seed_param`)."""
+    return key.startswith(_SEED_PARAM_PREFIX) and key[len(_SEED_PARAM_PREFIX):].isdigit()
 
 
 def judge_param(setting: str) -> str:

@@ -61,7 +61,8 @@ class ComparisonVerdict(StrEnum):
 
     @property
     def refused(self) -> bool:
-        """A floor was measured and the gap does not clear it (``evalkit compare`` exits 5)."""
+        """A floor was measured and the gap does not clear it (``evalkit compare`` exits 5
+        when no other type's gap clears its floor)."""
         return self is ComparisonVerdict.INSIDE_NOISE
 
 

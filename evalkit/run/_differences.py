@@ -6,6 +6,11 @@ records what defines the component (its params, the prompts it declares in
 modules), the dataset's digest, the judge's prompts and the versions it ran with; this module
 lists every one of those that is not the same in both runs, the prompts with a short unified
 diff of their text.
+
+A replicate series and a plain run record different things by their kind alone: the series its
+seeds and replicate count, each replicate (not the series) the judge prompt versions it linked.
+Compared with each other, those are not listed one by one; one line says that the runs are of
+different kinds instead.
 """
 
 from __future__ import annotations
@@ -16,7 +21,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from evalkit.records import names
+from evalkit.records import Mode, names
 from evalkit.tracking import RunReader
 
 MAX_DIFF_LINES = 12
@@ -74,18 +79,35 @@ def what_differs(reader: RunReader, a_run_id: str, b_run_id: str) -> tuple[Diffe
 
 
 def differences(a: RecordedSource, b: RecordedSource) -> tuple[Difference, ...]:
-    """Every recorded difference: prompts, params, code, dataset, judge prompts, versions."""
-    found = [*_prompt_differences(a, b)]
+    """Every recorded difference: the kind of run, prompts, params, code, dataset, judge
+    prompts, versions."""
+    kind_a, kind_b = _kind(a), _kind(b)
+    one_series = (kind_a == Mode.REPLICATES) != (kind_b == Mode.REPLICATES)
+    found = [Difference("run", names.MODE_TAG, kind_a, kind_b)] if kind_a != kind_b else []
+    found += _prompt_differences(a, b)
     judged = {k for k in (*a.params, *b.params) if "judge_prompt" in k}
     elsewhere = {names.DATASET_DIGEST_PARAM, *judged}
     found += _changed("param", a.params, b.params, lambda k: not (
-        k in elsewhere or k.startswith(names.COMPONENT_PROMPT_PARAM_PREFIX)))
+        k in elsewhere or k.startswith(names.COMPONENT_PROMPT_PARAM_PREFIX)
+        or (one_series and _series_param(k))))
     found += _changed("code", a.tags, b.tags, lambda k: k in _CODE_TAGS)
     found += _changed("dataset", a.params, b.params, lambda k: k == names.DATASET_DIGEST_PARAM)
     found += _changed("judge prompt", a.params, b.params, lambda k: k in judged)
-    found += _changed("judge prompt", _judge_versions(a), _judge_versions(b), lambda k: True)
+    versions_a, versions_b = _judge_versions(a), _judge_versions(b)
+    found += _changed("judge prompt", versions_a, versions_b, lambda k: not one_series or (
+        k in versions_a and k in versions_b))
     found += _changed("version", a.tags, b.tags, lambda k: k in _VERSION_TAGS)
     return tuple(found)
+
+
+def _kind(run: RecordedSource) -> str:
+    """The run's mode as its tag says (``evaluation`` without one)."""
+    return str(Mode.declared(run.tags) or run.tags[names.MODE_TAG])
+
+
+def _series_param(key: str) -> bool:
+    """A param only a replicate series records: its replicate count, root seed and seeds."""
+    return key in (names.REPLICATES_PARAM, names.ROOT_SEED_PARAM) or names.is_seed_param(key)
 
 
 def _prompt_differences(a: RecordedSource, b: RecordedSource) -> list[Difference]:
