@@ -89,6 +89,10 @@ def test_json_summary(project: Project) -> None:
     assert functional["min_accuracy"] == 0.5 and functional["samples"] == 3
     assert functional["ci_lower"] < 1 / 3 < functional["ci_upper"]
     assert functional["failures"] == ["functional_accuracy 0.333 < 0.5"]
+    # the items behind it, in the run's order: a wrong verdict and a component error
+    assert functional["failing_ids"] == ["broken", "wrong"]
+    assert types["smoke"]["failing_ids"] == []
+    assert types["repeatability"]["failing_ids"] == ["wobbly"]  # failing, under no threshold
     assert (functional["f1"], functional["precision"]) == (pytest.approx(0.5), 1.0)
     assert functional["recall"] == pytest.approx(1 / 3) and functional["min_f1"] is None
     assert types["smoke"]["verdict"] == "PASS" and types["smoke"]["accuracy"] == 1.0
@@ -256,6 +260,7 @@ def test_over_replicates_the_outputs_hold_each_replicate(tmp_path: Path, tracker
     assert doc["replicate_run_ids"] == [r.run_id for r in series.replicates]
     (functional,) = doc["types"]
     assert [r["accuracy"] for r in functional["replicates"]] == [1.0, 0.5]
+    assert [r["failing_ids"] for r in functional["replicates"]] == [[], ["flaky"]]
     assert "accuracy" not in functional and functional["verdict"] == "PASS"
     write_junit(summary, tmp_path / "junit.xml")
     (suite,) = ET.parse(tmp_path / "junit.xml").getroot().iter("testsuite")

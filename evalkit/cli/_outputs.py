@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from evalkit.records import ItemResult, as_text
+from evalkit.records import ItemResult, TypeResult, as_text
 from evalkit.run import EvaluationOutcome
 from evalkit.stats import TypeMetrics
 
@@ -73,30 +73,35 @@ class RunSummary:
             "component_errors": sum(r.scored.component_errors for r in self.runs),
             "replicate_run_ids": [r.run_id for r in self.runs] if self.mode == "replicates"
             else [],
-            "types": [_type_json(t, [m for r in self.runs for m in r.metrics
-                                     if m.test_type == t], self.type_passed(t))
+            "types": [_type_json(t, [(m, r.scored.type_result(t)) for r in self.runs
+                                     for m in r.metrics if m.test_type == t],
+                                 self.type_passed(t))
                       | ({"judge": self.runs[0].checks[t].to_json()}
                          if len(self.runs) == 1 and t in self.runs[0].checks else {})
                       for t in self.types],
         }
 
 
-def _type_json(test_type: str, metrics: Sequence[TypeMetrics], passed: bool) -> dict[str, Any]:
-    """One type's figures; over replicates, one entry per replicate in ``replicates``."""
-    def figures(m: TypeMetrics) -> dict[str, Any]:
+def _type_json(test_type: str, runs: Sequence[tuple[TypeMetrics, TypeResult]],
+               passed: bool) -> dict[str, Any]:
+    """One type's figures; over replicates, one entry per replicate in ``replicates``.
+    ``failing_ids`` names every item whose verdict missed its expectation (an error
+    included), all of them: a CI step acts on each, as the JUnit XML lists each."""
+    def figures(m: TypeMetrics, result: TypeResult) -> dict[str, Any]:
         return {"accuracy": m.accuracy, "ci_lower": m.ci_low, "ci_upper": m.ci_high,
                 "f1": m.f1, "precision": m.precision, "recall": m.recall,
                 "samples": m.samples, "failures": list(m.failures),
+                "failing_ids": [i.id for i in result.items if not i.correct],
                 "accuracy_corrected": None if m.corrected is None else {
                     "method": m.corrected.method, "estimate": m.corrected.estimate,
                     "low": m.corrected.low, "high": m.corrected.high}}
 
-    threshold = metrics[0].threshold
+    threshold = runs[0][0].threshold
     doc = {"test_type": test_type, "verdict": "PASS" if passed else "FAIL",
            "min_accuracy": threshold.min_accuracy, "min_f1": threshold.min_f1}
-    if len(metrics) == 1:
-        return doc | figures(metrics[0])
-    return doc | {"replicates": [figures(m) for m in metrics]}
+    if len(runs) == 1:
+        return doc | figures(*runs[0])
+    return doc | {"replicates": [figures(*run) for run in runs]}
 
 
 def write_json(summary: RunSummary, path: Path) -> None:
