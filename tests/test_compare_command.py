@@ -3,6 +3,7 @@ status for ordinary runs, replicate-backed runs, undecided items and a floor too
 
 from __future__ import annotations
 
+import json
 from dataclasses import replace
 from typing import Any
 
@@ -132,6 +133,22 @@ def test_a_type_that_changed_decides_the_exit_status_beside_one_inside_the_noise
     status, out, _ = command(a, b)
     assert status == 0, out
     assert "verdict: A better" in out and "verdict: inside the noise" in out
+
+
+def test_each_runs_tokens_and_cost_follow_its_line(store: Store, command: Any) -> None:
+    metered = store.run("a", {"test_types": "functional"},
+                        {"functional_accuracy": 1.0, "tokens_total": 450, "cost_usd": 0.0006},
+                        evaluation(functional=(item("x", True),)))
+    plain = ordinary(store, "b", {"x": True})
+    status, out, _ = command(metered, plain)
+    a_line, b_line = out.splitlines()[2:4]
+    assert a_line == f"A: {metered} ({store.experiment} / a); 450 tokens, $0.00060"
+    assert b_line == f"B: {plain} ({store.experiment} / b)"  # it reported no usage
+    status, out, _ = command(metered, plain, "--json")
+    doc = json.loads(out)
+    assert doc["a"]["usage"] == {"tokens": 450, "cost_usd": 0.0006, "judge_tokens": None,
+                                 "judge_cost_usd": None}
+    assert doc["b"]["usage"]["tokens"] is None
 
 
 @pytest.mark.parametrize(("gaps", "status"), [

@@ -16,7 +16,16 @@ from typing import Any
 import pytest
 
 from evalkit import Call, Entry, EvalConfig, Selection, evaluate
-from evalkit.records import ItemResult, JudgeCall, ScoredRun, TokenUsage, TypeResult, names
+from evalkit.records import (
+    ItemResult,
+    JudgeCall,
+    RunUsage,
+    ScoredRun,
+    TokenUsage,
+    TypeResult,
+    names,
+    usd,
+)
 from evalkit.tracking import MemoryBackend, Tracker
 from evalkit.tracking._trace_writer import _judge_spans
 from evalkit.tracking._traces import RunContext, build_traces
@@ -247,6 +256,10 @@ def test_a_run_sums_the_tokens_and_cost_of_its_calls_into_metrics(
     assert [r["usage"] for r in raw] == [[{"model": "gpt-x", "input_tokens": 100,
                                            "output_tokens": 10}]] * 2
     assert "TOKEN_PRICES prices no" not in caplog.text
+    # evalkit's own outputs say it too: the outcome (the verdict line, --json) and summary.md
+    assert outcome.usage == RunUsage(220, pytest.approx(0.0004), None, None)
+    assert "- **Tokens and cost:** 220 tokens, $0.00040\n" in (
+        tmp_path / "reports" / "summary.md").read_text()
 
 
 def test_tokens_of_a_model_without_a_price_are_counted_not_priced_and_named(
@@ -262,6 +275,8 @@ def test_a_run_without_reported_usage_logs_no_token_metrics(tmp_path: Path) -> N
     tracker, outcome = usage_run(tmp_path, lambda item, call: "a",
                                  {"ok": entry("functional")})
     assert not [k for k in tracker.reader.stored(outcome.run_id).metrics if "tokens" in k]
+    assert not outcome.usage.reported and outcome.usage.text() == ""
+    assert "Tokens and cost" not in (tmp_path / "reports" / "summary.md").read_text()
 
 
 def test_the_judges_tokens_and_cost_are_metrics_of_their_own(
@@ -286,6 +301,24 @@ def test_the_judges_tokens_and_cost_are_metrics_of_their_own(
             metrics["judge_tokens_total"]) == (inputs, 2, inputs + 2)
     assert metrics["judge_cost_usd"] == pytest.approx(inputs)  # $1 per input token
     assert "tokens_total" not in metrics and "cost_usd" not in metrics  # the component's
+    assert outcome.usage.text() == f"judge {inputs + 2:,} tokens, ${inputs:,.2f}"
+
+
+@pytest.mark.parametrize(("cost", "shown"), [
+    (0.0, "$0.00"), (12.345, "$12.35"), (1234.5, "$1,234.50"), (0.5, "$0.50"),
+    (0.0123, "$0.012"), (0.000042, "$0.000042"), (0.0099, "$0.0099"),
+])
+def test_a_cost_keeps_two_significant_digits_under_a_dollar(cost: float, shown: str) -> None:
+    assert usd(cost) == shown
+
+
+def test_the_usage_of_replicates_is_summed_figure_by_figure() -> None:
+    total = RunUsage.total([RunUsage(100, 0.5, None, None), RunUsage(50, None, 10, 0.25),
+                            RunUsage()])
+    assert total == RunUsage(150, 0.5, 10, 0.25)
+    assert total.text() == "150 tokens, $0.50; judge 10 tokens, $0.25"
+    assert RunUsage(None, None, 5, None).text() == "judge 5 tokens"
+    assert RunUsage.total([]) == RunUsage() and not RunUsage().reported
 
 
 # --- the price table ------------------------------------------------------------------------------

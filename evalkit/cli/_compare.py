@@ -34,8 +34,10 @@ def compare_command(args: argparse.Namespace, reader: RunReader) -> int:
     results = compare(a, b)
     changed = what_differs(reader, a.run_id, b.run_id)
     if args.json:
-        print(json.dumps({"a": {"run_id": a.run_id, "label": a.label},
-                          "b": {"run_id": b.run_id, "label": b.label},
+        print(json.dumps({"a": {"run_id": a.run_id, "label": a.label,
+                                "usage": a.usage.to_json()},
+                          "b": {"run_id": b.run_id, "label": b.label,
+                                "usage": b.usage.to_json()},
                           "differences": [d.to_json() for d in changed],
                           "metrics": [r.to_json() for r in results]}, indent=1))
     else:
@@ -81,7 +83,9 @@ def _value(value: str | None) -> str:
 
 
 def render_comparison(a: Side, b: Side, results: tuple[MetricComparison, ...]) -> str:
-    lines = [f"A: {a.run_id} ({a.label})", f"B: {b.run_id} ({b.label})"]
+    lines = [f"{name}: {side.run_id} ({side.label})"
+             + (f"; {side.usage.text()}" if side.usage.reported else "")
+             for name, side in (("A", a), ("B", b))]
     for r in results:
         lines += ["", f"{r.test_type}_accuracy: A {r.a:.3f}, B {r.b:.3f}, gap {r.gap:+.3f}; "
                       f"noise floor {_floor(r)}"]

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from evalkit.records import ItemResult, TypeResult, as_text
+from evalkit.records import ItemResult, RunUsage, TypeResult, as_text
 from evalkit.run import EvaluationOutcome
 from evalkit.stats import TypeMetrics
 
@@ -61,8 +61,15 @@ class RunSummary:
         replicates = f" x {len(self.runs)} replicates" if self.mode == "replicates" else ""
         head = (f"{'PASS' if not failed else 'FAIL'}: {passed}/{len(self.types)} types passed"
                 + (f" (failed: {', '.join(failed)})" if failed else ""))
+        usage = self.usage.text()
         return [f"{head}; {self.entries} entries{replicates}, {calls} calls, {errors} errors, "
-                f"{self.duration_s:.1f} s", f"run: {self.run_url}"]
+                f"{self.duration_s:.1f} s" + (f"; {usage}" if usage else ""),
+                f"run: {self.run_url}"]
+
+    @property
+    def usage(self) -> RunUsage:
+        """The tokens and cost of every evaluated run (each replicate's, summed)."""
+        return RunUsage.total(r.usage for r in self.runs)
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -71,6 +78,7 @@ class RunSummary:
             "experiment": self.experiment_name, "duration_s": round(self.duration_s, 3),
             "entries": self.entries, "calls": sum(r.scored.calls for r in self.runs),
             "component_errors": sum(r.scored.component_errors for r in self.runs),
+            "usage": self.usage.to_json(),
             "replicate_run_ids": [r.run_id for r in self.runs] if self.mode == "replicates"
             else [],
             "types": [_type_json(t, [(m, r.scored.type_result(t)) for r in self.runs

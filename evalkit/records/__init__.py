@@ -26,6 +26,7 @@ from evalkit.records._series import ItemCell, SeriesItems
 from evalkit.records._usage import (
     Cost,
     Prices,
+    RunUsage,
     TokenPrice,
     TokenUsage,
     checked_usage,
@@ -34,15 +35,17 @@ from evalkit.records._usage import (
     prices_from_param,
     usage_attribute,
     usage_of,
+    usd,
 )
 from evalkit.records.names import Mode, TypeNames
 
 __all__ = [
     "FAIL_VALUES", "FORMAT", "MODE_DOCUMENTS", "PASS_VALUES", "WITHOUT_EVALUATION",
     "CallRecord", "Cost", "HumanLabel", "HumanReviewItem",
-    "ItemCell", "ItemResult", "JudgeCall", "MetricPoint", "Prices", "TokenPrice", "TokenUsage",
+    "ItemCell", "ItemResult", "JudgeCall", "MetricPoint", "Prices", "RunUsage", "TokenPrice",
+    "TokenUsage",
     "Mode", "ReviewerVerdict", "RunRecord",
     "ScoredRun", "SeriesItems", "SkippedGroup", "Threshold", "TypeNames", "TypeResult",
     "as_text", "checked_usage", "cost_of", "label_verdict", "labels_in", "merged", "names",
-    "prices_from_param", "usage_attribute", "usage_of",
+    "prices_from_param", "usage_attribute", "usage_of", "usd",
 ]

@@ -4,9 +4,12 @@ call, summed into the run's metrics, and put on the calls' spans as MLflow expec
 from __future__ import annotations
 
 import json
+import math
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 from typing import Any
+
+from evalkit.records import names
 
 
 @dataclass(frozen=True)
@@ -135,3 +138,61 @@ def prices_from_param(text: str | None) -> dict[str, TokenPrice]:
         return {}
     return {model: TokenPrice(float(pair[0]), float(pair[1]))
             for model, pair in json.loads(text).items()}
+
+
+@dataclass(frozen=True)
+class RunUsage:
+    """What a run's LLM requests used, as its metrics hold it: the tokens of the component's
+    calls and of the judge's, and their cost by ``TOKEN_PRICES`` (``None``: no call reported
+    usage, or nothing was priced)."""
+
+    tokens: int | None = None
+    cost_usd: float | None = None
+    judge_tokens: int | None = None
+    judge_cost_usd: float | None = None
+
+    @classmethod
+    def from_metrics(cls, metrics: Mapping[str, float]) -> RunUsage:
+        def tokens(judge: bool) -> int | None:
+            value = metrics.get(names.tokens_metric("total", judge))
+            return None if value is None else int(value)
+
+        return cls(tokens(False), metrics.get(names.COST_METRIC), tokens(True),
+                   metrics.get(names.JUDGE_COST_METRIC))
+
+    @classmethod
+    def total(cls, usages: Iterable[RunUsage]) -> RunUsage:
+        """The usage of several runs (a series' replicates) summed, figure by figure."""
+        given = list(usages)
+
+        def summed(figure: str) -> Any:
+            values = [getattr(u, figure) for u in given if getattr(u, figure) is not None]
+            return sum(values) if values else None
+
+        return cls(*(summed(f.name) for f in fields(cls)))
+
+    @property
+    def reported(self) -> bool:
+        return any(getattr(self, f.name) is not None for f in fields(self))
+
+    def text(self) -> str:
+        """``12,345 tokens, $0.0123; judge 3,210 tokens, $0.0040``: what was reported."""
+        def part(tokens: int | None, cost: float | None) -> str:
+            return ", ".join([*([f"{tokens:,} tokens"] if tokens is not None else []),
+                              *([usd(cost)] if cost is not None else [])])
+
+        own, judge = part(self.tokens, self.cost_usd), part(self.judge_tokens,
+                                                            self.judge_cost_usd)
+        return "; ".join([*([own] if own else []), *([f"judge {judge}"] if judge else [])])
+
+    def to_json(self) -> dict[str, Any]:
+        return {f.name: getattr(self, f.name) for f in fields(self)}
+
+
+def usd(value: float) -> str:
+    """US dollars, a cost under a dollar to two significant digits: ``$12.35``, ``$0.50``,
+    ``$0.012``, ``$0.000042`` (never ``$0.00`` for a cost that is not zero)."""
+    if value == 0 or abs(value) >= 1:
+        return f"${value:,.2f}"
+    decimals = max(2, 1 - math.floor(math.log10(abs(value))))
+    return f"${value:.{decimals}f}"

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from evalkit.records import RunRecord, TypeResult, names
+from evalkit.records import RunRecord, RunUsage, TypeResult, names
 from evalkit.reports._common import FAIL, PASS, header, number
 from evalkit.reports._markdown import cell, table
 from evalkit.stats import TypeMetrics
@@ -23,9 +23,10 @@ def summary_report(record: RunRecord, results: Sequence[tuple[TypeResult, TypeMe
         (names.ENTRIES_METRIC, "entries"), (names.CALLS_METRIC, "calls"),
         (names.COMPONENT_ERRORS_METRIC, "component errors"))
         if key in metrics)
+    usage = RunUsage.from_metrics(metrics).text()
     lines = header(record, "Eval Summary", [
         ("Verdict", f"**{'PASS' if passed else 'FAIL'}**"), ("Calls", counts or "—"),
-        ("Run in the MLflow UI", run_link)])
+        *([("Tokens and cost", usage)] if usage else []), ("Run in the MLflow UI", run_link)])
     ordered = sorted(zip(results, report_names, strict=True), key=lambda r: r[0][1].passed)
     corrected = any(m.corrected for (_, m), _ in ordered)
     rows = [[cell(m.test_type), PASS if m.passed else FAIL, _accuracy(m),

@@ -25,7 +25,7 @@ from evalkit.run._compare import (
 from evalkit.run._compared import compared_part
 from evalkit.run._differences import Difference, RecordedSource, differences, what_differs
 from evalkit.run._evaluate import RUNS_DIR, evaluate, resume
-from evalkit.run._evaluation import Evaluation, EvaluationOutcome
+from evalkit.run._evaluation import Evaluation
 from evalkit.run._executors import (
     INTERRUPT,
     AsyncCalls,
@@ -39,6 +39,7 @@ from evalkit.run._executors import (
     is_async,
 )
 from evalkit.run._label_session import LabelOutcome, LabelSession, import_labels
+from evalkit.run._outcome import EvaluationOutcome
 from evalkit.run._planning import Plan, build_plan, record_plan
 from evalkit.run._prepare import PreparedEvaluation, RunRole, prepare
 from evalkit.run._progress import Progress, ProgressCallback, ProgressCounter

@@ -19,8 +19,9 @@ from evalkit.dataset import REPEATABILITY
 from evalkit.records import CallRecord, Mode, names
 from evalkit.run._call import Component
 from evalkit.run._evaluate import RUNS_DIR, warn_unsynced
-from evalkit.run._evaluation import Evaluation, EvaluationOutcome
+from evalkit.run._evaluation import Evaluation
 from evalkit.run._executors import Executor
+from evalkit.run._outcome import EvaluationOutcome
 from evalkit.run._prepare import RunRole, prepare
 from evalkit.run._progress import ProgressCallback
 from evalkit.run._selection import Selection

@@ -31,7 +31,7 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any
 
-from evalkit.records import ItemCell, Mode, RunRecord, SeriesItems, TypeNames, names
+from evalkit.records import ItemCell, Mode, RunRecord, RunUsage, SeriesItems, TypeNames, names
 from evalkit.stats import (
     CorrectedAccuracy,
     PairedGap,
@@ -90,6 +90,8 @@ class Side:
     noise_floor: Mapping[str, float]
     corrected: Mapping[str, CorrectedAccuracy] = field(default_factory=dict)
     """type -> the accuracy corrected by people's labels, where the run has one."""
+    usage: RunUsage = RunUsage()
+    """The tokens and cost the run logged (a series' parent logs none of its own)."""
 
 
 @dataclass(frozen=True)
@@ -203,7 +205,8 @@ def load_side(reader: RunReader, reference: str) -> Side:
             floors = shared_item_floors(reader.fetch(parent))
     label = f"{record.experiment_name} / {record.run_name}"
     return Side(run_id, label, accuracy, items,
-                {t: floor for t, floor in floors.items() if t in types}, corrected)
+                {t: floor for t, floor in floors.items() if t in types}, corrected,
+                RunUsage.from_metrics(record.metrics))
 
 
 def shared_item_floors(parent: RunRecord) -> dict[str, float]:

@@ -15,8 +15,9 @@ from evalkit._errors import ConfigError
 from evalkit.config import EvalConfig
 from evalkit.records import Mode, names
 from evalkit.run._call import Component
-from evalkit.run._evaluation import Evaluation, EvaluationOutcome
+from evalkit.run._evaluation import Evaluation
 from evalkit.run._executors import Executor
+from evalkit.run._outcome import EvaluationOutcome
 from evalkit.run._prepare import PreparedEvaluation, prepare
 from evalkit.run._progress import ProgressCallback
 from evalkit.run._selection import Selection

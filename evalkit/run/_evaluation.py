@@ -14,18 +14,27 @@ import contextlib
 import logging
 import shlex
 import time
-from collections.abc import Collection, Iterator, Mapping
-from dataclasses import dataclass, field, replace
+from collections.abc import Collection, Iterator
+from dataclasses import replace
 from pathlib import Path
 
 from evalkit._errors import RunInterrupted
 from evalkit.dataset import REPEATABILITY
-from evalkit.records import CallRecord, HumanLabel, MetricPoint, ScoredRun, TypeNames, names
+from evalkit.records import (
+    CallRecord,
+    HumanLabel,
+    MetricPoint,
+    RunUsage,
+    ScoredRun,
+    TypeNames,
+    names,
+)
 from evalkit.reports import render_charts, render_reports, run_description
 from evalkit.run._books import EntryOutputs
 from evalkit.run._call import Component
 from evalkit.run._executors import Executor, InProcess
 from evalkit.run._labelling import label_new_run
+from evalkit.run._outcome import EvaluationOutcome
 from evalkit.run._prepare import PreparedEvaluation, RunRole
 from evalkit.run._progress import ProgressCallback, ProgressCounter
 from evalkit.run._scoring import EarlyJudging, score_run
@@ -55,34 +64,6 @@ def resume_command(script: str, run_id: str) -> str:
     if Path(script).parent == Path("."):
         return f"python {shlex.quote(script)} --resume {run_id}"
     return f"evalkit resume {run_id} --script {shlex.quote(script)}"
-
-
-@dataclass(frozen=True)
-class EvaluationOutcome:
-    """What a finished evaluation produced and whether it met its thresholds."""
-
-    run_id: str
-    experiment_name: str
-    tracking_uri: str
-    metrics: tuple[TypeMetrics, ...]
-    scored: ScoredRun
-    reports: tuple[Path, ...]
-    """Reports written to the reports folder (none for a replicate: those stay in MLflow)."""
-    raw_results: Path
-    run_url: str
-    """The run's page in the MLflow UI (never with credentials)."""
-    timings: Mapping[str, float] = field(default_factory=dict)
-    """Seconds spent per phase: calls, scoring, logging, reports."""
-    checks: Mapping[str, JudgeCheck] = field(default_factory=dict)
-    """The scorers held against people's labels, per type (judged or labelled types)."""
-
-    @property
-    def failures(self) -> tuple[str, ...]:
-        return tuple(f for m in self.metrics for f in m.failures)
-
-    @property
-    def passed(self) -> bool:
-        return not self.failures
 
 
 class Evaluation:
@@ -218,7 +199,7 @@ class Evaluation:
         return EvaluationOutcome(
             self.run.id, self.prepared.config.experiment_name, self.run.tracking_uri,
             self.metrics, self.scored, written, self.run.raw.path, self.run.url,
-            dict(self.timings), dict(self.checks))
+            dict(self.timings), dict(self.checks), RunUsage.from_metrics(record.metrics))
 
     def _lap(self, phase: str) -> None:
         now = time.perf_counter()

@@ -28,7 +28,8 @@ from evalkit.dataset import REPEATABILITY, Entry
 from evalkit.records import CallRecord, Mode, names
 from evalkit.run._call import Call
 from evalkit.run._evaluate import RUNS_DIR, recorded_selection
-from evalkit.run._evaluation import Evaluation, EvaluationOutcome
+from evalkit.run._evaluation import Evaluation
+from evalkit.run._outcome import EvaluationOutcome
 from evalkit.run._prepare import PreparedEvaluation, RunRole, prepare
 from evalkit.run._progress import ProgressCallback
 from evalkit.run._selection import RunPlan
