@@ -176,6 +176,38 @@ def test_resuming_an_unknown_run_is_a_usage_error(
     assert component.calls == []
 
 
+def test_a_missed_threshold_exits_1_with_its_verdict_usage_and_failing_ids(
+        tmp_path: Path, tracker: Tracker, monkeypatch: pytest.MonkeyPatch,
+        capsys: pytest.CaptureFixture[str]) -> None:
+    """eval.py's main past a missed threshold, in this process (tracked in memory): the
+    slow tier's fresh process checks the same status without the terminal's other lines."""
+    write_dataset(tmp_path / "ds", {"right": entry("functional"), "wrong": entry("functional"),
+                                    "wrong2": entry("functional", expected="b")})
+    monkeypatch.setattr("evalkit.run._evaluate.Tracker", lambda *args, **kwargs: tracker)
+
+    def metered(item: Any, call: Any) -> Any:
+        call.record_usage(input_tokens=100, output_tokens=50, model="m")
+        return "a" if item.id != "wrong" else "nope"
+
+    constants = {**CONSTANTS, "EVAL_MIN_ACCURACY": 0.9, "TOKEN_PRICES": {"m": (1.0, 2.0)}}
+    assert eval_script(constants, RecordingComponent(default=metered), "--type=functional",
+                       "--json", "out/summary.json") == 1
+    out, err = capsys.readouterr()
+    assert "threshold missed: functional_accuracy 0.333 < 0.9" in err
+    verdict = out.strip().splitlines()[-2]
+    # 3 calls of 100 + 50 tokens; 300 x $1 + 150 x $2 per million
+    assert re.fullmatch(r"FAIL: 0/1 types passed \(failed: functional\); 3 entries, 3 calls, "
+                        r"0 errors, \d+\.\d s; 450 tokens, \$0\.00060", verdict), verdict
+    summary = json.loads((tmp_path / "out" / "summary.json").read_text())
+    assert (summary["verdict"], summary["exit_status"]) == ("FAIL", 1)
+    assert summary["usage"] == {"tokens": 450, "cost_usd": pytest.approx(0.0006),
+                                "judge_tokens": None, "judge_cost_usd": None}
+    (functional,) = summary["types"]
+    assert sorted(functional["failing_ids"]) == ["wrong", "wrong2"]
+    report = (tmp_path / "reports" / "summary.md").read_text()
+    assert "- **Tokens and cost:** 450 tokens, $0.00060" in report
+
+
 # --- a job started with SIGINT ignored, in-process -----------------------------------------------
 
 
