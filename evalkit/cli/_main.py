@@ -30,7 +30,7 @@ from evalkit.cli._rescore import add_rescore_parser, rescore_command
 from evalkit.cli._ui import serve_ui
 from evalkit.dataset import lint_dataset
 from evalkit.records import names
-from evalkit.reports import render_charts, render_reports
+from evalkit.reports import plan_summary, render_charts, render_reports
 from evalkit.run import build_plan, record_plan
 from evalkit.stats import judge_checks
 from evalkit.tracking import Tracker, history, render_history
@@ -109,10 +109,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         "plan", help="how many runs a claim needs, from an experiment's runs in MLflow",
         description="Measure p (the per-run disagreement rate) from the repeats of the latest "
                     "run with repeatability entries and from the latest replicate series; print "
-                    "the error of majority, unanimous and any-of votes for N = 1..20 with the "
-                    "N each needs, the items-vs-replicates optimum, and, with --against, "
-                    "intervals for the contrast between two systems. Calls no component; logs "
-                    "a planning run and writes reports/report-planning.md.")
+                    "the N each of majority, unanimous and any-of votes needs, what each test "
+                    "type's next unit of budget should buy (items or replicates), and, with "
+                    "--against, intervals for the contrast between two systems. Calls no "
+                    "component; logs a planning run and writes reports/report-planning.md, "
+                    "which holds every table (vote errors for N = 1..20, variance components); "
+                    "--details prints it.")
     plan.add_argument("experiment", metavar="EXPERIMENT", nargs="?",
                       help="experiment name (its latest runs), or a run id or its first 4 or "
                            "more characters: a replicate series' parent, or a run with "
@@ -135,6 +137,8 @@ def main(argv: Sequence[str] | None = None) -> int:
                       help="target half-width of a contrast interval, for replicate planning")
     plan.add_argument("--output", type=Path, default=Path("reports"),
                       help="folder for report-planning.md (default: reports)")
+    plan.add_argument("--details", action="store_true",
+                      help="print all of report-planning.md, not the summary")
     plan.add_argument("--json", action="store_true", help="machine-readable output")
     sync = commands.add_parser(
         "sync", help="upload run bundles that a tracking outage left on local disk",
@@ -245,8 +249,9 @@ def _plan(args: argparse.Namespace) -> int:
     if args.json:
         print(json.dumps({"run_id": run_id, **plan.to_json()}, indent=1))
     else:
-        print(report)
-        print(f"wrote: {path}\nmlflow: planning run {run_id} in "
+        print(report if args.details else plan_summary(plan))
+        pointer = "" if args.details else " (every table; --details prints it)"
+        print(f"\nwrote: {path}{pointer}\nmlflow: planning run {run_id} in "
               f"{names.planning_experiment(plan.experiment)}")
     return ExitStatus.OK
 
