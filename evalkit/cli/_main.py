@@ -171,10 +171,14 @@ def main(argv: Sequence[str] | None = None) -> int:
         "ui", help="the MLflow UI over evalkit's store, on 127.0.0.1",
         description="Start the MLflow UI over the store evalkit uses (MLFLOW_TRACKING_URI, "
                     "else the local sqlite:///mlflow.db) on 127.0.0.1 and print its URL; for a "
-                    "tracking server, print the server's URL (it serves its own UI). While it "
-                    "serves, run links evalkit prints and tags point at its port (recorded in "
-                    ".evalkit/ui.json). Ctrl-C or SIGTERM stops it and every process it started.")
-    ui.add_argument("--port", type=int, default=5000, help="port (default: 5000)")
+                    "tracking server, print the server's URL (it serves its own UI). Its port "
+                    "is recorded in .evalkit/ui.json and kept after it stops: run links evalkit "
+                    "prints and tags name it, also for runs that end while no UI serves, and "
+                    "the next evalkit ui serves it again. Ctrl-C or SIGTERM stops it and every "
+                    "process it started.")
+    ui.add_argument("--port", type=int,
+                    help="port (default: the one evalkit ui last served this store on, which "
+                         "run links name; 5000 the first time)")
     args = parser.parse_args(argv)
     handlers: dict[str, Callable[[argparse.Namespace], int]] = {
         "init": lambda a: init_command(a.directory, a.component, a.dataset),
