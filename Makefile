@@ -7,7 +7,7 @@ BIN := $(VENV)/bin
 # Installed-state stamp: reinstall when the dependencies change.
 STAMP := $(VENV)/.installed
 DATASETS := $(wildcard datasets/*/)
-MLFLOW_PORT ?= 5000
+MLFLOW_PORT ?=
 
 .PHONY: help install lint eval eval-replicates eval-calibrate run test test-slow test-all \
 	test-llm test-adoption test-ui test-ray test-mlflow-versions mutation dev-mlflow dev-mlflow-server clean
@@ -32,8 +32,8 @@ help:
 	@echo "                        results, a node killed, Ctrl-C and a lost cluster, each resumed"
 	@echo "make test-adoption      the wheel in fresh virtualenvs: light install, evalkit init, make eval, the semantic extra"
 	@echo "make mutation           mutation testing of the statistics and the run's core (slow; not in CI)"
-	@echo "make dev-mlflow         MLflow UI on http://127.0.0.1:$(MLFLOW_PORT) over MLFLOW_TRACKING_URI,"
-	@echo "                        else the local store (evalkit ui)"
+	@echo "make dev-mlflow         MLflow UI on 127.0.0.1 over MLFLOW_TRACKING_URI, else the local store"
+	@echo "                        (evalkit ui: the port run links name, 5000 at first; MLFLOW_PORT=N)"
 	@echo "make dev-mlflow-server  a throwaway team server (PostgreSQL + MLflow) on loopback; Ctrl-C stops it"
 	@echo "                        (AUTH=1: behind MLflow's basic auth, with an editor and a reader)"
 	@echo "make install            create .venv and install evalkit (done by every target)"
@@ -164,7 +164,7 @@ test-ray: install $(RAY_STAMP)
 
 # evalkit ui: the store evalkit itself uses; Ctrl-C or SIGTERM stops every process it started.
 dev-mlflow: install
-	$(BIN)/evalkit ui --port $(MLFLOW_PORT)
+	$(BIN)/evalkit ui $(if $(MLFLOW_PORT),--port $(MLFLOW_PORT))
 
 # A team tracking server for development: PostgreSQL (a throwaway cluster) behind an MLflow
 # server with an artifact store in .cache/team-server; prints the MLFLOW_TRACKING_URI to export.

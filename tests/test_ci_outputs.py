@@ -15,10 +15,11 @@ import pytest
 
 from evalkit import Call, Entry, EvaluationOutcome, Selection, evaluate
 from evalkit.cli._outputs import RunSummary, write_json, write_junit
+from evalkit.cli._ui import serve_ui
 from evalkit.reports import render_reports
 from evalkit.reports._common import TEXT_LIMIT, distinct
 from evalkit.run import evaluate_replicates
-from evalkit.tracking import ServedUi, Tracker, run_url, shown_uri, ui_base
+from evalkit.tracking import ServedUi, Tracker, run_url, shown_uri, ui_base, ui_port
 from tests.builders import config_for, entry, write_dataset
 
 
@@ -191,15 +192,17 @@ NO_SUCH_PID = 2 ** 22 + 1
 @pytest.mark.parametrize(("served", "base"), [
     (None, "http://127.0.0.1:5000"),
     (ServedUi(STORE, "127.0.0.1", 5741, os.getpid()), "http://127.0.0.1:5741"),
-    (ServedUi(STORE, "127.0.0.1", 5741, NO_SUCH_PID), "http://127.0.0.1:5000"),  # ended
+    # ended: its port still, which a plain `evalkit ui` serves again
+    (ServedUi(STORE, "127.0.0.1", 5741, NO_SUCH_PID), "http://127.0.0.1:5741"),
     (ServedUi("sqlite:////elsewhere/mlflow.db", "127.0.0.1", 5741, os.getpid()),
      "http://127.0.0.1:5000"),  # a UI over another store
 ])
-def test_a_local_stores_links_follow_the_port_evalkit_ui_serves(
+def test_a_local_stores_links_and_evalkit_ui_agree_on_the_port_last_served(
         served: ServedUi | None, base: str) -> None:
     if served is not None:
         served.record()
     assert ui_base(STORE) == base
+    assert f"http://127.0.0.1:{ui_port(STORE)}" == base
     assert ui_base("https://mlflow.example.com") == "https://mlflow.example.com"
 
 
@@ -216,17 +219,44 @@ def test_a_ui_record_evalkit_did_not_write_is_ignored(tmp_path: Path, text: str)
     (tmp_path / ".evalkit").mkdir()
     (tmp_path / ".evalkit" / "ui.json").write_text(text)
     assert ui_base(STORE) == "http://127.0.0.1:5000"
+    assert ui_port(STORE) == 5000
 
 
-def test_a_ui_record_is_forgotten_only_by_the_ui_that_wrote_it(tmp_path: Path) -> None:
-    first = ServedUi(STORE, "127.0.0.1", 5741, os.getpid())
-    first.record()
-    second = ServedUi(STORE, "127.0.0.1", 5742, os.getpid())
-    second.record()
-    first.forget()
-    assert ServedUi.recorded() == second
-    second.forget()
-    assert not (tmp_path / ".evalkit" / "ui.json").exists()
+def test_the_last_ui_started_names_the_port(tmp_path: Path) -> None:
+    ServedUi(STORE, "127.0.0.1", 5741, NO_SUCH_PID).record()
+    ServedUi(STORE, "127.0.0.1", 5742, NO_SUCH_PID).record()
+    assert ServedUi.recorded() == ServedUi(STORE, "127.0.0.1", 5742, NO_SUCH_PID)
+    assert (ui_base(STORE), ui_port(STORE)) == ("http://127.0.0.1:5742", 5742)
+
+
+def test_a_run_ended_while_no_ui_served_links_where_evalkit_ui_serves_next(
+        tmp_path: Path, tracker: Tracker, monkeypatch: pytest.MonkeyPatch,
+        capsys: pytest.CaptureFixture[str]) -> None:
+    """The UI served on 5741 and stopped; a run ends; a plain `evalkit ui` serves 5741 (the
+    server itself is not started: the command it would run is read instead)."""
+    ServedUi(tracker.tracking_uri, "127.0.0.1", 5741, NO_SUCH_PID).record()
+    dataset = write_dataset(tmp_path / "ds", {"right": entry("functional")})
+    outcome = evaluate(config_for(tmp_path, dataset), component, Selection("all"),
+                       tracker=tracker, runs_dir=tmp_path / "runs")
+    assert outcome.run_url.startswith("http://127.0.0.1:5741/#/experiments/")
+    started: list[list[str]] = []
+
+    class NoServer:
+        pid = NO_SUCH_PID
+        returncode = 0
+
+        def __init__(self, command: list[str], **_: Any) -> None:
+            started.append(command)
+
+        def poll(self) -> int:
+            return 0
+
+    monkeypatch.setattr("evalkit.cli._ui.subprocess.Popen", NoServer)
+    monkeypatch.setattr("evalkit.cli._ui.stop_group", lambda server: None)
+    assert serve_ui(tracker.tracking_uri, None) == 0
+    (command,) = started
+    assert command[command.index("--port") + 1] == "5741"
+    assert "on http://127.0.0.1:5741 (Ctrl-C stops it" in capsys.readouterr().out
 
 
 def test_the_run_url_tag_and_summary_link_follow_the_served_ui(tmp_path: Path,

@@ -1,4 +1,5 @@
-"""`evalkit history`: a mode column, and a layout that fits 100 columns."""
+"""`evalkit history`: a mode column (a rescore named as one, with the run it rescored), a dirty
+tree marked beside its commit, and a layout that fits 100 columns."""
 
 from __future__ import annotations
 
@@ -19,7 +20,7 @@ def _row(mode: Mode, verdict: str, replicates: int | None) -> HistoryRow:
         started=datetime(2026, 11, 30, 16, 30, 5, tzinfo=UTC), status="FINISHED",
         test_types=TYPES, accuracy={t: TypeFigure(0.8125, 0.5699, 0.9342) for t in TYPES},
         repeat_count=5, replicates=replicates, dataset_digest="4d39f0a" + "0" * 57,
-        git_commit="de4676c" + "1" * 33, verdict=verdict, mode=mode)
+        git_commit="de4676c" + "1" * 33, git_dirty=False, verdict=verdict, mode=mode)
 
 
 def test_history_has_a_mode_column_and_fits_100_columns() -> None:
@@ -44,3 +45,26 @@ def test_a_run_without_a_commit_shows_none_in_the_commit_column() -> None:
             for why in ("none: no commit yet", "none: not a git checkout")]
     runs = [line for line in render_history(rows).splitlines() if line.startswith("2026-")]
     assert [line.split()[-1] for line in runs] == ["none", "none"]
+
+
+def test_a_rescore_names_the_run_it_rescored_and_a_dirty_tree_is_marked() -> None:
+    source = "0123456789abcdef0123456789abcdef"
+    rows = [replace(_row(Mode.EVALUATION, "FAIL", None), rescored_from=source, git_dirty=True),
+            _row(Mode.EVALUATION, "PASS", None),
+            replace(_row(Mode.EVALUATION, "PASS", None), git_dirty=None)]
+    lines = render_history(rows).splitlines()
+    assert max(len(line) for line in lines) <= 100
+    runs = [line for line in lines if line.startswith("2026-")]
+    assert [line.split()[3] for line in runs] == ["rescore", "evaluation", "evaluation"]
+    assert [line.split()[-1] for line in runs] == ["de4676c+", "de4676c", "de4676c"]
+    below = lines[lines.index(runs[0]) + 1]
+    assert below.strip() == f"rescore of run {source}: its recorded outputs scored again"
+    assert lines[-1].startswith("commit+: the run started with uncommitted changes")
+    assert rows[0].to_json()["rescored_from"] == source
+    assert rows[0].to_json()["mode"] == "evaluation"  # the run's mode tag, as recorded
+    assert [r.to_json()["git_dirty"] for r in rows] == [True, False, None]
+
+
+def test_no_dirty_note_when_no_run_was_dirty() -> None:
+    text = render_history([_row(Mode.EVALUATION, "PASS", None)])
+    assert "+" not in text and "uncommitted" not in text

@@ -23,7 +23,7 @@ import mlflow
 import pexpect
 import pytest
 
-from evalkit.cli._labeller import KEY_LINE
+from evalkit.cli._labeller import KEY_LINE, RUBRIC_SHOWN
 from evalkit.records import names
 from evalkit.run._labelling import label_order
 from evalkit.stats import LabelDraw, LabelDraws
@@ -223,6 +223,9 @@ def test_a_first_session_draws_ten_entries_and_writes_each_key_as_a_label(
         assert section in screen
     shown = [word for word in VERDICT_WORDS if word in screen]
     assert shown == [], f"the first screen shows {shown}:\n{screen}"
+    for later in first.screens[1:]:  # the judge's prompt once, then only the entry's own
+        assert "Is the output a right answer" not in later and RUBRIC_SHOWN in " ".join(
+            later.split()) and "\nexpected_output\n" in later
     assert "labelled 2, skipped 0; 2 of 10 entries have a label" in first.transcript
     assert "Traceback" not in first.transcript
     # In MLflow: exactly the two labels, True then False, and a label wanted on each drawn trace.

@@ -18,6 +18,7 @@ from hypothesis import strategies as st
 
 from evalkit.cli._labeller import (
     KEY_LINE,
+    RUBRIC_SHOWN,
     LabelCase,
     LabellingOutcome,
     label_cases,
@@ -100,7 +101,7 @@ def test_back_at_the_first_entry_says_so_and_stays() -> None:
 
 def test_an_unknown_key_shows_a_hint_and_keeps_the_entry() -> None:
     _, written, screen = _session([_case(1), _case(2)], ["x", "\x1b[A", "p", "q"])
-    assert "unknown key 'x': press p, f, s, b or q" in screen
+    assert "unknown key 'x': press p, f, s, b, r or q" in screen
     assert "unknown key '\\x1b[A'" in screen
     assert written == [("e1", True)]
     assert screen.count("· 1 of 2 (") == 1
@@ -158,7 +159,33 @@ def test_a_screen_shows_every_section_within_80_columns_and_shortens_long_values
 def test_a_single_output_is_titled_output_and_missing_sections_are_left_out() -> None:
     _, _, screen = _session([_case(1, expected=None, rubric=None)], ["q"])
     assert "\noutput\n  answer 1\n" in screen
-    assert "expected_output" not in screen and "rubric" not in screen
+    assert "expected_output" not in screen and "\nrubric\n" not in screen
+    assert RUBRIC_SHOWN not in screen
+
+
+JUDGE_PROMPT = "\n".join(f"judge rule {n}: be strict about point {n}." for n in range(30))
+
+
+def test_the_rubric_is_shown_whole_once_then_only_on_r_or_when_it_changes() -> None:
+    cases = [_case(n, rubric=JUDGE_PROMPT) for n in (1, 2, 3)] + [_case(4, rubric="other")]
+    _, written, screen = _session(cases, ["p", "f", "r", "s"])
+    assert written == [("e1", True), ("e2", False)]
+    screens = screen.split("─" * 80)[1:]
+    assert len(screens) == 5  # e1, e2, e3, e3 again on r, e4
+    shown_whole = [n for n, text in enumerate(screens) if "\nrubric\n" in text]
+    assert shown_whole == [0, 3, 4]
+    # Whole: a judge's prompt is longer than any entry section may be, and is not shortened.
+    assert "judge rule 0:" in screens[0] and "judge rule 29:" in screens[0]
+    assert "more lines left out" not in screens[0]
+    for n in (1, 2):  # the entry's own sections, and a pointer instead of the prompt
+        assert "judge rule" not in screens[n]
+        assert f"question {n + 1}" in screens[n] and f"answer {n + 1}" in screens[n]
+        assert f"expected {n + 1}" in screens[n]
+        assert RUBRIC_SHOWN in screens[n]
+    assert "entry e3 ·" in screens[3] and "judge rule 29:" in screens[3]
+    assert "\nrubric\n  other\n" in screens[4]  # another rubric is shown in full
+    # The prompt once, its 30 lines, in three screens of the first type's entries but one.
+    assert screen.count("judge rule 29:") == 2
 
 
 @given(text=st.text(), width=st.integers(min_value=20, max_value=120))
@@ -201,7 +228,7 @@ def write(case, passed):
         labels.write(f"{case.entry_id} {passed}\\n")
 
 cases = [labeller.LabelCase(f"e{n}", "classification", f"question {n}", (f"answer {n}",), None,
-                            None, None) for n in (1, 2, 3)]
+                            "the judge's prompt", None) for n in (1, 2, 3)]
 settings = termios.tcgetattr(sys.stdin)
 keys = labeller.terminal_keys(sys.stdin)
 outcome = labeller.label_cases(cases, write, keys, sys.stdout)
@@ -217,8 +244,12 @@ def test_single_key_presses_in_a_real_terminal(tmp_path: Path, quit_key: str) ->
     labels = tmp_path / "labels.txt"
     child = pexpect.spawn(sys.executable, ["-c", _CHILD, str(labels), inspect.getfile(label_cases)],
                           cwd=str(tmp_path), encoding="utf-8", dimensions=(24, 80), timeout=30)
-    for shown, key in (("1 of 3", "p"), ("2 of 3", "f"), ("3 of 3", quit_key)):
+    for shown, key in (("1 of 3", "p"), ("2 of 3", "r"), ("2 of 3", "f"),
+                       ("3 of 3", quit_key)):
         child.expect_exact(shown)
+        rubric = child.expect_exact(["the judge's prompt", RUBRIC_SHOWN])
+        # The rubric in full on the first screen and on r, a pointer to it on the others.
+        assert rubric == (0 if (shown, key) in (("1 of 3", "p"), ("2 of 3", "f")) else 1)
         child.expect_exact(KEY_LINE)
         child.send(key)
     child.expect_exact("labelled 2, skipped 0; 2 of 3 entries have a label")

@@ -128,6 +128,63 @@ def test_a_run_keeps_what_it_sent_the_judge_redacted_and_the_tokens_it_used(
     assert trace.judge_calls[0].messages == item.judge_messages
 
 
+def test_an_entry_also_in_repeatability_is_judged_on_its_first_output_and_says_so(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Functional judges one output per entry, call 0's (the repeats are repeatability's to
+    compare): the judge is sent that output alone, and the span's name, the verdict's
+    rationale and the functional report say which output it was."""
+    tracker = Tracker.in_memory(bundles_dir=tmp_path / "bundles")
+    dataset = write_dataset(tmp_path / "ds", {
+        "both": entry("functional", "repeatability", input="capital of NZ?",
+                      expected="Wellington"),
+        "alone": entry("functional", input="capital of AU?", expected="Canberra")})
+
+    def answer(item: Entry, call: Call) -> str:
+        if item.id == "alone":
+            return "Canberra"
+        return ["Wellington", "Auckland", "Auckland-on-sea"][call.repeat]
+
+    with OpenAIStub() as stub:
+        monkeypatch.setenv("OPENAI_BASE_URL", stub.base_url)
+        monkeypatch.setenv("OPENAI_API_KEY", "sk-first-output")
+        config = EvalConfig.from_constants({
+            "EXPERIMENT_NAME": "spans/first", "DATASET_PATH": str(dataset),
+            "REPORTS_DIR": str(tmp_path / "reports"), "EVAL_MIN_ACCURACY": 0.0,
+            "EVAL_MIN_ACCURACY_REPEATABILITY": 0.0, "REPEAT_COUNT": 3,
+            "SCORER": "llm_judge", "JUDGE_MODEL": "stub-judge"}, "eval.py")
+        outcome = evaluate(config, answer, Selection("all"), tracker=tracker,
+                           runs_dir=tmp_path / "runs")
+        sent = [json.dumps(r.body) for r in stub.chat_requests()
+                if r.body and "capital of NZ" in json.dumps(r.body)]
+    against_expected = [body for body in sent if "Auckland-on-sea" not in body]
+    (functional_request,) = against_expected  # the repeats went to repeatability's judge
+    assert "Wellington" in functional_request and "Auckland" not in functional_request
+    backend = tracker.backend
+    assert isinstance(backend, MemoryBackend)
+    traces = {t.entry_id: t for t in backend.traces.traces[outcome.run_id].values()}
+    assert sorted(j.name for j in traces["both"].judge_calls) == [
+        "judge: functional (call 0 of 3)", "judge: repeatability"]
+    assert [j.name for j in traces["alone"].judge_calls] == ["judge: functional"]
+    (rationale,) = [a.rationale for a in traces["both"].assessments if a.name == "functional"]
+    assert "scored on call 0's output, the first of the entry's 3 (repeatability compares " \
+           "them all)" in str(rationale)
+    (alone,) = [a.rationale for a in traces["alone"].assessments if a.name == "functional"]
+    assert "call 0" not in str(alone)
+    report = (tmp_path / "reports" / "report-functional.md").read_text()
+    assert "- 1 of these entries are also repeatability entries, invoked the repeat count " \
+           "times: each is scored here on its first output (call 0)" in report
+    assert "(report-repeatability.md): both." in report
+    assert "also repeatability" not in (tmp_path / "reports" /
+                                        "report-repeatability.md").read_text()
+
+
+def test_the_span_name_counts_calls_and_asks_together() -> None:
+    from evalkit.tracking._traces import JudgeSpan
+
+    span = JudgeSpan("functional", 2, 3, None, JudgeCall("1"), of_calls=5)
+    assert span.name == "judge: functional (call 0 of 5, ask 2/3)"
+
+
 # --- tokens and cost of the component's calls ---------------------------------------------------
 
 def chat_completion(prompt_tokens: int, completion_tokens: int, model: str = "gpt-x") -> Any:

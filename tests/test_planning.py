@@ -329,3 +329,62 @@ def test_the_calibration_chart_leaves_the_callers_matplotlib_backend_alone() -> 
     finally:
         matplotlib.use(original)
     assert png[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def test_plan_prints_a_summary_per_type_and_never_buys_replicates_for_calls_that_never_varied(
+        tmp_path: Path, tracker: Tracker, monkeypatch: pytest.MonkeyPatch,
+        capsys: pytest.CaptureFixture[str]) -> None:
+    """smoke: every item the same in every replicate (half right, half wrong); functional:
+    flaky items that change with the seed."""
+    dataset = write_dataset(tmp_path / "ds", {
+        **{f"s{i}": entry("smoke") for i in range(6)},
+        **{f"flaky{i}": entry("functional") for i in range(6)},
+        **{f"r{i}": entry("repeatability") for i in range(3)}})
+    config = EvalConfig.from_constants({
+        "EXPERIMENT_NAME": "plan/quiet", "DATASET_PATH": str(dataset),
+        "REPORTS_DIR": str(tmp_path / "reports"), "EVAL_MIN_ACCURACY": 0.0, "REPLICATES": 4,
+        "REPEAT_COUNT": 3, "EVAL_MIN_ACCURACY_REPEATABILITY": 0.0}, "eval.py")
+
+    def component(entry: Entry, call: Call) -> Any:
+        if entry.id.startswith("s"):
+            return "a" if int(entry.id[1:]) % 2 else "wrong"
+        return seeded(entry, call)
+
+    evaluate_replicates(config, component, Selection("all"), tracker=tracker,
+                        runs_dir=tmp_path / "runs")
+    plan = build_plan(tracker, "plan/quiet")
+    smoke, functional = plan.allocations["smoke"], plan.allocations["functional"]
+    assert smoke.tau2 == 0 and smoke.sigma2 > 0 and smoke.buy == "items"
+    assert functional.tau2 > 0
+    # 6 items x 3 further replicates: zero changes in 18 chances bound the rate by 1 - 0.05^(1/18)
+    assert smoke.chances == 18
+    assert smoke.unseen_rate_bound == pytest.approx(1 - 0.05 ** (1 / 18))
+    advice = smoke.advice()
+    assert advice.startswith("no run-to-run variance seen: each of the 6 items scored the same "
+                             "in all 4 replicates")
+    assert "replicates" not in advice.split("; ")[1]
+    assert "This does not show the component is deterministic: a per-call change rate up to " \
+           f"{1 - 0.05 ** (1 / 18):.3f}" in advice
+
+    monkeypatch.setattr("evalkit.cli._main.Tracker", lambda *args, **kwargs: tracker)
+    capsys.readouterr()
+    assert evalkit_command("plan", "plan/quiet", "--output", tmp_path / "r") == 0
+    printed = capsys.readouterr().out
+    lines = printed.splitlines()
+    assert len(lines) <= 30
+    assert max(len(line) for line in lines if not line.startswith(("wrote:", "mlflow:"))) <= 100
+    report = (tmp_path / "r" / "report-planning.md").read_text()
+    assert len(report.splitlines()) > 2 * len(lines)  # the tables stay in the report
+    assert "| N |" in report and "| N |" not in printed
+    by_type = {line.split(":")[0].strip(): line for line in lines if line.startswith("  ")}
+    assert by_type["smoke"] == "  smoke: buy items — no run-to-run variance seen: each of the 6 " \
+                               "items scored the same in all 4"
+    assert by_type["functional"].startswith(f"  functional: buy {functional.buy} — optimum ")
+    assert "  replicates (run " in printed
+    assert f"wrote: {tmp_path / 'r' / 'report-planning.md'} (every table; --details prints " \
+           "it)" in printed
+    assert evalkit_command("plan", "plan/quiet", "--output", tmp_path / "r", "--details") == 0
+    detailed = capsys.readouterr().out
+    report = (tmp_path / "r" / "report-planning.md").read_text()  # the second planning run's
+    assert detailed.startswith(report)
+    assert f"- smoke: {advice}." in report

@@ -17,7 +17,7 @@ import pytest
 from evalkit import Call, ConfigError, Entry, EvalConfig, Selection, evaluate, rescore
 from evalkit.records import names
 from evalkit.run import evaluate_replicates
-from evalkit.tracking import Tracker
+from evalkit.tracking import Tracker, history, render_history
 from tests.builders import (
     REPO,
     RecordingComponent,
@@ -108,6 +108,11 @@ def test_a_changed_threshold_flips_the_verdict_and_no_component_call_is_made(
         assert line in (tmp_path / "reports" / report).read_text()
         assert line in tracker.reader.read_text(outcome.run_id, f"reports/{report}")
     assert line not in tracker.reader.read_text(source, "reports/summary.md")
+    # history: the rescore shown as one, naming its source; the source an ordinary evaluation
+    rows = history(tracker.reader, config.experiment_name)
+    assert [(r.run_id, r.shown_mode, r.rescored_from) for r in rows] == [
+        (outcome.run_id, "rescore", source), (source, "evaluation", None)]
+    assert f"rescore of run {source}" in render_history(rows)
 
 
 def test_compared_fields_apply_to_the_recorded_outputs(tmp_path: Path, tracker: Tracker,

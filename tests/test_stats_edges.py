@@ -104,6 +104,29 @@ def test_width_change_without_variance_is_none() -> None:
     assert VarianceComponents(0.0, 0.0, 0.0, 2.0, 10).width_change_if_trials_scaled(2) == 0.0
 
 
+def test_calls_that_never_varied_are_never_told_to_buy_replicates() -> None:
+    # Every item right in all 3 replicates: no variance at all, between or within items.
+    flat = allocate(VarianceComponents(0.0, 0.0, 0.0, 3.0, 20))
+    assert not flat.varied and flat.buy == "items"
+    assert flat.chances == 40 and flat.unseen_rate_bound == pytest.approx(1 - 0.05 ** (1 / 40))
+    assert flat.advice() == (
+        "no run-to-run variance seen: each of the 20 items scored the same in all 3 "
+        "replicates, so more replicates have no noise measured so far to average away; the "
+        "items scored alike too: an interval over them narrows only with more items, so the "
+        "next unit of budget should buy items. This does not show the component is "
+        "deterministic: a per-call change rate up to 0.072 (one-sided 95% bound for no change "
+        "in 40 chances) could go unseen at this size")
+    # Items that differ, each always the same: tau2 = 0, sigma2 > 0.
+    steady = allocate(VarianceComponents(0.0, 0.25, 0.25, 3.0, 20))
+    assert steady.buy == "items" and "the items differ from each other" in steady.advice()
+    # A plan.json written before the items were kept reads back without the bound.
+    doc = flat.to_json()
+    del doc["items"]
+    old = Allocation.from_json(doc)
+    assert old.items is None and old.unseen_rate_bound is None
+    assert old.advice().startswith("no run-to-run variance seen: each item scored the same")
+
+
 def test_allocation_advice_when_items_do_not_vary() -> None:
     plan = allocate(VarianceComponents(0.02, 0.0, 0.02, 2.0, 30))
     assert plan.optimum is None and plan.buy == "replicates"
@@ -126,7 +149,7 @@ def test_allocation_by_hand() -> None:
     plan = allocate(components)
     assert plan == Allocation(0.02, pytest.approx(0.09), 1.0, 1.0, 2.0,
                               pytest.approx(4.5 ** 0.5), 2,
-                              pytest.approx((0.3 + 0.02 ** 0.5) ** 2))
+                              pytest.approx((0.3 + 0.02 ** 0.5) ** 2), items=30)
     # N* = 2.9 (tau2 = 0.1682): the ceiling, 3, has the smaller variance x budget.
     high = allocate(VarianceComponents(0.0841, 0.02, 0.1041, 2.0, 30))
     assert high.optimum == pytest.approx(2.9) and high.best_whole == 3
@@ -137,13 +160,14 @@ def test_allocation_by_hand() -> None:
                              "2 now: the next unit of budget should buy replicates")
     flat = allocate(VarianceComponents(0.02, 0.0, 0.02, 2.0, 30), 2.0, 3.0)
     assert flat == Allocation(0.0, pytest.approx(0.04), 2.0, 3.0, 2.0, None, None,
-                              pytest.approx(0.08))
+                              pytest.approx(0.08), items=30)
     # plan.json carries the reading as well as the numbers, under these names
     assert high.to_json() == {
         "sigma2_item": 0.02, "tau2_replicate": pytest.approx(0.1682), "replicate_cost": 1.0,
         "item_cost": 1.0, "current_replicates": 2.0, "optimum": pytest.approx(2.9),
         "best_whole": 3, "variance_times_budget_floor": high.floor, "buy": "replicates",
-        "advice": high.advice()}
+        "advice": high.advice(), "items": 30}
+    assert Allocation.from_json(high.to_json()) == high
 
 
 @pytest.mark.parametrize(("successes", "n", "message"), [

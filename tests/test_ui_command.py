@@ -1,7 +1,7 @@
 """``evalkit ui``: the MLflow UI it starts ends whole on Ctrl-C or SIGTERM, and its address
-is recorded for run links while it serves (slow: a real ``mlflow ui`` and its workers in a
-process of their own; the links themselves are tested in tests/test_ci_outputs.py), and
-``make dev-mlflow`` goes through it."""
+is recorded for run links and kept for them once it stops (slow: a real ``mlflow ui`` and its
+workers in a process of their own; the links themselves are tested in
+tests/test_ci_outputs.py), and ``make dev-mlflow`` goes through it."""
 
 from __future__ import annotations
 
@@ -62,7 +62,7 @@ def serves(url: str) -> bool:
 
 @pytest.mark.slow
 @pytest.mark.parametrize("number", [signal.SIGTERM, signal.SIGINT], ids=["TERM", "INT"])
-def test_a_signal_to_evalkit_ui_stops_every_process_of_the_server_and_its_record(
+def test_a_signal_to_evalkit_ui_stops_every_process_of_the_server_and_keeps_its_port(
         tmp_path: Path, number: int) -> None:
     port = free_port()
     log = (tmp_path / "ui.log").open("w")
@@ -82,7 +82,9 @@ def test_a_signal_to_evalkit_ui_stops_every_process_of_the_server_and_its_record
         assert ui.wait(timeout=60) == ExitStatus.INTERRUPTED
         assert group_members(server) == []
         assert port_free(port)
-        assert not (tmp_path / ".evalkit" / "ui.json").exists()  # links go back to 5000
+        # kept: runs that end while no UI serves still link to this port, which a plain
+        # `evalkit ui` serves again
+        assert json.loads((tmp_path / ".evalkit" / "ui.json").read_text())["port"] == port
     finally:
         if ui.poll() is None:
             ui.kill()
@@ -93,4 +95,4 @@ def test_make_dev_mlflow_is_evalkit_ui() -> None:
     """So that it serves the store evalkit uses (MLFLOW_TRACKING_URI) and stops whole."""
     makefile = (REPO / "Makefile").read_text(encoding="utf-8")
     recipe = makefile.partition("\ndev-mlflow: install\n")[2].split("\n\n")[0]
-    assert recipe.strip() == "$(BIN)/evalkit ui --port $(MLFLOW_PORT)"
+    assert recipe.strip() == "$(BIN)/evalkit ui $(if $(MLFLOW_PORT),--port $(MLFLOW_PORT))"

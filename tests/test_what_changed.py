@@ -11,6 +11,7 @@ import json
 import subprocess
 import sys
 import uuid
+from dataclasses import replace
 from pathlib import Path
 from types import ModuleType
 from typing import Any
@@ -21,7 +22,7 @@ import pytest
 from evalkit import ConfigError, EvalConfig, Selection, evaluate
 from evalkit.records import names
 from evalkit.run import Difference, RecordedSource, differences
-from evalkit.tracking import Tracker, source_state
+from evalkit.tracking import Tracker, history, render_history, source_state
 from evalkit.tracking._source import component_source_sha256
 from tests.builders import RecordingComponent, config_for, entry, write_dataset
 from tests.commands import evalkit_command
@@ -276,3 +277,32 @@ def test_a_series_against_a_plain_run_says_so_once_instead_of_what_only_one_reco
     unlinked = RecordedSource(plain.params, {names.GIT_COMMIT_TAG: "c1"}, {})
     assert [(d.name, d.a, d.b) for d in differences(unlinked, plain)] == [
         ("evalkit-judge-expected version", None, "1")]
+
+
+@pytest.mark.slow
+def test_history_marks_the_run_made_with_an_uncommitted_prompt_change(
+        tmp_path: Path, tracker: Tracker) -> None:
+    """Two runs at one commit, the second after the prompt in eval.py was edited and not
+    committed: history shows the same commit for both, the second followed by '+'."""
+    repo = tmp_path / "repo"
+    repo.mkdir()
+    git(repo, "init", "-q")
+    (repo / "eval.py").write_text("PROMPT = 'terse'\n")
+    git(repo, "add", "eval.py")
+    git(repo, "commit", "-q", "-m", "first")
+    dataset = write_dataset(tmp_path / "ds", {"q": entry("functional")})
+    config = replace(config_for(tmp_path, dataset), source_file=repo / "eval.py")
+    clean = evaluate(config, RecordingComponent({"q": "a"}), Selection("all"), tracker=tracker,
+                     runs_dir=tmp_path / "runs")
+    (repo / "eval.py").write_text("PROMPT = 'chatty'\n")
+    dirty = evaluate(config, RecordingComponent({"q": "a"}), Selection("all"), tracker=tracker,
+                     runs_dir=tmp_path / "runs")
+
+    rows = history(tracker.reader, config.experiment_name)
+    assert [(r.run_id, r.git_dirty) for r in rows] == [(dirty.run_id, True),
+                                                       (clean.run_id, False)]
+    assert rows[0].git_commit == rows[1].git_commit
+    lines = render_history(rows).splitlines()
+    commits = [line.split()[-1] for line in lines if line.startswith("20")]
+    assert commits == [rows[0].git_commit[:7] + "+", rows[1].git_commit[:7]]
+    assert lines[-1].startswith("commit+: the run started with uncommitted changes")

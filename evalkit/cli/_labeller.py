@@ -3,10 +3,13 @@ fail label with a single key press (:func:`label_cases`, keys from :func:`termin
 
 The person sees what the judge saw (the input, the output or outputs, ``expected_output``, the
 judge's rubric) and never the judge's verdict, so the label is their own and not an echo of the
-judge's. Each label goes to ``write`` as soon as its key is pressed, before the next screen, so
-quitting at any point loses nothing, and the next session starts at the first entry still without
-a label. Screens are plain lines (no cursor movement, no full-screen mode): the same in a
-terminal, a pipe and a test, and the person can scroll back.
+judge's. The rubric (the judge's whole prompt, the same for every entry of a type) is shown in
+full on the first screen and again when it changes or on ``r``; other screens show only what
+is the entry's own, with a line saying where the rubric is. Each label goes to ``write`` as
+soon as its key is pressed, before the next screen, so quitting at any point loses nothing, and
+the next session starts at the first entry still without a label. Screens are plain lines (no
+cursor movement, no full-screen mode): the same in a terminal, a pipe and a test, and the
+person can scroll back.
 
 All the text shown comes from the dataset or the component and is untrusted: control characters
 are shown as visible ``\\xNN`` escapes, so an output cannot drive the terminal or hide text.
@@ -23,7 +26,7 @@ from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any, TextIO
 
-KEY_LINE = "[p] pass  [f] fail  [s] skip  [b] back  [q] quit"
+KEY_LINE = "[p] pass  [f] fail  [s] skip  [b] back  [r] rubric  [q] quit"
 _QUIT_KEYS = frozenset({"q", "\x1b", "\x03", "\x04"})
 """q, Escape, Ctrl-C and Ctrl-D (a terminal sends the last two as characters while
 :func:`terminal_keys` reads, since it turns signals off)."""
@@ -84,7 +87,8 @@ def label_cases(cases: Sequence[LabelCase], write: Callable[[LabelCase, bool], N
     labelled: set[int] = set()
     skipped: set[int] = set()
     quit_before_end = True
-    _show(out, width, cases, labels, position)
+    screen = _Screen(out, width, cases, labels)
+    screen.show(position)
     for key in keys:
         choice = key.lower()
         if choice in _QUIT_KEYS:
@@ -94,10 +98,13 @@ def label_cases(cases: Sequence[LabelCase], write: Callable[[LabelCase, bool], N
                 _say(out, width, "this is the first entry: there is none before it")
             else:
                 position -= 1
-                _show(out, width, cases, labels, position)
+                screen.show(position)
+            continue
+        if choice == "r":
+            screen.show(position, rubric_in_full=True)
             continue
         if choice not in ("p", "f", "s"):
-            _say(out, width, f"unknown key {key!r}: press p, f, s, b or q")
+            _say(out, width, f"unknown key {key!r}: press p, f, s, b, r or q")
             continue
         if choice == "s":
             skipped.add(position)
@@ -110,7 +117,7 @@ def label_cases(cases: Sequence[LabelCase], write: Callable[[LabelCase, bool], N
             quit_before_end = False
             break
         position = following
-        _show(out, width, cases, labels, position)
+        screen.show(position)
     still_skipped = sum(1 for index in skipped if labels[index] is None)
     have_label = sum(1 for label in labels if label is not None)
     _say(out, width, f"labelled {len(labelled)}, skipped {still_skipped}; "
@@ -163,24 +170,47 @@ def _next_unlabelled(labels: Sequence[bool | None], start: int) -> int | None:
     return next((index for index in range(start, len(labels)) if labels[index] is None), None)
 
 
-def _show(out: TextIO, width: int, cases: Sequence[LabelCase], labels: Sequence[bool | None],
-          position: int) -> None:
-    """The screen of ``cases[position]``: a header, its sections, its label if it has one, and
-    the keys."""
-    case = cases[position]
-    have_label = sum(1 for label in labels if label is not None)
-    lines = ["", "─" * width, *_wrapped(
-        f"entry {case.entry_id} · {case.test_type} · {position + 1} of {len(cases)} "
-        f"({have_label} labelled)", width, "")]
-    for title, value in _sections(case):
-        lines += [title, *_body(value, width)]
-    if labels[position] is not None:
-        lines.append(f"your label: {'pass' if labels[position] else 'fail'}")
-    lines += _wrapped(KEY_LINE, width, "")
-    print("\n".join(lines), file=out, flush=True)
+RUBRIC_SHOWN = "rubric: as shown above, the same for this entry (press r to see it again)"
+
+
+class _Screen:
+    """The screens of one session, which remember the rubric last shown in full."""
+
+    def __init__(self, out: TextIO, width: int, cases: Sequence[LabelCase],
+                 labels: Sequence[bool | None]) -> None:
+        self._out = out
+        self._width = width
+        self._cases = cases
+        self._labels = labels
+        self._rubric_shown: str | None = None
+
+    def show(self, position: int, rubric_in_full: bool = False) -> None:
+        """The screen of ``cases[position]``: a header, its sections, its rubric (in full
+        when asked or not shown in full before, else a line pointing to it), its label if it
+        has one, and the keys."""
+        case = self._cases[position]
+        labels = self._labels
+        width = self._width
+        have_label = sum(1 for label in labels if label is not None)
+        lines = ["", "─" * width, *_wrapped(
+            f"entry {case.entry_id} · {case.test_type} · {position + 1} of {len(self._cases)} "
+            f"({have_label} labelled)", width, "")]
+        for title, value in _sections(case):
+            lines += [title, *_body(value, width)]
+        if case.rubric is not None:
+            if rubric_in_full or case.rubric != self._rubric_shown:
+                lines += ["rubric", *_body(case.rubric, width, limit=None)]
+                self._rubric_shown = case.rubric
+            else:
+                lines += _wrapped(RUBRIC_SHOWN, width, "")
+        if labels[position] is not None:
+            lines.append(f"your label: {'pass' if labels[position] else 'fail'}")
+        lines += _wrapped(KEY_LINE, width, "")
+        print("\n".join(lines), file=self._out, flush=True)
 
 
 def _sections(case: LabelCase) -> Iterator[tuple[str, Any]]:
+    """The entry's own sections (the rubric, shared by the entries, is not one of them)."""
     yield "input", case.input
     if len(case.outputs) == 1:
         yield "output", case.outputs[0]
@@ -189,20 +219,19 @@ def _sections(case: LabelCase) -> Iterator[tuple[str, Any]]:
             yield f"output {number} of {len(case.outputs)}", output
     if case.expected is not None:
         yield "expected_output", case.expected
-    if case.rubric is not None:
-        yield "rubric", case.rubric
 
 
-def _body(value: Any, width: int) -> list[str]:
-    """A section's value, indented, wrapped and shortened to at most :data:`_SECTION_LINES`."""
+def _body(value: Any, width: int, limit: int | None = _SECTION_LINES) -> list[str]:
+    """A section's value, indented, wrapped and shortened to at most ``limit`` lines (the
+    rubric, shown once, is shown whole: ``None``)."""
     # A blank string is quoted, or an empty output would look like a missing section.
     text = value if isinstance(value, str) and value.strip() else json.dumps(
         value, ensure_ascii=False, indent=2)
     lines = [wrapped for line in text.replace("\r\n", "\n").split("\n")
              for wrapped in _wrapped(line, width, _INDENT)]
-    if len(lines) <= _SECTION_LINES:
+    if limit is None or len(lines) <= limit:
         return lines
-    shown = _SECTION_LINES - 1
+    shown = limit - 1
     return [*lines[:shown],
             *_wrapped(f"… {len(lines) - shown} more lines left out", width, _INDENT)]
 

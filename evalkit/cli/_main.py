@@ -30,7 +30,7 @@ from evalkit.cli._rescore import add_rescore_parser, rescore_command
 from evalkit.cli._ui import serve_ui
 from evalkit.dataset import lint_dataset
 from evalkit.records import names
-from evalkit.reports import render_charts, render_reports
+from evalkit.reports import plan_summary, render_charts, render_reports
 from evalkit.run import build_plan, record_plan
 from evalkit.stats import judge_checks
 from evalkit.tracking import Tracker, history, render_history
@@ -109,10 +109,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         "plan", help="how many runs a claim needs, from an experiment's runs in MLflow",
         description="Measure p (the per-run disagreement rate) from the repeats of the latest "
                     "run with repeatability entries and from the latest replicate series; print "
-                    "the error of majority, unanimous and any-of votes for N = 1..20 with the "
-                    "N each needs, the items-vs-replicates optimum, and, with --against, "
-                    "intervals for the contrast between two systems. Calls no component; logs "
-                    "a planning run and writes reports/report-planning.md.")
+                    "the N each of majority, unanimous and any-of votes needs, what each test "
+                    "type's next unit of budget should buy (items or replicates), and, with "
+                    "--against, intervals for the contrast between two systems. Calls no "
+                    "component; logs a planning run and writes reports/report-planning.md, "
+                    "which holds every table (vote errors for N = 1..20, variance components); "
+                    "--details prints it.")
     plan.add_argument("experiment", metavar="EXPERIMENT", nargs="?",
                       help="experiment name (its latest runs), or a run id or its first 4 or "
                            "more characters: a replicate series' parent, or a run with "
@@ -135,6 +137,8 @@ def main(argv: Sequence[str] | None = None) -> int:
                       help="target half-width of a contrast interval, for replicate planning")
     plan.add_argument("--output", type=Path, default=Path("reports"),
                       help="folder for report-planning.md (default: reports)")
+    plan.add_argument("--details", action="store_true",
+                      help="print all of report-planning.md, not the summary")
     plan.add_argument("--json", action="store_true", help="machine-readable output")
     sync = commands.add_parser(
         "sync", help="upload run bundles that a tracking outage left on local disk",
@@ -167,10 +171,14 @@ def main(argv: Sequence[str] | None = None) -> int:
         "ui", help="the MLflow UI over evalkit's store, on 127.0.0.1",
         description="Start the MLflow UI over the store evalkit uses (MLFLOW_TRACKING_URI, "
                     "else the local sqlite:///mlflow.db) on 127.0.0.1 and print its URL; for a "
-                    "tracking server, print the server's URL (it serves its own UI). While it "
-                    "serves, run links evalkit prints and tags point at its port (recorded in "
-                    ".evalkit/ui.json). Ctrl-C or SIGTERM stops it and every process it started.")
-    ui.add_argument("--port", type=int, default=5000, help="port (default: 5000)")
+                    "tracking server, print the server's URL (it serves its own UI). Its port "
+                    "is recorded in .evalkit/ui.json and kept after it stops: run links evalkit "
+                    "prints and tags name it, also for runs that end while no UI serves, and "
+                    "the next evalkit ui serves it again. Ctrl-C or SIGTERM stops it and every "
+                    "process it started.")
+    ui.add_argument("--port", type=int,
+                    help="port (default: the one evalkit ui last served this store on, which "
+                         "run links name; 5000 the first time)")
     args = parser.parse_args(argv)
     handlers: dict[str, Callable[[argparse.Namespace], int]] = {
         "init": lambda a: init_command(a.directory, a.component, a.dataset),
@@ -245,8 +253,9 @@ def _plan(args: argparse.Namespace) -> int:
     if args.json:
         print(json.dumps({"run_id": run_id, **plan.to_json()}, indent=1))
     else:
-        print(report)
-        print(f"wrote: {path}\nmlflow: planning run {run_id} in "
+        print(report if args.details else plan_summary(plan))
+        pointer = "" if args.details else " (every table; --details prints it)"
+        print(f"\nwrote: {path}{pointer}\nmlflow: planning run {run_id} in "
               f"{names.planning_experiment(plan.experiment)}")
     return ExitStatus.OK
 

@@ -5,8 +5,9 @@ process group of their own, and Ctrl-C or SIGTERM to evalkit stops that whole gr
 then SIGKILL to what is left after a grace period): stopping only the direct child would leave
 workers serving the port. A terminal's Ctrl-C reaches evalkit alone, which stops the group.
 
-While it serves, its address is recorded in ``.evalkit/ui.json``: the run links evalkit
-prints and tags (``run_url``, summary.md) follow the port actually served.
+Its address is recorded in ``.evalkit/ui.json`` and kept after it stops: the run links evalkit
+prints and tags (``run_url``, summary.md) name that port, and a plain ``evalkit ui`` serves it
+again, so a link recorded while no UI was serving opens once the UI is started.
 """
 
 from __future__ import annotations
@@ -19,7 +20,7 @@ import threading
 import time
 
 from evalkit._errors import ExitStatus
-from evalkit.tracking import ServedUi, local_store
+from evalkit.tracking import ServedUi, local_store, ui_port
 
 HOST = "127.0.0.1"
 _STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM)
@@ -27,15 +28,19 @@ GRACE_SECONDS = 10.0
 """How long the server's processes get to end after SIGTERM, before SIGKILL."""
 
 
-def serve_ui(tracking_uri: str | None, port: int) -> int:
+def serve_ui(tracking_uri: str | None, port: int | None) -> int:
     """Serve the UI over ``tracking_uri`` (the local store when ``None``) on 127.0.0.1:PORT
-    until Ctrl-C or SIGTERM (exit 130); a tracking server already has its own UI, whose URL is
+    (``None``: the port recorded for the store, which its run links name, else 5000) until
+    Ctrl-C or SIGTERM (exit 130); a tracking server already has its own UI, whose URL is
     printed instead."""
     store = tracking_uri or local_store()  # as evalkit's runs name it (see ServedUi)
     if store.startswith(("http://", "https://")):
         print(f"the tracking server serves its own UI: {store}")
         return ExitStatus.OK
-    print(f"MLflow UI over {store} on http://{HOST}:{port} (Ctrl-C stops it)", flush=True)
+    if port is None:
+        port = ui_port(store)
+    print(f"MLflow UI over {store} on http://{HOST}:{port} (Ctrl-C stops it; run links name "
+          "this port from now on)", flush=True)
     command = [sys.executable, "-m", "mlflow", "ui", "--backend-store-uri", store,
                "--host", HOST, "--port", str(port)]
     stop = threading.Event()
@@ -43,14 +48,12 @@ def serve_ui(tracking_uri: str | None, port: int) -> int:
                 for number in _STOP_SIGNALS}
     try:
         server = subprocess.Popen(command, start_new_session=True)
-        served = ServedUi(store, HOST, port, server.pid)
+        ServedUi(store, HOST, port, server.pid).record()
         try:
-            served.record()
             while server.poll() is None and not stop.wait(0.2):
                 pass
         finally:  # also when the server ended by itself: its workers may outlive it
             stop_group(server)
-            served.forget()
     finally:
         for number, action in previous.items():
             signal.signal(number, action)

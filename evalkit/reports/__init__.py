@@ -15,6 +15,7 @@ from evalkit.reports._description import run_description
 from evalkit.reports._human_review import human_review_report
 from evalkit.reports._judge import judge_report
 from evalkit.reports._per_type import type_report
+from evalkit.reports._plan_summary import plan_summary
 from evalkit.reports._planning import planning_report
 from evalkit.reports._stability import stability_report
 from evalkit.reports._summary import summary_report
@@ -59,4 +60,4 @@ def render_reports(record: RunRecord) -> dict[str, str]:
     return reports
 
 
-__all__ = ["render_charts", "render_reports", "run_description"]
+__all__ = ["plan_summary", "render_charts", "render_reports", "run_description"]

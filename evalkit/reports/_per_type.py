@@ -49,7 +49,7 @@ def type_report(record: RunRecord, result: TypeResult, metrics: TypeMetrics) -> 
     lines += _overall(metrics)
     lines += _convergence(metrics)
     lines += _per_item(result)
-    lines += _notes(result, metrics)
+    lines += _notes(result, metrics, _also_repeated(record, result))
     return "\n".join(lines).rstrip("\n") + "\n"
 
 
@@ -169,13 +169,30 @@ def _id_list(ids: Sequence[str], shown: int = 50) -> str:
     return listed + (f" and {len(ids) - shown} more" if len(ids) > shown else "")
 
 
-def _notes(result: TypeResult, metrics: TypeMetrics) -> list[str]:
+def _also_repeated(record: RunRecord, result: TypeResult) -> list[str]:
+    """The ids of a non-comparative type's entries that repeatability also called several
+    times: the type scored only their first output."""
+    if result.test_type in COMPARATIVE_TYPES or record.evaluation is None:
+        return []
+    repeated = {i.id for t in record.evaluation.types if t.test_type == REPEATABILITY
+                for i in t.items}
+    return [i.id for i in result.items if i.id in repeated]
+
+
+def _notes(result: TypeResult, metrics: TypeMetrics, also_repeated: Sequence[str]) -> list[str]:
     unit = "bias groups" if result.test_type == BIAS else "entries"
     notes = [f"Accuracy is the share of {unit} whose score matched its expectation; the 95% "
              f"interval is a Wilson score interval over n = {metrics.samples} {unit}."]
     if result.test_type == REPEATABILITY:
         notes.append("Each entry was invoked the repeat count times and its outputs were "
                      "compared with each other; expected_output is not used.")
+    if also_repeated:
+        notes.append(f"{len(also_repeated)} of these entries are also repeatability entries, "
+                     "invoked the repeat count times: each is scored here on its first "
+                     "output (call 0), one output per entry as every other entry is, so the "
+                     "accuracy stays the share of single calls that are right; whether its "
+                     "other outputs say the same is repeatability's verdict "
+                     f"({names.report_name(REPEATABILITY)}): {_id_list(also_repeated)}.")
     invalid = [i.id for i in result.items if i.invalid_judgement]
     if invalid:
         notes.append(f"{len(invalid)} invalid judgement(s), scored 0 and never a pass (the "

@@ -80,9 +80,9 @@ def planning_report(record: RunRecord, plan: Plan) -> str:
                          + ("—" if plan.half_width is None else f"{plan.half_width:g}")],
                         [[c.test_type, str(c.items),
                           ", ".join(f"{d:+.3f}" for d in c.differences),
-                          _interval(c.t_interval),
+                          signed_interval(c.t_interval),
                           "—" if c.population_interval is None
-                          else _interval(c.population_interval),
+                          else signed_interval(c.population_interval),
                           _bootstrap(c), f"{c.nested_variance:.2e} / "
                           f"{c.whole_replicate_variance:.2e}",
                           "—" if c.replicates_needed is None else str(c.replicates_needed)]
@@ -109,8 +109,9 @@ def _number(value: float) -> str:
 def _bootstrap(contrast: ContrastPlan) -> str:
     coverage = contrast.bootstrap_coverage
     label = "" if coverage is None else f" (covers ≈ {coverage:.2f}, not 0.95)"
-    return _interval(contrast.bootstrap) + label
+    return signed_interval(contrast.bootstrap) + label
 
 
-def _interval(interval: ContrastInterval) -> str:
+def signed_interval(interval: ContrastInterval) -> str:
+    """A contrast's estimate and interval, signed: ``+0.030 [-0.010, +0.070]``."""
     return f"{interval.estimate:+.3f} [{interval.low:+.3f}, {interval.high:+.3f}]"

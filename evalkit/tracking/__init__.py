@@ -14,7 +14,7 @@ from evalkit.tracking._history import HistoryRow, history, render_history
 from evalkit.tracking._import_sources import SOURCE_COLUMNS, is_mlflow_source, mlflow_rows
 from evalkit.tracking._journal import BUNDLES_DIR, RunJournal, TrackingOffline
 from evalkit.tracking._labels import RunLabels, label_assessment, wanted_assessment
-from evalkit.tracking._links import ServedUi, run_url, shown_uri, ui_base
+from evalkit.tracking._links import ServedUi, run_url, shown_uri, ui_base, ui_port
 from evalkit.tracking._memory import MemoryBackend
 from evalkit.tracking._raw import RawResultsLog, read_raw_results
 from evalkit.tracking._reader import RunReader, journal_record
@@ -28,5 +28,5 @@ __all__ = ["BUNDLES_DIR", "SOURCE_COLUMNS", "Assessment", "Backend", "history", 
            "MemoryBackend", "mlflow_rows", "prompt_use", "RawResultsLog", "read_raw_results",
            "render_history", "run_url", "RunJournal", "RunLabels", "RunReader", "ServedUi",
            "shown_uri", "source_state", "SourceState", "stability_assessment", "StoredRun",
-           "TraceStore", "TrackedRun", "Tracker", "TrackingOffline", "ui_base",
+           "TraceStore", "TrackedRun", "Tracker", "TrackingOffline", "ui_base", "ui_port",
            "wanted_assessment"]

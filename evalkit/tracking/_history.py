@@ -2,9 +2,12 @@
 
 Replicate children are folded into their parent (which carries the mean over replicates and
 the effective-n interval), so each entry is one evaluation a user ran, with its mode
-(evaluation, replicates or calibration). Planning runs evaluate nothing and have no accuracy
-to list, so they are left out (``evalkit plan`` names its own run). The text layout fits 100
-columns: one line per run, its accuracies per type wrapped on the lines below it.
+(evaluation, replicates or calibration; ``rescore`` for an evaluation that scored another
+run's recorded outputs, named on the line below it). Planning runs evaluate nothing and have
+no accuracy to list, so they are left out (``evalkit plan`` names its own run). The commit
+ends with ``+`` when the run started with uncommitted changes to tracked files (its
+``git_dirty`` tag), since the commit alone would name code the run did not use. The text
+layout fits 100 columns: one line per run, its accuracies per type wrapped on the lines below.
 """
 
 from __future__ import annotations
@@ -38,10 +41,20 @@ class HistoryRow:
     replicates: int | None
     dataset_digest: str
     git_commit: str
+    git_dirty: bool | None
+    """Uncommitted changes to tracked files when the run started; ``None`` when the run
+    recorded no such flag (no commit yet, outside git, or a run that predates the flag)."""
     verdict: str
     """PASS/FAIL when the run finished; otherwise its MLflow status (KILLED, FAILED, ...)."""
     mode: str
     """``evaluation``, ``replicates`` or ``calibration``."""
+    rescored_from: str | None = None
+    """The run whose recorded outputs this run scored again (``evalkit rescore``)."""
+
+    @property
+    def shown_mode(self) -> str:
+        """The mode column: ``rescore`` for a rescored evaluation, else the mode."""
+        return "rescore" if self.rescored_from is not None else self.mode
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -52,7 +65,8 @@ class HistoryRow:
                          for t, f in self.accuracy.items()},
             "repeat_count": self.repeat_count, "replicates": self.replicates,
             "dataset_digest": self.dataset_digest, "git_commit": self.git_commit,
-            "verdict": self.verdict, "mode": self.mode,
+            "git_dirty": self.git_dirty, "verdict": self.verdict, "mode": self.mode,
+            "rescored_from": self.rescored_from,
         }
 
 
@@ -70,6 +84,7 @@ def _row(run: StoredRun) -> HistoryRow:
                for n in map(TypeNames.of, types) if n.accuracy in metrics}
     repeat_count = metrics.get(names.REPEAT_COUNT_METRIC)
     replicates = metrics.get(names.REPLICATES_METRIC)
+    dirty = tags.get(names.GIT_DIRTY_TAG)
     return HistoryRow(
         run_id=run.run_id, run_name=run.run_name,
         started=datetime.fromtimestamp(run.start_time_ms / 1000, tz=UTC), status=run.status,
@@ -78,31 +93,42 @@ def _row(run: StoredRun) -> HistoryRow:
         replicates=None if replicates is None else int(replicates),
         dataset_digest=params.get(names.DATASET_DIGEST_PARAM, ""),
         git_commit=tags.get(names.GIT_COMMIT_TAG, "unknown"),
+        git_dirty=None if dirty is None else dirty == "true",
         verdict=tags.get(names.VERDICT_TAG, run.status) if run.status == "FINISHED"
         else run.status,
-        mode=tags.get(names.MODE_TAG) or Mode.EVALUATION)
+        mode=tags.get(names.MODE_TAG) or Mode.EVALUATION,
+        rescored_from=tags.get(names.RESCORED_FROM_TAG))
 
 
 WIDTH = 100
 _INDENT = " " * 18
+DIRTY_MARK = "+"
+"""After the commit of a run that started with uncommitted changes to tracked files."""
 
 
 def render_history(rows: Sequence[HistoryRow]) -> str:
     """A plain-text table that fits :data:`WIDTH` columns: one line per run (date, run id,
-    mode, verdict, repeat count / replicates, dataset digest, commit), then its accuracy per
-    type with the 95% interval, wrapped and indented under it."""
+    mode, verdict, repeat count / replicates, dataset digest, commit with ``+`` when dirty),
+    then, indented under it, the run a rescore scored again and its accuracy per type with
+    the 95% interval, wrapped; a closing note says what ``+`` means when a run has it."""
     lines = [f"{'started (UTC)':<16}  {'run id':<32}  {'mode':<11}  {'verdict':<7}  "
              f"{'rpt/rpl':<7}  {'dataset':<7}  commit",
              f"{_INDENT}accuracy per type [95% CI]"]
     for row in rows:
         counts = (f"{'-' if row.repeat_count is None else row.repeat_count}/"
                   f"{'-' if row.replicates is None else row.replicates}")
-        lines.append(f"{row.started:%Y-%m-%d %H:%M}  {row.run_id:<32}  {row.mode:<11}  "
+        lines.append(f"{row.started:%Y-%m-%d %H:%M}  {row.run_id:<32}  {row.shown_mode:<11}  "
                      f"{row.verdict:<7}  {counts:<7}  {row.dataset_digest[:7]:<7}  "
-                     f"{_commit(row.git_commit)}")
+                     f"{_commit(row.git_commit)}{DIRTY_MARK if row.git_dirty else ''}")
+        if row.rescored_from is not None:
+            lines.append(f"{_INDENT}rescore of run {row.rescored_from}: its recorded outputs "
+                         "scored again")
         lines += _packed([f"{t} {f.accuracy:.3f}" + ("" if f.low is None or f.high is None
                                                       else f" [{f.low:.3f}, {f.high:.3f}]")
                           for t, f in row.accuracy.items()] or ["—"])
+    if any(row.git_dirty for row in rows):
+        lines.append(f"commit{DIRTY_MARK}: the run started with uncommitted changes to tracked "
+                     f"files ({names.CODE_DIFF_ARTIFACT} holds them)")
     return "\n".join(lines)
 
 

@@ -1,8 +1,13 @@
 """Where a person opens a run: its page in the MLflow UI, never with credentials.
 
 A tracking server's UI is the server itself. A local store's UI is what ``evalkit ui`` serves:
-while it runs it records its address in ``.evalkit/ui.json`` (:class:`ServedUi`), and links
-follow that address; ``EVALKIT_UI_URL`` names another (a UI behind a tunnel or proxy).
+it records its address in ``.evalkit/ui.json`` (:class:`ServedUi`) and the record stays after
+it stops. Links follow that address whether or not the UI is serving when a run ends, and a
+plain ``evalkit ui`` serves the recorded port again (:func:`ui_port`): a link a run recorded
+while no UI was serving opens once ``evalkit ui`` is started, on whatever port was chosen last.
+(A link only to a UI running at the time would name 5000 for those runs, for good, once
+``evalkit ui --port`` had moved the UI elsewhere.) ``EVALKIT_UI_URL`` names another UI (behind
+a tunnel or proxy).
 """
 
 from __future__ import annotations
@@ -13,8 +18,10 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from urllib.parse import urlsplit, urlunsplit
 
-LOCAL_UI = "http://127.0.0.1:5000"
-"""What ``evalkit ui`` serves a local store (sqlite or a folder) on by default."""
+LOCAL_PORT = 5000
+LOCAL_UI = f"http://127.0.0.1:{LOCAL_PORT}"
+"""What ``evalkit ui`` serves a local store (sqlite or a folder) on before any other port
+was chosen."""
 UI_URL_VARIABLE = "EVALKIT_UI_URL"
 """The UI of a local store, when set: overrides what ``evalkit ui`` recorded."""
 SERVED_UI = Path(".evalkit") / "ui.json"
@@ -22,7 +29,8 @@ SERVED_UI = Path(".evalkit") / "ui.json"
 
 @dataclass(frozen=True)
 class ServedUi:
-    """What ``evalkit ui`` serves: the store, on host:port, by the server process ``pid``."""
+    """What ``evalkit ui`` serves or served last from this folder: the store, on host:port,
+    by the server process ``pid``."""
 
     store: str
     host: str
@@ -37,19 +45,9 @@ class ServedUi:
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(json.dumps(asdict(self)) + "\n", encoding="utf-8")
 
-    def forget(self, path: Path = SERVED_UI) -> None:
-        """Remove the record, unless another ``evalkit ui`` has replaced it since."""
-        if self._read(path) == self:
-            path.unlink(missing_ok=True)
-
     @classmethod
     def recorded(cls, path: Path = SERVED_UI) -> ServedUi | None:
-        """The UI recorded at ``path`` if its server still runs, else ``None``."""
-        served = cls._read(path)
-        return served if served is not None and _running(served.pid) else None
-
-    @classmethod
-    def _read(cls, path: Path) -> ServedUi | None:
+        """The UI recorded at ``path``, serving or not; ``None`` without a record."""
         try:
             return cls(**json.loads(path.read_text(encoding="utf-8")))
         except (OSError, ValueError, TypeError):  # none, or not one evalkit wrote
@@ -65,7 +63,8 @@ def shown_uri(tracking_uri: str) -> str:
 def ui_base(tracking_uri: str, served: Path = SERVED_UI) -> str:
     """The MLflow UI of a tracking URI: a server's own address without user, password, query
     or fragment; for a local store, ``EVALKIT_UI_URL`` when set, else the address the
-    ``evalkit ui`` recorded at ``served`` serves it on, else :data:`LOCAL_UI`."""
+    ``evalkit ui`` recorded at ``served`` serves (or last served) it on, else
+    :data:`LOCAL_UI`."""
     if _is_server(tracking_uri):
         return shown_uri(tracking_uri)
     if override := os.environ.get(UI_URL_VARIABLE):
@@ -74,16 +73,11 @@ def ui_base(tracking_uri: str, served: Path = SERVED_UI) -> str:
     return ui.url if ui is not None and ui.store == tracking_uri else LOCAL_UI
 
 
-def _running(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)  # signal 0: only asks whether the process exists
-    except ProcessLookupError:
-        return False
-    except PermissionError:  # another user's
-        return True
-    except (OSError, OverflowError):  # not a pid at all
-        return False
-    return True
+def ui_port(store: str, served: Path = SERVED_UI) -> int:
+    """The port a plain ``evalkit ui`` serves ``store`` on: the one recorded for it at
+    ``served``, which the store's run links name, else :data:`LOCAL_UI`'s."""
+    ui = ServedUi.recorded(served)
+    return ui.port if ui is not None and ui.store == store else LOCAL_PORT
 
 
 def _is_server(uri: str) -> bool:

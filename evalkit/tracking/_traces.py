@@ -68,13 +68,18 @@ class JudgeSpan:
     messages: tuple[Mapping[str, str], ...] | None
     """``None`` in the results of a run that predates them."""
     call: JudgeCall
+    of_calls: int = 1
+    """The entry's calls when the judge saw one output of several (an entry also in
+    repeatability: its first call's output is the one judged against expected_output)."""
 
     @property
     def name(self) -> str:
-        """``judge: functional``, or ``judge: functional (ask 2/3)`` when asked repeatedly:
-        what it judges, never a number that reads as a verdict."""
-        return f"judge: {self.test_type}" + (
-            f" (ask {self.ask}/{self.asks})" if self.asks > 1 else "")
+        """``judge: functional``, ``judge: functional (call 0 of 3)`` when the entry made more
+        calls than the one judged, with ``ask 2/3`` when asked repeatedly: what it judges,
+        never a number that reads as a verdict."""
+        parts = ([f"call 0 of {self.of_calls}"] if self.of_calls > 1 else []) + (
+            [f"ask {self.ask}/{self.asks}"] if self.asks > 1 else [])
+        return f"judge: {self.test_type}" + (f" ({', '.join(parts)})" if parts else "")
 
 
 @dataclass
@@ -134,9 +139,11 @@ def build_traces(context: RunContext, evaluation: ScoredRun,
     for result in evaluation.types:
         judged = result.scorer == "llm_judge"
         for item in result.items:
+            # one output of an entry's calls judged: the first (README "entry-first")
+            of_calls = 1 if result.test_type in COMPARATIVE_TYPES else len(trace(item.id).calls)
             verdict = Assessment(
                 name=result.test_type, value=item.passed,  # a verdict is named for its type
-                rationale=_rationale(result.test_type, item, context.params),
+                rationale=_rationale(result.test_type, item, context.params, of_calls),
                 source_type="LLM_JUDGE" if judged else "CODE",
                 source_id=judge_model if judged else names.code_source(result.scorer))
             for entry_id in item.entry_ids:
@@ -145,7 +152,8 @@ def build_traces(context: RunContext, evaluation: ScoredRun,
                     entry.input = item.input
                 entry.assessments.append(verdict)
                 if judged:
-                    entry.judge_calls += _judge_spans(result.test_type, item, repeats)
+                    entry.judge_calls += _judge_spans(result.test_type, item, repeats,
+                                                      of_calls)
             if item.expected is not None and len(item.entry_ids) == 1:
                 entry = trace(item.id)
                 if not any(a.expectation for a in entry.assessments):
@@ -161,13 +169,14 @@ def build_traces(context: RunContext, evaluation: ScoredRun,
     return list(traces.values())
 
 
-def _judge_spans(test_type: str, item: ItemResult, repeats: int) -> list[JudgeSpan]:
+def _judge_spans(test_type: str, item: ItemResult, repeats: int,
+                 of_calls: int) -> list[JudgeSpan]:
     """The judge calls about an item (results written before they were kept hold the reply
     alone)."""
     calls = item.judge_calls or (
         () if item.judge_reply is None else (JudgeCall(item.judge_reply),))
     asks = max(repeats, len(calls))
-    return [JudgeSpan(test_type, ask, asks, item.judge_messages, call)
+    return [JudgeSpan(test_type, ask, asks, item.judge_messages, call, of_calls)
             for ask, call in enumerate(calls, 1)]
 
 
@@ -192,10 +201,14 @@ def stability_assessment(test_type: str, cells: Sequence[ItemCell | None]) -> As
                       names.code_source(names.REPLICATES_TAG))
 
 
-def _rationale(test_type: str, item: ItemResult, params: Mapping[str, str]) -> str:
+def _rationale(test_type: str, item: ItemResult, params: Mapping[str, str],
+               of_calls: int) -> str:
     """The evidence behind a verdict, in one readable line."""
     parts = [("PASS" if item.passed else "FAIL")
              + ("" if item.expected_pass else " (annotated expected_pass: false)")]
+    if of_calls > 1:
+        parts.append(f"scored on call 0's output, the first of the entry's {of_calls} "
+                     "(repeatability compares them all)")
     if item.error:
         parts.append(f"error: {item.error}")
     if item.similarity is not None:
