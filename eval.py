@@ -15,7 +15,7 @@ invoke_component (and MOCK_ADAPTERS, if it uses fixtures) and point DATASET_PATH
 in another repository, `evalkit init` writes a starting eval.py. invoke_component may be
 `async def`; a scorer may be your own function (SCORER_<TYPE> = my_scorer); COMPARED_FIELDS
 names the fields of a structured output that repeatability and bias compare. With
---executor=ray the calls run on a Ray cluster (pip install 'evalkit[ray]').
+--executor=ray the calls run on a Ray cluster (pip install 'evalkit-mlflow[ray]').
 """
 
 from __future__ import annotations

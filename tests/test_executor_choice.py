@@ -44,7 +44,7 @@ def test_ray_asked_without_the_extra_stops_before_any_call_with_the_install_comm
     err = capsys.readouterr().err
     assert status == 2 and component.calls == []
     assert "--executor=ray needs Ray, which is not installed" in err
-    assert "pip install 'evalkit[ray]'" in err and "Traceback" not in err
+    assert "pip install 'evalkit-mlflow[ray]'" in err and "Traceback" not in err
 
 
 @pytest.mark.parametrize(("options", "message"), [

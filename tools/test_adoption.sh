@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # make test-adoption: evalkit as a user adopts it, from a wheel, outside this repository.
 #   1. build the wheel; 2. install it (no extra) into a virtualenv: torch must be absent and
-#   the size is printed (at most 1 GB); 3. evalkit init a fresh project and `make eval` there
+#   the size is printed (at most 1 GB), then the README's install line (git+file://localhost)
+#   is run as typed with that virtualenv's own pip, never upgraded; 3. evalkit init a fresh project and `make eval` there
 #   (exit 0); 4. a semantic_similarity run exits 2 naming the install command; 5. in a second
 #   virtualenv, CPU torch first, then the semantic extra: the semantic run passes; 6. a
 #   newcomer's first week in the same project: a CSV with string answers imported as a dataset,
@@ -52,6 +53,22 @@ size=$(du -sm "$BASE" | cut -f1)
 echo "base install: ${size} MB, $("$BASE/bin/python" -m pip list 2>/dev/null | tail -n +3 | wc -l) distributions, no torch"
 [ "$size" -le 1024 ] || fail "the base install is ${size} MB (over 1 GB)"
 "$BASE/bin/evalkit" --version
+
+step "the README's install line, as typed, with the virtualenv's own pip ($("$BASE/bin/pip" --version | cut -d' ' -f1-2))"
+# Its dependencies are installed by now: this checks that the pip a fresh venv has takes the
+# requirement and installs evalkit from a clone (this one), then the fresh wheel goes back.
+lines=$(sed -n "s|^\(pip install 'evalkit-mlflow @ [^']*'\).*|\1|p" README.md | sed "s|/path/to/evalkit|$REPO|")
+[ -n "$lines" ] || fail "no pip install 'evalkit-mlflow @ ...' line in README.md"
+started=$(date +%s)
+while IFS= read -r line; do
+  echo "$line"
+  "$BASE/bin/python" -m pip uninstall --quiet --yes evalkit-mlflow
+  PATH="$BASE/bin:$PATH" bash -c "$line --quiet" || fail "the README's install line: $line"
+  grep -q '"vcs_info"' "$BASE"/lib/python3*/site-packages/evalkit_mlflow-*.dist-info/direct_url.json \
+    || fail "the README's install line did not install from git: $line"
+done <<< "$lines"
+"$BASE/bin/python" -m pip install --quiet --force-reinstall --no-deps "$WHEEL"
+echo "checked in $(( $(date +%s) - started )) s"
 
 step "evalkit init, then make eval in the scaffold ($PROJECT)"
 cd "$PROJECT"

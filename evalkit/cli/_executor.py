@@ -10,6 +10,7 @@ from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
+from evalkit._distribution import RAY_EXTRA_COMMAND
 from evalkit._errors import ConfigError
 from evalkit.config import EvalConfig, resource_amounts
 from evalkit.run import (
@@ -29,7 +30,7 @@ IN_PROCESS, RAY = "in-process", "ray"
 
 def add_executor_options(parser: argparse.ArgumentParser) -> None:
     where = parser.add_argument_group(
-        "where the calls run", "Ray needs the extra: pip install 'evalkit[ray]'. The script's "
+        "where the calls run", f"Ray needs the extra: {RAY_EXTRA_COMMAND}. The script's "
         "folder is shipped to the workers; each loads the script once and runs "
         f"{SETUP_HOOK}() once, if the script defines it.")
     where.add_argument("--executor", choices=[IN_PROCESS, RAY], default=None,

@@ -11,6 +11,7 @@ import textwrap
 from pathlib import Path
 
 from evalkit._errors import ConfigError, ExitStatus
+from evalkit._secrets import Redactor
 from evalkit.cli._labeller import LabelCase, label_cases, terminal_keys
 from evalkit.records import HumanLabel
 from evalkit.run import LabelOutcome, LabelSession, import_labels
@@ -83,9 +84,12 @@ def label_command(args: argparse.Namespace, tracker: Tracker) -> int:
 
 
 def reviewer_name(given: str | None) -> str:
-    """The reviewer a label is written for: ``--reviewer``, else the OS user."""
-    if given:
-        return given
+    """The reviewer a label is written for: ``--reviewer``, else the OS user; a secret in it
+    redacted before it is shown, compared with the run's labels or written."""
+    return Redactor.from_environment().text(given or _os_user())
+
+
+def _os_user() -> str:
     try:
         return getpass.getuser()
     except (OSError, KeyError):  # no login name (a container without a passwd entry)

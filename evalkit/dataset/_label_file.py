@@ -1,7 +1,9 @@
 """People's labels read from a file (``evalkit label RUN_ID --from FILE``): CSV or JSONL.
 
 The import is all-or-nothing, so the whole file is checked before a label is written: every bad
-row is named (line, field, what is wrong and the fix) in one :class:`LabelFileInvalid`.
+row is named (line, field, what is wrong and the fix) in one :class:`LabelFileInvalid`. A
+reviewer or comment quoting a secret is redacted as it is read, so the store, the artifacts and
+the reports downstream never see it.
 """
 
 from __future__ import annotations
@@ -12,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from evalkit._errors import EvalkitError, ExitStatus
+from evalkit._secrets import Redactor
 from evalkit.dataset._rows import Problems, RowProblem, read_text, rows
 from evalkit.dataset._violations import display, json_type
 from evalkit.records import HumanLabel, label_verdict
@@ -45,7 +48,9 @@ class LabelFileInvalid(EvalkitError):
 def read_label_file(path: Path, known: Mapping[str, Collection[str]],
                     default_reviewer: str) -> tuple[HumanLabel, ...]:
     """The labels of the ``.csv`` or ``.jsonl`` file at ``path`` in file order, or
-    :class:`LabelFileInvalid` naming every problem; ``known``: each test type's entry ids."""
+    :class:`LabelFileInvalid` naming every problem; ``known``: each test type's entry ids.
+    Reviewers and comments come back with secrets redacted."""
+    redact = Redactor.from_environment().text
     problems = Problems()
     labels: list[HumanLabel] = []
     first_line: dict[tuple[str | None, str | None, str], int] = {}
@@ -70,8 +75,9 @@ def read_label_file(path: Path, known: Mapping[str, Collection[str]],
         if verdict is None:
             what = "empty or missing" if given is None else f"{given!r} is neither pass nor fail"
             problems.add(line, "verdict", f"{what}: write pass or fail")
-        reviewer = _text(line, values, "reviewer", problems) or default_reviewer
+        reviewer = redact(_text(line, values, "reviewer", problems) or default_reviewer)
         comment = _text(line, values, "comment", problems)
+        comment = None if comment is None else redact(comment)
         first = first_line.setdefault((entry_id, test_type, reviewer), line)
         if entry_id and test_type and first != line:
             problems.add(line, None, f"{entry_id!r} of {test_type!r} by {reviewer!r} is already "

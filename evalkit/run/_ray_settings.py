@@ -9,10 +9,10 @@ import sys
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
+from evalkit._distribution import RAY_EXTRA_COMMAND
 from evalkit._errors import ConfigError
 from evalkit.config import DEFAULT_CALL_RESOURCES
 
-RAY_INSTALL = "pip install 'evalkit[ray]'"
 EXCLUDED = [".git", ".venv", "venv", ".cache", ".evalkit", "mlruns", "mlartifacts", "mlflow.db",
             "reports", "__pycache__", "*.pyc", ".mypy_cache", ".pytest_cache", ".ruff_cache"]
 """Left out of the working directory shipped to the workers (Ray also skips .gitignore'd
@@ -70,5 +70,5 @@ def require_ray() -> None:
         found = False
     if not found:
         raise ConfigError(f"--executor=ray needs Ray, which is not installed in "
-                          f"{sys.executable}: install evalkit's ray extra ({RAY_INSTALL}), "
+                          f"{sys.executable}: install evalkit's ray extra ({RAY_EXTRA_COMMAND}), "
                           "or run in-process (no --executor)")
