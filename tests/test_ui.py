@@ -481,10 +481,13 @@ def test_mlflow_s_artifact_viewer_shows_each_chart_as_a_picture(
     client = mlflow.MlflowClient(first_runs["store"])
     charts = [f.path for f in client.list_artifacts(run, "reports") if f.path.endswith(".svg")]
     assert "reports/convergence-functional.svg" in charts
+    # a click on the file in the artifact tree: a new address that differs only after the
+    # "#" leaves MLflow's artifact view on the file it shows
     shown = browse(ui_python, [
         {"name": f"chart-{chart.rsplit('/', 1)[1].removesuffix('.svg')}",
          "url": f"{ui}/#/experiments/{experiment}/runs/{run}/artifactPath/{chart}",
-         "wait_for": chart.rsplit("/", 1)[1], "steps": [["picture", chart]]}
+         "wait_for": chart.rsplit("/", 1)[1],
+         "steps": [["click", chart.rsplit("/", 1)[1]], ["picture", chart]]}
         for chart in charts])
     for chart in charts:
         pictures = shown[f"chart-{chart.rsplit('/', 1)[1].removesuffix('.svg')}"]["pictures"]
