@@ -141,7 +141,14 @@ def test_init_scaffolds_a_runnable_evaluation(
     assert (repo / ".gitignore").read_text(encoding="utf-8") == (
         "node_modules/\nmlruns/\n# evalkit: the local MLflow store, run folders and generated "
         "reports\nmlflow.db\nmlflow.db.lock\nmlflow.db-journal\nmlflow.db-wal\nmlflow.db-shm\n"
-        "mlartifacts/\n.evalkit/\nreports/*.md\nreports/*.png\nreports/stability.json\n")
+        "mlartifacts/\n.evalkit/\nreports/*.md\nreports/*.svg\nreports/stability.json\n"
+        "reports/runs/\n")
+    assert run_command(repo, "git", "init", "-q", seed_store=False).returncode == 0
+    generated = ["reports/summary.md", "reports/convergence-functional.svg",
+                 "reports/runs/PASS-functional-12-01-23-28-3d44be89/report-functional.md",
+                 "reports/runs/PASS-functional-12-01-23-28-3d44be89/convergence-functional.svg"]
+    ignored = run_command(repo, "git", "check-ignore", *generated, seed_store=False).stdout.split()
+    assert ignored == generated
     script = (repo / "eval.py").read_text(encoding="utf-8")
     assert 'EXPERIMENT_NAME = "my-repo/golden"' in script
     assert "examples" not in script

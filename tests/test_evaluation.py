@@ -192,7 +192,7 @@ def test_the_run_holds_tags_params_metrics_and_artifacts(tmp_path: Path,
         "reports/report-bias.md", "reports/report-repeatability.md",
         "reports/report-human-review.md", "reports/summary.md", "results/evaluation.json",
         "results/entries.json", "raw/raw-results.jsonl", *(
-            f"reports/convergence-{t}.png" for t in ("functional", "smoke", "bias",
+            f"reports/convergence-{t}.svg" for t in ("functional", "smoke", "bias",
                                                      "repeatability"))}
     table = json.loads(tracker.reader.read_text(outcome.run_id, "results/entries.json"))
     assert len(table["data"]) == 4 + 1 + 1 + 2  # functional, smoke, bias group, repeatability
@@ -219,26 +219,6 @@ def test_reports_rerender_identically_from_mlflow(tmp_path: Path, tracker: Track
                             "report-repeatability.md", "report-human-review.md", "summary.md"}
 
 
-def test_each_mermaid_chart_has_its_png_beside_it_for_mlflow_s_artifact_viewer(
-        tmp_path: Path, tracker: Tracker) -> None:
-    from evalkit.reports import render_charts
-
-    dataset = write_dataset(tmp_path / "ds", MIXED_ENTRIES)
-    outcome = run(tmp_path, tracker, config_for(tmp_path, dataset), RecordingComponent())
-    charts = render_charts(tracker.reader.fetch(outcome.run_id))
-    assert sorted(charts) == [f"convergence-{t}.png"
-                              for t in ("bias", "functional", "repeatability", "smoke")]
-    for test_type in ("functional", "smoke", "bias", "repeatability"):
-        chart = f"convergence-{test_type}.png"
-        report = (tmp_path / "reports" / f"report-{test_type}.md").read_text()
-        # the image line right under the mermaid block, naming the PNG beside the report
-        after = report.split("```mermaid", 1)[1].split("```", 1)[1]
-        assert after.startswith(f"\n\n![{test_type}: cumulative accuracy and F1]({chart})\n")
-        png = (tmp_path / "reports" / chart).read_bytes()
-        assert png[:8] == b"\x89PNG\r\n\x1a\n" and png == charts[chart]  # re-renders alike
-        assert tracker.backend.artifact(outcome.run_id, f"reports/{chart}") == png
-
-
 def test_only_the_reports_of_this_run_are_overwritten(tmp_path: Path, tracker: Tracker) -> None:
     dataset = write_dataset(tmp_path / "ds", MIXED_ENTRIES)
     (tmp_path / "reports").mkdir()
@@ -247,9 +227,11 @@ def test_only_the_reports_of_this_run_are_overwritten(tmp_path: Path, tracker: T
     run(tmp_path, tracker, config_for(tmp_path, dataset), RecordingComponent(),
         "repeatability")
     assert sorted(p.name for p in (tmp_path / "reports").iterdir()) == [
-        "convergence-repeatability.png", "report-repeatability.md", "report-smoke.md",
+        "convergence-repeatability.svg", "report-repeatability.md", "report-smoke.md",
         "summary.md"]
-    assert old_smoke.read_text() == "earlier smoke report\n"
+    # kept, under a note that the latest run did not write it (tests/test_report_files.py)
+    assert old_smoke.read_text().startswith("> **Not from the latest run.**")
+    assert old_smoke.read_text().endswith("\n\nearlier smoke report\n")
 
 
 HOSTILE = ("line one\nline two | with pipe ``` fence `tick` <script>alert(1)</script> "
@@ -300,7 +282,7 @@ def test_secrets_in_the_environment_never_reach_mlflow_or_reports(
     outcome = evaluation_with_a_secret(tmp_path, tracker, secret)
     journal = tracker.backend.journals[outcome.run_id]
     texts = [tracker.backend.artifact(outcome.run_id, path).decode() for path in
-             journal.artifacts if not path.endswith(".png")]  # charts of numbers only
+             journal.artifacts]
     texts += local_texts(tmp_path, outcome)
     texts += [json.dumps(journal.params), json.dumps(journal.tags)]
     assert [text for text in texts if secret in text] == []

@@ -111,7 +111,7 @@ def test_the_artifacts_and_the_results_table(tracking_uri: str, mixed: tuple[Any
         "reports/report-bias.md", "reports/report-repeatability.md",
         "reports/report-human-review.md", "reports/summary.md", "results/evaluation.json",
         "results/entries.json", "raw/raw-results.jsonl", *(
-            f"reports/convergence-{t}.png" for t in ("functional", "smoke", "bias",
+            f"reports/convergence-{t}.svg" for t in ("functional", "smoke", "bias",
                                                      "repeatability"))}
     downloaded = Path(client.download_artifacts(outcome.run_id, "raw/raw-results.jsonl",
                                                 str(folder / "raw-download")))
@@ -153,7 +153,7 @@ def test_secrets_in_the_environment_never_reach_mlflow_or_reports(
     outcome = evaluation_with_a_secret(tmp_path, Tracker(tracking_uri), secret)
     client = mlflow.MlflowClient(tracking_uri)
     downloaded = Path(client.download_artifacts(outcome.run_id, "", str(tmp_path / "art")))
-    texts = [p.read_text() for p in downloaded.rglob("*") if p.is_file() and p.suffix != ".png"]
+    texts = [p.read_text() for p in downloaded.rglob("*") if p.is_file()]
     assert len(texts) >= 6  # every artifact: probe, reports, results, table, raw results
     texts += local_texts(tmp_path, outcome)
     run = client.get_run(outcome.run_id)

@@ -78,16 +78,17 @@ def test_calibration_rescores_prefixes_without_new_calls(tmp_path: Path,
     assert "- **REPEAT_COUNT in the script:** 3" in report
     assert 'x-axis "Repeat count k" [2, 3, 4, 5, 6]' in report
     assert "line [1.000, 1.000, 0.700, 0.700, 0.700]" in report
-    assert chart_path.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    chart = chart_path.read_text(encoding="utf-8")
+    assert chart.startswith("<svg ") and "recommended k = 4" in chart
     assert sorted(p.name for p in (tmp_path / "reports").iterdir()) == [
-        "calibration.png", "report-calibration.md"]  # the routine report is left alone
+        "calibration.svg", "report-calibration.md"]  # the routine report is left alone
     artifacts = set(tracker.backend.journals[outcome.run.run_id].artifacts)
     assert {p for p in artifacts if p.startswith(("reports/", "calibration/"))} == {
-        "reports/report-calibration.md", "reports/calibration.png",
-        "reports/report-repeatability.md", "reports/convergence-repeatability.png",
+        "reports/report-calibration.md", "reports/calibration.svg",
+        "reports/report-repeatability.md", "reports/convergence-repeatability.svg",
         "reports/summary.md", "calibration/calibration.json"}
-    assert tracker.backend.artifact(outcome.run.run_id, "reports/calibration.png") == \
-        chart_path.read_bytes()
+    assert tracker.backend.artifact(outcome.run.run_id, "reports/calibration.svg") == \
+        chart.encode()
     record = tracker.reader.fetch(outcome.run.run_id)
     assert record.tags["mode"] == "calibration" and record.metrics["repeat_count"] == 6
     assert render_reports(record)["report-calibration.md"] == report
@@ -310,25 +311,6 @@ def test_plan_command_on_a_local_store(tmp_path: Path, tracking_uri: str,
     planning = tracker.reader.stored(document["run_id"])
     assert planning.status == "FINISHED" and planning.tags["mode"] == "planning"
     assert tracker.reader.read_text(document["run_id"], "reports/report-planning.md") == report
-
-
-def test_the_calibration_chart_leaves_the_callers_matplotlib_backend_alone() -> None:
-    from functools import partial
-
-    import matplotlib
-
-    from evalkit.reports._chart import _calibration, _png
-    from evalkit.stats import Calibration, CalibrationPoint
-
-    original = matplotlib.get_backend()
-    matplotlib.use("svg")  # a notebook's own choice, say
-    try:
-        png = _png(partial(_calibration, calibration=Calibration(4, tuple(
-            CalibrationPoint(k, 9 - k, 10) for k in (2, 3, 4)))))
-        assert matplotlib.get_backend() == "svg"
-    finally:
-        matplotlib.use(original)
-    assert png[:8] == b"\x89PNG\r\n\x1a\n"
 
 
 def test_plan_prints_a_summary_per_type_and_never_buys_replicates_for_calls_that_never_varied(

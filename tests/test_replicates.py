@@ -88,7 +88,7 @@ def test_replicates_make_a_parent_with_nested_children(tmp_path: Path, tracker: 
         assert "functional_accuracy" in child.metrics
         reports = [p for p in tracker.backend.journals[child.run_id].artifacts
                    if p.startswith("reports/")]
-        assert sorted(reports) == ["reports/convergence-functional.png",
+        assert sorted(reports) == ["reports/convergence-functional.svg",
                                    "reports/report-functional.md", "reports/summary.md"]
     accuracies = [c.metrics["functional_accuracy"] for c in children]
     assert parent.metrics["functional_accuracy"] == pytest.approx(sum(accuracies) / 3)

@@ -171,7 +171,7 @@ def test_a_run_that_loses_its_server_goes_on_and_sync_uploads_it(tmp_path: Path,
     bundled = {p.name: p.read_bytes() for p in (bundle / "artifacts" / "reports").iterdir()}
     assert bundled == {p.name: p.read_bytes() for p in (tmp_path / "reports").iterdir()}
     assert set(bundled) == {"report-functional.md", "report-repeatability.md", "summary.md",
-                            "convergence-functional.png", "convergence-repeatability.png"}
+                            "convergence-functional.svg", "convergence-repeatability.svg"}
     document = json.loads((bundle / "bundle.json").read_text())
     run_id = document["run_id"]
     assert document["status"] == "FINISHED" and document["params"]["REPEAT_COUNT"] == "3"
@@ -579,8 +579,8 @@ def test_two_evaluations_write_at_the_same_time(tmp_path: Path, team: TeamServer
         assert run.data.metrics["functional_samples"] == 20
         assert {a.path for a in client.list_artifacts(run.info.run_id, "reports")} == {
             "reports/report-functional.md", "reports/report-repeatability.md",
-            "reports/summary.md", "reports/convergence-functional.png",
-            "reports/convergence-repeatability.png"}
+            "reports/summary.md", "reports/convergence-functional.svg",
+            "reports/convergence-repeatability.svg"}
 
 
 

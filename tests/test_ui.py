@@ -473,3 +473,22 @@ def test_runs_made_while_evalkit_ui_serves_link_to_its_port(
     opened = pages["served-run"]
     assert opened["url"] == url  # not redirected: the run's own page on port N
     assert run.info.run_name in opened["body"] and "evalkit verdict: FAIL" in opened["body"]
+
+
+def test_mlflow_s_artifact_viewer_shows_each_chart_as_a_picture(
+        first_runs: dict[str, str], ui: str, ui_python: str) -> None:
+    run, experiment = first_runs["example_run"], first_runs["example_experiment"]
+    client = mlflow.MlflowClient(first_runs["store"])
+    charts = [f.path for f in client.list_artifacts(run, "reports") if f.path.endswith(".svg")]
+    assert "reports/convergence-functional.svg" in charts
+    # a click on the file in the artifact tree: a new address that differs only after the
+    # "#" leaves MLflow's artifact view on the file it shows
+    shown = browse(ui_python, [
+        {"name": f"chart-{chart.rsplit('/', 1)[1].removesuffix('.svg')}",
+         "url": f"{ui}/#/experiments/{experiment}/runs/{run}/artifactPath/{chart}",
+         "wait_for": chart.rsplit("/", 1)[1],
+         "steps": [["click", chart.rsplit("/", 1)[1]], ["picture", chart]]}
+        for chart in charts])
+    for chart in charts:
+        pictures = shown[f"chart-{chart.rsplit('/', 1)[1].removesuffix('.svg')}"]["pictures"]
+        assert {"alt": chart, "width": 700, "height": 400} in pictures, pictures

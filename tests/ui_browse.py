@@ -11,15 +11,17 @@ optionally ``"steps"``: ``[action, argument]`` pairs done in order once ``wait_f
 - ``["button", name]``: click the button whose accessible name starts with ``name``;
 - ``["expand", css]``: click every element matching ``css`` (rows that unfold), in order;
 - ``["wait", text]``: wait until ``text`` shows;
+- ``["picture", alt]``: wait until the image whose alt text is ``alt`` is drawn (the browser
+  decoded it: it has a width);
 - ``["feedback", "NAME=VALUE"]``: add a feedback to the opened trace through the assessments
   pane's own form, as a person would (VALUE ``pass`` or ``fail``: the Boolean True or False),
   and wait until the pane counts it.
 
 Prints ``{name: {"url": the address the page ended on, "body": the page's visible text,
 "dialog": an open dialog's text (the trace view) or "", "headers": the names of the table's
-columns}}`` as JSON and saves ``<name>.png`` in the
-folder given as the only argument. Debian's chromium is driven through its executable path:
-Playwright's own browser download needs the internet.
+columns, "pictures": ``{alt, width, height}`` of each image drawn}}`` as JSON and saves
+``<name>.png`` in the folder given as the only argument. Debian's chromium is driven through
+its executable path: Playwright's own browser download needs the internet.
 """
 
 from __future__ import annotations
@@ -102,6 +104,10 @@ def step(page: Page, action: str, argument: str) -> None:
             found.nth(index).click()
     elif action == "wait":
         page.get_by_text(argument).first.wait_for(timeout=TIMEOUT_MS)
+    elif action == "picture":
+        page.wait_for_function(
+            "alt => [...document.images].some(i => i.alt === alt && i.naturalWidth > 0)",
+            arg=argument, timeout=TIMEOUT_MS)
     elif action == "feedback":
         name, _, verdict = argument.partition("=")
         add_feedback(page, name, verdict)
@@ -134,7 +140,10 @@ def main() -> None:
                 "dialog": dialog.first.inner_text() if dialog.count() else "",
                 "headers": [h.strip().splitlines()[0]  # the name; a summary may follow
                             for h in page.get_by_role("columnheader").all_inner_texts()
-                            if h.strip()]}
+                            if h.strip()],
+                "pictures": page.evaluate(
+                    "[...document.images].filter(i => i.naturalWidth > 0).map(i => "
+                    "({alt: i.alt, width: i.naturalWidth, height: i.naturalHeight}))")}
         browser.close()
     json.dump(texts, sys.stdout)
 

@@ -22,7 +22,8 @@ GITIGNORE_LINES = (
     "mlartifacts/",  # the artifacts of experiments created in `evalkit ui`
     ".evalkit/",  # run journals and bundles
     # generated reports; reports/replicates.lock.json stays, a rerun reads its seeds back
-    "reports/*.md", "reports/*.png", "reports/stability.json",
+    "reports/*.md", "reports/*.svg", "reports/stability.json",
+    "reports/runs/",  # past runs' reports rebuilt by `evalkit report RUN`
 )
 DATASETS_DIR = "datasets"
 DEFAULT_DATASET = "golden"

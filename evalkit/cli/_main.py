@@ -227,8 +227,8 @@ def _report(args: argparse.Namespace) -> int:
             t: check.to_json() for t, check in judge_checks(record).items()}}, indent=1) + "\n",
             encoding="utf-8")
         print(f"json: {args.json}")
-    for name, png in render_charts(record).items():
-        (output / name).write_bytes(png)
+    for name, svg in render_charts(record).items():
+        (output / name).write_text(svg, encoding="utf-8")
         print(f"chart: {output / name}")
     return ExitStatus.OK
 

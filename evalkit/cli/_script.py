@@ -69,7 +69,7 @@ def run_eval_script(constants: Mapping[str, Any], component: Component,
                        help="calibrate REPEAT_COUNT: run the repeatability entries "
                             "CALIBRATION_REPEAT_COUNT times (a constant, default 20), re-score "
                             "every prefix k = 2..N without new calls; writes "
-                            "report-calibration.md and calibration.png")
+                            "report-calibration.md and calibration.svg")
     modes.add_argument("--resume", metavar="RUN_ID",
                        help="continue an interrupted run: its recorded calls are reused, only "
                             "the missing ones are made (selection and constants as the run's)")

@@ -17,7 +17,7 @@ and of the parent run of a replicate series (``mode`` tag ``replicates``)::
 and of a calibration run (``mode`` tag ``calibration``), besides the ordinary artifacts::
 
     calibration/calibration.json     pass rate by repeat count k, the recommended k
-    reports/report-calibration.md, reports/calibration.png
+    reports/report-calibration.md, reports/calibration.svg
 """
 
 from __future__ import annotations

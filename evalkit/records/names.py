@@ -336,7 +336,7 @@ HUMAN_REVIEW_REPORT = "report-human-review.md"
 JUDGE_REPORT = "report-judge.md"
 STABILITY_REPORT = "report-stability.md"
 CALIBRATION_REPORT = "report-calibration.md"
-CALIBRATION_CHART = "calibration.png"
+CALIBRATION_CHART = "calibration.svg"
 PLANNING_REPORT = "report-planning.md"
 
 
@@ -346,8 +346,8 @@ def report_name(test_type: str) -> str:
 
 
 def convergence_chart(test_type: str) -> str:
-    """The PNG of a type's convergence chart, beside its report: ``convergence-<type>.png``."""
-    return f"convergence-{test_type}.png"
+    """The picture of a type's convergence chart, beside its report: ``convergence-<type>.svg``."""
+    return f"convergence-{test_type}.svg"
 
 
 def report_artifact(name: str) -> str:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime
 from typing import Any
 
@@ -20,10 +20,7 @@ that holds every item, so that a 10,000-entry report stays readable."""
 def header(record: RunRecord, title: str, extra: Sequence[tuple[str, str]] = ()) -> list[str]:
     params, tags = record.params, record.tags
     started = datetime.fromtimestamp(record.start_time_ms / 1000, tz=UTC)
-    commit = tags.get(names.GIT_COMMIT_TAG, "unknown")
-    source = f"{cell(tags.get(names.SOURCE_NAME_TAG, 'unknown'))} at git {cell(commit[:12])}"
-    if tags.get(names.GIT_DIRTY_TAG) == "true":
-        source += " (with uncommitted changes)"
+    source = _source(tags)
     lines = [
         f"# {title}", "",
         f"- **Date:** {started:%Y-%m-%d %H:%M:%S} UTC",
@@ -40,6 +37,23 @@ def header(record: RunRecord, title: str, extra: Sequence[tuple[str, str]] = ())
         lines.append(f"- **Rescored from:** run {cell(tags[names.RESCORED_FROM_TAG])}: its "
                      "recorded outputs scored again, no component call made")
     return [*lines, ""]
+
+
+_NO_GIT_COMMIT = {names.NO_COMMIT: "no git commit yet",
+                  names.NOT_A_CHECKOUT: "not in a git checkout"}
+
+
+def _source(tags: Mapping[str, str]) -> str:
+    """The script and the commit it ran at: ``eval.py at git 1a2b3c4d5e6f``, or why there is
+    no commit (a short hash of those words would read as a clipped sentence)."""
+    script = cell(tags.get(names.SOURCE_NAME_TAG, "unknown"))
+    commit = tags.get(names.GIT_COMMIT_TAG, "unknown")
+    if commit in _NO_GIT_COMMIT:
+        return f"{script} ({_NO_GIT_COMMIT[commit]})"
+    source = f"{script} at git {cell(commit[:12])}"
+    if tags.get(names.GIT_DIRTY_TAG) == "true":
+        source += " (with uncommitted changes)"
+    return source
 
 
 def number(value: float | None) -> str:

@@ -85,7 +85,7 @@ def _convergence(metrics: TypeMetrics) -> list[str]:
         f'    x-axis "Samples" [{", ".join(str(k) for k in points)}]',
         '    y-axis "Score" 0 --> 1',
         f"    line [{accuracy}]", f"    line [{f1}]", "```", "",
-        # the PNG for viewers that show mermaid as code (MLflow's artifact viewer)
+        # the picture for viewers that show mermaid as code (MLflow's artifact viewer)
         f"![{metrics.test_type}: cumulative accuracy and F1]"
         f"({names.convergence_chart(metrics.test_type)})", "",
         table(["Metric", f"Change over the last {convergence.window} samples",

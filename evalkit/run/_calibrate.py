@@ -3,7 +3,7 @@ re-score every prefix of the recorded outputs (see :mod:`evalkit.stats._calibrat
 
 The calibration run is an ordinary MLflow run tagged ``mode=calibration``; its per-type report
 stays in MLflow so that the routine ``report-repeatability.md`` is not overwritten. Locally it
-writes ``report-calibration.md`` and ``calibration.png``.
+writes ``report-calibration.md`` and ``calibration.svg``.
 """
 
 from __future__ import annotations

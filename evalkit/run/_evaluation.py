@@ -29,7 +29,7 @@ from evalkit.records import (
     TypeNames,
     names,
 )
-from evalkit.reports import render_charts, render_reports, run_description
+from evalkit.reports import run_description
 from evalkit.run._books import EntryOutputs
 from evalkit.run._call import Component
 from evalkit.run._executors import Executor, InProcess
@@ -37,6 +37,7 @@ from evalkit.run._labelling import label_new_run
 from evalkit.run._outcome import EvaluationOutcome
 from evalkit.run._prepare import PreparedEvaluation, RunRole
 from evalkit.run._progress import ProgressCallback, ProgressCounter
+from evalkit.run._publishing import publish_reports
 from evalkit.run._scoring import EarlyJudging, score_run
 from evalkit.run._stop import Stop
 from evalkit.run._usage import usage_metrics
@@ -186,19 +187,18 @@ class Evaluation:
 
     def publish(self, local: Collection[str] | None = None) -> EvaluationOutcome:
         """Render the reports from what the run holds, log them, write them to the reports
-        folder (those named in ``local``, or all of them unless the run is a replicate's),
-        and describe the run."""
+        folder (those named in ``local``, or all of them unless the run is a replicate's;
+        see :mod:`evalkit.run._publishing`), and describe the run."""
         self.stop.raise_if_requested()
         record = replace(self.run.record(), labels=self.labels)
-        reports = render_reports(record)
         folder = self.prepared.config.reports_dir if self.role.local_reports or local else None
-        written = self.run.publish_reports(reports, folder, local)
-        self.run.publish_reports(render_charts(record), folder, local)  # PNGs the reports show
-        self.run.log(tags={names.DESCRIPTION_TAG: run_description(self.metrics, list(reports))})
+        reports = publish_reports(self.run, record, folder, local)
+        self.run.log(tags={names.DESCRIPTION_TAG: run_description(self.metrics,
+                                                                  list(reports.names))})
         self._lap("reports")
         return EvaluationOutcome(
             self.run.id, self.prepared.config.experiment_name, self.run.tracking_uri,
-            self.metrics, self.scored, written, self.run.raw.path, self.run.url,
+            self.metrics, self.scored, reports.written, self.run.raw.path, self.run.url,
             dict(self.timings), dict(self.checks), RunUsage.from_metrics(record.metrics))
 
     def _lap(self, phase: str) -> None:

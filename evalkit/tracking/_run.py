@@ -110,8 +110,8 @@ class TrackedRun:
         self.write(lambda: self._backend.log_batch(
             self.id, metrics=self._unlogged(fresh), tags=tags))
 
-    def log_text(self, path: str, text: str | bytes) -> None:
-        content = text.encode("utf-8") if isinstance(text, str) else text
+    def log_text(self, path: str, text: str) -> None:
+        content = text.encode("utf-8")
         self.journal.artifacts[path] = content
         self.write(lambda: self._backend.log_artifact(self.id, path, content))
 
@@ -131,16 +131,16 @@ class TrackedRun:
         self.journal.artifacts[names.TABLE_ARTIFACT] = table_json(table).encode("utf-8")
         self.write(lambda: self._backend.log_table(self.id, names.TABLE_ARTIFACT, table))
 
-    def publish_reports(self, reports: Mapping[str, str | bytes], folder: Path | None = None,
+    def publish_reports(self, reports: Mapping[str, str], folder: Path | None = None,
                         local: Collection[str] | None = None) -> tuple[Path, ...]:
-        """Log each report (name -> markdown or PNG) to the run and write it to ``folder``
+        """Log each report (name -> markdown or SVG) to the run and write it to ``folder``
         too (only those named in ``local``, when given); returns the files written."""
         written = []
         for name, text in reports.items():
             self.log_text(names.report_artifact(name), text)
             if folder is not None and (local is None or name in local):
                 folder.mkdir(parents=True, exist_ok=True)
-                (folder / name).write_bytes(text.encode("utf-8") if isinstance(text, str) else text)
+                (folder / name).write_text(text, encoding="utf-8")
                 written.append(folder / name)
         return tuple(written)
 
