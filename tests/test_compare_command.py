@@ -110,3 +110,24 @@ def test_the_corrected_gap_is_said_to_be_gated_only_against_a_measured_floor(
     corrected = next(line for line in text.splitlines() if "corrected by people" in line)
     assert corrected.startswith("  corrected by people's labels: gap +0.250 [+0.152, +0.348]")
     assert ("the noise gate applies to this gap" in corrected) is gated
+
+
+@pytest.mark.parametrize("status", ["KILLED", "FAILED", "RUNNING"])
+def test_a_run_that_did_not_finish_is_refused_naming_its_resume(
+        store: Store, command: Any, capsys: pytest.CaptureFixture[str], status: str) -> None:
+    finished = ordinary(store, "finished", {"x": True, "y": False})
+    stopped = store.backend.create_run(store.experiment_id, "stopped",
+                                       {"test_types": "functional"}).run_id
+    store.backend.set_status(stopped, status)  # stopped before its results were written
+    code, out, err = command(stopped, finished)
+    assert (code, out) == (2, "")
+    assert err == (f"error: run {stopped} did not finish ({status}): its results were never "
+                   "written, so there is nothing to read yet; finish it first: evalkit resume "
+                   f"{stopped} (--script PATH for a script other than ./eval.py; or python "
+                   f"eval.py --resume {stopped}), then try again\n")
+    # a replicate of a series is not resumed: it is run again
+    replicate = store.backend.create_run(store.experiment_id, "replicate", {
+        "test_types": "functional", names.PARENT_RUN_TAG: finished}).run_id
+    store.backend.set_status(replicate, "KILLED")
+    assert command(finished, replicate)[2].endswith(
+        "nothing to read yet; it cannot be resumed: run it again\n")

@@ -22,7 +22,8 @@ from evalkit.tracking import RunReader
 COMPARE_EPILOG = (
     "exit status: 0 every gap shown (decided, or not gated because neither run has "
     "replicates), 5 a replicate-backed gap is inside the noise floor (refused), 2 A and B "
-    "share no test type, 4 runtime failure")
+    "share no test type, or one did not finish (the error names its resume), 4 runtime "
+    "failure")
 MAX_LISTED = 20
 MAX_VALUE = 72
 _HASH = re.compile(r"[0-9a-f]{40,64}")
