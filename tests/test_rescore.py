@@ -8,6 +8,7 @@ from __future__ import annotations
 import json
 import re
 import shutil
+import sys
 import textwrap
 from pathlib import Path
 from typing import Any
@@ -28,7 +29,7 @@ from tests.builders import (
 )
 from tests.commands import eval_script, evalkit_command
 from tests.openai_stub import OpenAIStub, RecordedRequest, Reply, ok
-from tests.processes import run_eval, run_evalkit
+from tests.processes import run_command, run_eval, run_evalkit
 
 ENTRIES = {"f1": entry("functional"), "f2": entry("functional"), "f3": entry("functional"),
            "f4": entry("functional"), "r1": entry("repeatability")}
@@ -391,6 +392,37 @@ def test_eval_py_and_evalkit_rescore_on_a_real_store(tmp_path: Path,
     assert len((tmp_path / "calls.log").read_text().splitlines()) == 4  # no call since
     summary = (tmp_path / "reports" / "summary.md").read_text()
     assert f"- **Rescored from:** run {source}" in summary
+
+
+@pytest.mark.slow
+def test_a_damaged_artifact_on_a_real_store_exits_2_with_a_fix_that_works(
+        tmp_path: Path) -> None:
+    """The artifact of a finished run loses its last bytes: evalkit rescore exits 2 naming
+    the line and the command that puts this machine's copy back; that command, run as
+    printed, makes the rescore go ahead (and evalkit resume was never the fix)."""
+    write_dataset(tmp_path / "ds", {k: v for k, v in ENTRIES.items() if k != "r1"})
+    (tmp_path / "answers.py").write_text("ANSWERS = {'f4': 'wrong'}\n", encoding="utf-8")
+    write_eval_script(tmp_path, {"EXPERIMENT_NAME": "rescore/damaged", "DATASET_PATH": "ds",
+                                 "EVAL_MIN_ACCURACY": 0.7}, COUNTING)
+    assert run_eval(tmp_path, "--type=all").returncode == 0
+    source = next((tmp_path / ".evalkit" / "runs").iterdir()).name
+    artifact = next(tmp_path.rglob(f"{source}/artifacts/raw/raw-results.jsonl"))
+    artifact.write_bytes(artifact.read_bytes()[:-20])
+
+    refused = run_evalkit(tmp_path, "rescore", source)
+    assert refused.returncode == 2, refused.stderr
+    assert (f"error: run {source}'s raw results (raw/raw-results.jsonl) are damaged: its last "
+            "line (line 4) is cut off mid-record") in refused.stderr
+    assert "resume it first" not in refused.stderr and "Traceback" not in refused.stderr
+    fix = re.search(r"\(mlflow (artifacts log-artifact .*?), with MLFLOW_TRACKING_URI=(\S+)\)",
+                    refused.stderr)
+    assert fix is not None, refused.stderr
+    put_back = run_command(tmp_path, sys.executable, "-m", "mlflow", *fix[1].split(),
+                           env={"MLFLOW_TRACKING_URI": fix[2]})
+    assert put_back.returncode == 0, put_back.stderr
+    done = run_evalkit(tmp_path, "rescore", source)
+    assert done.returncode == 0, done.stderr
+    assert len((tmp_path / "calls.log").read_text().splitlines()) == 4  # no call since
 
 
 @pytest.mark.slow
