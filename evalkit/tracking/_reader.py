@@ -50,7 +50,8 @@ class RunReader:
                 history=lambda key: tuple(p.value for p in sorted(
                     self._backend.metric_history(run_id, key), key=lambda p: p.step)))
         except TrackingError:
-            if run.status != "FINISHED":  # a stopped run has no results yet: say how to finish it
+            # evalkit's run, stopped before its results were written: say how to finish it
+            if run.status != "FINISHED" and Mode.declared(run.tags) is not None:
                 raise _unfinished(run) from None
             raise
         if record.evaluation is None:
