@@ -240,6 +240,48 @@ def test_report_writes_each_run_into_a_folder_of_its_own(
         folders[0] / "summary.md").read_text()
 
 
+def test_report_refuses_a_destination_it_cannot_write_before_writing_anything(
+        tmp_path: Path, tracker: Tracker, monkeypatch: pytest.MonkeyPatch,
+        capsys: pytest.CaptureFixture[str]) -> None:
+    """Root writes anywhere a mode allows: a path under a file, or a folder where the JSON
+    should go, is what the operating system refuses everyone."""
+    dataset = write_dataset(tmp_path / "ds", {"f": entry("functional")})
+    config = EvalConfig.from_constants({**CONSTANTS, "DATASET_PATH": str(dataset),
+                                        "REPORTS_DIR": str(tmp_path / "latest")}, "eval.py")
+    run_id = evaluate(config, RecordingComponent(), Selection("functional"), tracker=tracker,
+                      runs_dir=tmp_path / "runs").run_id
+    monkeypatch.setattr("evalkit.cli._main.Tracker", lambda *args, **kwargs: tracker)
+    (tmp_path / "a-file").write_text("not a folder")
+    (tmp_path / "a-folder").mkdir()
+    for json_path, why in ((tmp_path / "a-file" / "check.json", "Not a directory"),
+                           (tmp_path / "a-folder", "it is a folder")):
+        capsys.readouterr()
+        assert evalkit_command("report", run_id, "--output", tmp_path / "out" / "new",
+                               "--json", json_path) == 2
+        captured = capsys.readouterr()
+        assert (captured.out, captured.err) == ("", (
+            f"error: cannot write {json_path} ({why}); nothing was written: give --json a "
+            "path you can write\n"))
+        assert not (tmp_path / "out").exists()  # not even the folders it would have made
+        assert sorted(p.name for p in tmp_path.iterdir()) == [
+            "a-file", "a-folder", "ds", "latest", "runs"]
+        assert list((tmp_path / "a-folder").iterdir()) == []
+    assert evalkit_command("report", run_id, "--output", tmp_path / "a-file" / "reports") == 2
+    assert capsys.readouterr().err.startswith(
+        f"error: cannot write {tmp_path / 'a-file' / 'reports'}")
+    # writable: every file in place, each listed once written, no scratch file left
+    assert evalkit_command("report", run_id, "--output", tmp_path / "out",
+                           "--json", tmp_path / "checks" / "check.json") == 0
+    assert capsys.readouterr().out.splitlines() == [
+        f"report: {tmp_path / 'out' / 'report-functional.md'}",
+        f"report: {tmp_path / 'out' / 'summary.md'}",
+        f"json: {tmp_path / 'checks' / 'check.json'}",
+        f"chart: {tmp_path / 'out' / 'convergence-functional.svg'}"]
+    assert sorted(p.name for p in (tmp_path / "out").iterdir()) == [
+        "convergence-functional.svg", "report-functional.md", "summary.md"]
+    assert json.loads((tmp_path / "checks" / "check.json").read_text())["run_id"] == run_id
+
+
 def test_history_and_plan_take_the_experiment_of_the_eval_script_here(
         tmp_path: Path, tracker: Tracker, monkeypatch: pytest.MonkeyPatch,
         capsys: pytest.CaptureFixture[str]) -> None:

@@ -165,3 +165,24 @@ def test_the_exit_status_follows_the_types_that_changed(
     results = tuple(MetricComparison(f"t{k}", 0.5 + gap, 0.5, floor, 10, (), ())
                     for k, (gap, floor) in enumerate(gaps))
     assert compare_status(results) == status
+
+
+@pytest.mark.parametrize("status", ["KILLED", "FAILED", "RUNNING"])
+def test_a_run_that_did_not_finish_is_refused_naming_its_resume(
+        store: Store, command: Any, capsys: pytest.CaptureFixture[str], status: str) -> None:
+    finished = ordinary(store, "finished", {"x": True, "y": False})
+    stopped = store.backend.create_run(store.experiment_id, "stopped",
+                                       {"test_types": "functional"}).run_id
+    store.backend.set_status(stopped, status)  # stopped before its results were written
+    code, out, err = command(stopped, finished)
+    assert (code, out) == (2, "")
+    assert err == (f"error: run {stopped} did not finish ({status}): its results were never "
+                   "written, so there is nothing to read yet; finish it first: evalkit resume "
+                   f"{stopped} (--script PATH for a script other than ./eval.py; or python "
+                   f"eval.py --resume {stopped}), then try again\n")
+    # a replicate of a series is not resumed: it is run again
+    replicate = store.backend.create_run(store.experiment_id, "replicate", {
+        "test_types": "functional", names.PARENT_RUN_TAG: finished}).run_id
+    store.backend.set_status(replicate, "KILLED")
+    assert command(finished, replicate)[2].endswith(
+        "nothing to read yet; it cannot be resumed: run it again\n")

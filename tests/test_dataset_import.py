@@ -216,3 +216,50 @@ def test_help_names_the_mapping_options_and_a_misspelt_type_is_refused(
     assert evalkit_command("dataset", "import", "answers.csv", "--to", "ds", "--input", "q",
                            "--expected", "a", "--test-types", "functional,smok") == 2
     assert "unknown test type 'smok'" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("source", ["mlflow-dataset:no-such", "traces:no/such"])
+def test_an_mlflow_source_without_a_store_creates_none_and_prints_nothing_of_mlflows(
+        tmp_path: Path, capfd: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch,
+        source: str) -> None:
+    """Reading must not create a store: MLflow would make an empty mlflow.db (printing its
+    table creation) only to find nothing in it."""
+    monkeypatch.delenv("MLFLOW_TRACKING_URI")
+    assert evalkit_command("dataset", "import", source, "--to", "out") == 2
+    captured = capfd.readouterr()
+    assert (captured.out, captured.err) == ("", (
+        f"error: there is no MLflow store at {tmp_path / 'mlflow.db'} to import from "
+        "(MLFLOW_TRACKING_URI is not set): set MLFLOW_TRACKING_URI to the store that holds "
+        "the dataset or traces, or run the command in the folder whose mlflow.db holds them\n"))
+    monkeypatch.setenv("MLFLOW_TRACKING_URI", "sqlite:///stores/team.db")
+    assert evalkit_command("dataset", "import", source, "--to", "out") == 2
+    assert "no MLflow store at stores/team.db to import from (MLFLOW_TRACKING_URI names " \
+           "sqlite:///stores/team.db)" in capfd.readouterr().err
+    assert _files(tmp_path) == []  # no store, no lock beside it, no folder for one
+
+
+def test_the_id_derived_from_an_object_input_is_pinned_and_ignores_key_order(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """Without --id an entry's id is "item-" and the first 10 hex digits of the SHA-256 of its
+    input as canonical JSON (keys sorted): pinned here, since a change would give every
+    imported dataset new ids (and orphan the labels given under the old ones)."""
+    row = {"q": {"question": "What is the capital of France?", "lang": "en"}, "a": "Paris"}
+    Path("one.jsonl").write_text(json.dumps(row) + "\n", encoding="utf-8")
+    mapping = ("--input", "q", "--expected", "a")
+    assert evalkit_command("dataset", "import", "one.jsonl", "--to", "ds", *mapping) == 0
+    assert _files(tmp_path / "ds" / "data") == ["item-8f0b350e04.json"]
+    # the same object, its keys reordered: the same entry, so a duplicate, never a second one
+    reordered = {"q": {"lang": "en", "question": "What is the capital of France?"},
+                 "a": "Paris"}
+    Path("both.jsonl").write_text(json.dumps(row) + "\n" + json.dumps(reordered) + "\n",
+                                  encoding="utf-8")
+    capsys.readouterr()
+    assert evalkit_command("dataset", "import", "both.jsonl", "--to", "ds2", *mapping) == 3
+    assert capsys.readouterr().err.splitlines()[1:] == [
+        "both.jsonl:2: the same input as line 1. Fix: remove the duplicate row, or map an --id "
+        "column"]
+    Path("again.jsonl").write_text(json.dumps(reordered) + "\n", encoding="utf-8")
+    assert evalkit_command("dataset", "import", "again.jsonl", "--to", "ds", "--add",
+                           *mapping) == 3
+    assert "again.jsonl:1: id 'item-8f0b350e04' exists in ds" in capsys.readouterr().err
+    assert _files(tmp_path / "ds" / "data") == ["item-8f0b350e04.json"]

@@ -238,3 +238,38 @@ def test_a_bad_label_file_exits_with_the_usage_status(tmp_path: Path) -> None:
         read(tmp_path / "labels.csv", HEADER)
     assert isinstance(raised.value, LabelFileInvalid)
     assert raised.value.exit_status == ExitStatus.USAGE == 2
+
+
+def test_stale_ids_get_a_bounded_number_of_suggestions_and_the_rest_are_counted(
+        tmp_path: Path) -> None:
+    """Each "did you mean" compares an id with every entry's: a file whose ids all went stale
+    (entries renamed) gets one for its first few rows only, and the count of the rest first,
+    with the likely cause (benchmarks/stale_labels.py measures the time)."""
+    known = {"functional": [f"billing/ticket-{i:03d}" for i in range(200)]}
+    path = tmp_path / "labels.csv"
+    path.write_text(HEADER + "".join(f"billing/old-ticket-{i:03d},functional,pass,,\n"
+                                     for i in range(120)), encoding="utf-8")
+    with pytest.raises(LabelFileInvalid) as raised:
+        read_label_file(path, known, "ann")
+    found = raised.value.problems
+    assert len(found) == 121 and found[0] == LabelProblem(0, None, (
+        "120 rows name an entry id the dataset does not have (the closest id is suggested for "
+        "the first 5 only): if the entries were renamed or the labels were written for another "
+        "dataset, write the labels again against this one's ids"))
+    assert [p.message for p in found[1:6]] == [
+        f"no 'functional' entry has the id 'billing/old-ticket-{i:03d}': did you mean "
+        f"'billing/ticket-{i:03d}'?" for i in range(5)]
+    assert [p.message for p in found[6:]] == [
+        f"no 'functional' entry has the id 'billing/old-ticket-{i:03d}': use the id of a "
+        "'functional' entry" for i in range(5, 120)]
+    message = str(raised.value).splitlines()
+    assert message[0] == "labels.csv: 121 problem(s); nothing was imported"
+    assert message[1].startswith("labels.csv: 120 rows name an entry id")
+    assert message[-1] == "... and 71 more" and sum("did you mean" in m for m in message) == 5
+    # a few unknown ids: each gets its suggestion and no count
+    path.write_text(HEADER + "billing/tiket-042,functional,pass,,\n", encoding="utf-8")
+    with pytest.raises(LabelFileInvalid) as raised:
+        read_label_file(path, known, "ann")
+    assert [p.message for p in raised.value.problems] == [
+        "no 'functional' entry has the id 'billing/tiket-042': did you mean "
+        "'billing/ticket-042'?"]

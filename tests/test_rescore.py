@@ -8,6 +8,7 @@ from __future__ import annotations
 import json
 import re
 import shutil
+import sys
 import textwrap
 from pathlib import Path
 from typing import Any
@@ -28,7 +29,7 @@ from tests.builders import (
 )
 from tests.commands import eval_script, evalkit_command
 from tests.openai_stub import OpenAIStub, RecordedRequest, Reply, ok
-from tests.processes import run_eval, run_evalkit
+from tests.processes import run_command, run_eval, run_evalkit
 
 ENTRIES = {"f1": entry("functional"), "f2": entry("functional"), "f3": entry("functional"),
            "f4": entry("functional"), "r1": entry("repeatability")}
@@ -222,14 +223,100 @@ def test_another_repeat_count_is_refused(tmp_path: Path, tracker: Tracker) -> No
     assert runs_in(tracker, config) == 1
 
 
-def test_a_run_missing_calls_or_raw_results_is_refused(tmp_path: Path,
-                                                       tracker: Tracker) -> None:
+def source_raw(tracker: Tracker, source: str) -> list[bytes]:
+    """The source run's raw-results artifact, a line per call (in dataset order: f1, f2, f3,
+    f4, then r1's repeats 0, 1 and 2)."""
+    journal = tracker.backend.journals[source]  # type: ignore[attr-defined]
+    return journal.artifact_bytes(names.RAW_RESULTS_ARTIFACT).splitlines(keepends=True)
+
+
+def damage(tracker: Tracker, source: str, content: bytes) -> None:
+    """Replace the source run's raw-results artifact, as damage after the run would."""
+    journal = tracker.backend.journals[source]  # type: ignore[attr-defined]
+    journal.artifacts[names.RAW_RESULTS_ARTIFACT] = content
+
+
+def test_a_finished_run_whose_raw_results_lost_their_end_names_the_fix_that_works(
+        tmp_path: Path, tracker: Tracker) -> None:
+    config, source = source_run(tmp_path, tracker)
+    lines = source_raw(tracker, source)
+    local = tmp_path / "runs" / source / "raw-results.jsonl"
+    damage(tracker, source, b"".join(lines)[:-20])  # the last line cut off
+    with pytest.raises(ConfigError) as refused:
+        rescore(config, source, tracker=tracker, runs_dir=tmp_path / "runs")
+    assert str(refused.value) == (
+        f"run {source}'s raw results (raw/raw-results.jsonl) are damaged: its last line (line "
+        f"7) is cut off mid-record ({lines[-1][:40].decode()!r}...). The run finished, so "
+        "resuming cannot make a call again, and a rescore scores every call as the run recorded "
+        f"it and guesses none. This machine kept them whole in {local}: put that file back "
+        f"(mlflow artifacts log-artifact --run-id {source} --artifact-path raw --local-file "
+        f"{local}, with MLFLOW_TRACKING_URI={tracker.tracking_uri}) and rescore again, or "
+        "evaluate again: python test_eval.py --type=all")
+    assert refused.value.exit_status == 2 and runs_in(tracker, config) == 1
+    # the whole last line lost: the same refusal (resuming a finished run cannot make it)
+    damage(tracker, source, b"".join(lines[:-1]))
+    with pytest.raises(ConfigError, match=r"are damaged: 1 of the 7 calls its selection needs "
+                                          r"are not in it \('r1' repeat 2 first\)\. The run "
+                                          "finished, so resuming cannot"):
+        rescore(config, source, tracker=tracker, runs_dir=tmp_path / "runs")
+    # without this machine's copy, the file from where the run was made, or a new evaluation
+    local.unlink()
+    with pytest.raises(ConfigError, match=re.escape(
+            "Put back the whole file from the machine that made the run (its .evalkit/runs/"
+            f"{source}/raw-results.jsonl: mlflow artifacts log-artifact --run-id {source} "
+            "--artifact-path raw --local-file FILE), or evaluate again: python test_eval.py "
+            "--type=all")):
+        rescore(config, source, tracker=tracker, runs_dir=tmp_path / "runs")
+    assert runs_in(tracker, config) == 1
+    # the fix named: the whole file put back, and the rescore goes ahead
+    damage(tracker, source, b"".join(lines))
+    assert rescore(config, source, tracker=tracker, runs_dir=tmp_path / "runs").passed
+
+
+def test_a_damaged_middle_line_is_a_usage_refusal_naming_the_line(tmp_path: Path,
+                                                                  tracker: Tracker) -> None:
+    config, source = source_run(tmp_path, tracker)
+    lines = source_raw(tracker, source)
+    damage(tracker, source, b"".join([*lines[:2], lines[2][:30] + b"\n", *lines[3:]]))
+    with pytest.raises(ConfigError) as refused:
+        rescore(config, source, tracker=tracker, runs_dir=tmp_path / "runs")
+    message = str(refused.value)
+    assert message.startswith(f"run {source}'s raw results (raw/raw-results.jsonl) are "
+                              "damaged: line 3 is not a call record (Expecting ',' delimiter")
+    assert "resuming cannot make a call again" in message
+    assert f"put that file back (mlflow artifacts log-artifact --run-id {source}" in message
+    assert refused.value.exit_status == 2 and runs_in(tracker, config) == 1
+
+
+@pytest.mark.parametrize("changed", [True, False], ids=["another-outcome", "identical"])
+def test_a_call_recorded_twice_is_refused_not_used(tmp_path: Path, tracker: Tracker,
+                                                   changed: bool) -> None:
+    """Evalkit records each call once: a second record of one was put there, and which one
+    is the call's is not for a rescore to guess (the last would win, moving the accuracy)."""
+    config, source = source_run(tmp_path, tracker)
+    lines = source_raw(tracker, source)
+    again_f4 = json.loads(lines[3])
+    if changed:
+        again_f4["output"] = "a"  # f4 right: the accuracy would move from 0.75 to 1.0
+    damage(tracker, source, b"".join(lines) + json.dumps(again_f4).encode() + b"\n")
+    with pytest.raises(ConfigError, match=re.escape(
+            f"are damaged: line 8 records 'f4' repeat 0 again (line 4 has it"
+            f"{', with another outcome' if changed else ''}); a run records each call "
+            "once. The run finished")):
+        rescore(config, source, tracker=tracker, runs_dir=tmp_path / "runs")
+    assert runs_in(tracker, config) == 1
+
+
+def test_an_unfinished_run_missing_calls_is_resumed_first(tmp_path: Path,
+                                                          tracker: Tracker) -> None:
     config, source = source_run(tmp_path, tracker)
     journal = tracker.backend.journals[source]  # type: ignore[attr-defined]
-    raw = journal.artifact_bytes(names.RAW_RESULTS_ARTIFACT).splitlines(keepends=True)
-    journal.artifacts[names.RAW_RESULTS_ARTIFACT] = b"".join(raw[:-1])
-    with pytest.raises(ConfigError, match=r"recorded 6 of the 7 calls its selection needs "
-                                          r"\('r1' repeat 2 is missing\): resume it first"):
+    journal.status = "KILLED"
+    damage(tracker, source, b"".join(source_raw(tracker, source)[:-1]))
+    with pytest.raises(ConfigError, match=re.escape(
+            f"run {source} did not finish (KILLED): it recorded 6 of the 7 calls its selection "
+            "needs ('r1' repeat 2 is missing). Resume it first (evalkit resume "
+            f"{source}, or python test_eval.py --resume {source}), then rescore it")):
         rescore(config, source, tracker=tracker, runs_dir=tmp_path / "runs")
     del journal.artifacts[names.RAW_RESULTS_ARTIFACT]
     with pytest.raises(ConfigError, match="has no raw/raw-results.jsonl: there are no "
@@ -310,6 +397,37 @@ def test_eval_py_and_evalkit_rescore_on_a_real_store(tmp_path: Path,
     assert len((tmp_path / "calls.log").read_text().splitlines()) == 4  # no call since
     summary = (tmp_path / "reports" / "summary.md").read_text()
     assert f"- **Rescored from:** run {source}" in summary
+
+
+@pytest.mark.slow
+def test_a_damaged_artifact_on_a_real_store_exits_2_with_a_fix_that_works(
+        tmp_path: Path) -> None:
+    """The artifact of a finished run loses its last bytes: evalkit rescore exits 2 naming
+    the line and the command that puts this machine's copy back; that command, run as
+    printed, makes the rescore go ahead (and evalkit resume was never the fix)."""
+    write_dataset(tmp_path / "ds", {k: v for k, v in ENTRIES.items() if k != "r1"})
+    (tmp_path / "answers.py").write_text("ANSWERS = {'f4': 'wrong'}\n", encoding="utf-8")
+    write_eval_script(tmp_path, {"EXPERIMENT_NAME": "rescore/damaged", "DATASET_PATH": "ds",
+                                 "EVAL_MIN_ACCURACY": 0.7}, COUNTING)
+    assert run_eval(tmp_path, "--type=all").returncode == 0
+    source = next((tmp_path / ".evalkit" / "runs").iterdir()).name
+    artifact = next(tmp_path.rglob(f"{source}/artifacts/raw/raw-results.jsonl"))
+    artifact.write_bytes(artifact.read_bytes()[:-20])
+
+    refused = run_evalkit(tmp_path, "rescore", source)
+    assert refused.returncode == 2, refused.stderr
+    assert (f"error: run {source}'s raw results (raw/raw-results.jsonl) are damaged: its last "
+            "line (line 4) is cut off mid-record") in refused.stderr
+    assert "resume it first" not in refused.stderr and "Traceback" not in refused.stderr
+    fix = re.search(r"\(mlflow (artifacts log-artifact .*?), with MLFLOW_TRACKING_URI=(\S+)\)",
+                    refused.stderr)
+    assert fix is not None, refused.stderr
+    put_back = run_command(tmp_path, sys.executable, "-m", "mlflow", *fix[1].split(),
+                           env={"MLFLOW_TRACKING_URI": fix[2]})
+    assert put_back.returncode == 0, put_back.stderr
+    done = run_evalkit(tmp_path, "rescore", source)
+    assert done.returncode == 0, done.stderr
+    assert len((tmp_path / "calls.log").read_text().splitlines()) == 4  # no call since
 
 
 @pytest.mark.slow

@@ -28,7 +28,8 @@ exit status:
        a judge endpoint that refuses the key or the model, a tracking server that
        refuses the credentials or the permission on the experiment, a run that another
        process is evaluating or resuming, an experiment, run id or run id prefix that
-       the tracking store does not hold)
+       the tracking store does not hold, a run that did not finish given to compare,
+       report or label, a refused rescore)
   3    the golden dataset is invalid (every violation is listed; nothing was run)
   4    runtime failure (MLflow or the judge endpoint unreachable, unexpected error)
   5    evalkit compare refused to call a winner: no test type's gap clears the noise

@@ -23,7 +23,8 @@ COMPARE_EPILOG = (
     "exit status follows the types that changed: 0 some type's gap clears the noise floor "
     "(A better or A worse; types inside the noise did not change), or no gap is gated "
     "(neither run has replicates); 5 no type's gap clears the noise floor and at least one "
-    "is inside it (no winner can be called); 2 A and B share no test type; 4 runtime failure")
+    "is inside it (no winner can be called); 2 A and B share no test type, or one did not "
+    "finish (the error names its resume); 4 runtime failure")
 MAX_LISTED = 20
 MAX_VALUE = 72
 _HASH = re.compile(r"[0-9a-f]{40,64}")

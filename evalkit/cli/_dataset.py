@@ -14,7 +14,7 @@ from evalkit.dataset import (
     import_rows,
     read_source_rows,
 )
-from evalkit.tracking import SOURCE_COLUMNS, Tracker, is_mlflow_source, mlflow_rows
+from evalkit.tracking import SOURCE_COLUMNS, is_mlflow_source, mlflow_rows
 
 IMPORT_DESCRIPTION = (
     "Write a golden dataset to --to from SOURCE: a .csv file (with a header row), a .jsonl "
@@ -106,8 +106,7 @@ def dataset_command(args: argparse.Namespace) -> int:
         raise ConfigError(f"--parse-json {unmapped[0]}: the column is not mapped (by --input, "
                           "--expected, --id, --group or --test-types-column)")
     problems = RowProblems()
-    if from_mlflow:
-        Tracker().check_reachable()  # a dead server: one line naming the URI, in seconds
+    if from_mlflow:  # a dead server or a missing store: one line naming it, in seconds
         found = mlflow_rows(args.source)
     else:
         found = read_source_rows(Path(args.source), mapping, problems)

@@ -23,6 +23,7 @@ from evalkit.cli._common import (
 from evalkit.cli._compare import COMPARE_EPILOG, compare_command
 from evalkit.cli._dataset import add_dataset_parser, dataset_command
 from evalkit.cli._executor import IN_PROCESS, RAY
+from evalkit.cli._files import OutputFile, write_all
 from evalkit.cli._init import init_command
 from evalkit.cli._label import add_label_parser, label_command
 from evalkit.cli._parser import Parser
@@ -217,19 +218,19 @@ def _report(args: argparse.Namespace) -> int:
     # tell runs apart): reports/ holds the latest run's.
     output = args.output or Path("reports", "runs", "-".join(filter(None, (
         _UNSAFE_IN_PATH.sub("-", record.run_name).strip(".-"), record.run_id[:8]))))
-    output.mkdir(parents=True, exist_ok=True)
-    for name, text in reports.items():
-        (output / name).write_text(text, encoding="utf-8")
-        print(f"report: {output / name}")
+    # everything rendered first and written all or none: an unwritable --json must not leave
+    # the reports written and the charts missing
+    files = [OutputFile("report", output / name, text.encode("utf-8"), "--output")
+             for name, text in reports.items()]
     if args.json is not None:
-        args.json.parent.mkdir(parents=True, exist_ok=True)
-        args.json.write_text(json.dumps({"run_id": record.run_id, "types": {
-            t: check.to_json() for t, check in judge_checks(record).items()}}, indent=1) + "\n",
-            encoding="utf-8")
-        print(f"json: {args.json}")
-    for name, svg in render_charts(record).items():
-        (output / name).write_text(svg, encoding="utf-8")
-        print(f"chart: {output / name}")
+        files.append(OutputFile("json", args.json, (json.dumps({"run_id": record.run_id, "types": {
+            t: check.to_json() for t, check in judge_checks(record).items()}}, indent=1)
+            + "\n").encode("utf-8"), "--json"))
+    files += [OutputFile("chart", output / name, svg.encode("utf-8"), "--output")
+              for name, svg in render_charts(record).items()]
+    write_all(files)
+    for file in files:
+        print(f"{file.kind}: {file.path}")
     return ExitStatus.OK
 
 

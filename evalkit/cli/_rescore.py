@@ -15,8 +15,9 @@ DESCRIPTION = (
     "(its reports and summary.md say so); RUN_ID itself is left as it is. No component call is "
     "made; an LLM judge is asked again. Runs SCRIPT --rescore RUN_ID. Refused (exit 2) when "
     "the outputs cannot be matched to the script's entries: another dataset (digest) or, with "
-    "repeatability, REPEAT_COUNT; a run missing calls (resume it first) or without raw "
-    "results; a replicate series or one of its replicates.")
+    "repeatability, REPEAT_COUNT; an unfinished run missing calls (resume it first) or a "
+    "run without raw results; raw results damaged after the run finished (the error names "
+    "the line and the fix); a replicate series or one of its replicates.")
 
 
 def add_rescore_parser(commands: argparse._SubParsersAction, run_help: str) -> None:

@@ -23,6 +23,9 @@ REQUIRED_FIELDS = ("entry_id", "type", "verdict")
 FIELDS = (*REQUIRED_FIELDS, "reviewer", "comment")
 MAX_LISTED = 50
 """Problems listed in the error's message; the rest are counted (all are in ``problems``)."""
+MAX_SUGGESTED = 5
+"""Unknown entry ids given the closest known id ("did you mean"); each suggestion compares the
+id with every entry's, so a file of stale ids would take minutes: the rest are counted."""
 
 _WANTED = {"entry_id": "the id of the labelled entry", "type": "the test type labelled"}
 
@@ -54,6 +57,8 @@ def read_label_file(path: Path, known: Mapping[str, Collection[str]],
     problems = Problems()
     labels: list[HumanLabel] = []
     first_line: dict[tuple[str | None, str | None, str], int] = {}
+    entry_ids = {test_type: set(ids) for test_type, ids in known.items()}
+    unknown_ids = 0
     text = read_text(path, problems)
     found = rows(path, text, problems, lambda columns: _label_columns(columns, problems)) \
         if text is not None else iter(())
@@ -67,10 +72,13 @@ def read_label_file(path: Path, known: Mapping[str, Collection[str]],
             problems.add(line, "type", _unknown(f"{test_type!r} is not a known test type",
                                                 test_type, known, f"use one of "
                                                 f"{', '.join(map(repr, sorted(known)))}"))
-        elif test_type is not None and entry_id is not None and entry_id not in known[test_type]:
-            problems.add(line, "entry_id", _unknown(
-                f"no {test_type!r} entry has the id {entry_id!r}", entry_id, known[test_type],
-                f"use the id of a {test_type!r} entry"))
+        elif test_type is not None and entry_id is not None \
+                and entry_id not in entry_ids[test_type]:
+            unknown_ids += 1
+            what, fix = (f"no {test_type!r} entry has the id {entry_id!r}",
+                         f"use the id of a {test_type!r} entry")
+            problems.add(line, "entry_id", _unknown(what, entry_id, known[test_type], fix)
+                         if unknown_ids <= MAX_SUGGESTED else f"{what}: {fix}")
         verdict = label_verdict(given := _given(values, "verdict"))
         if verdict is None:
             what = "empty or missing" if given is None else f"{given!r} is neither pass nor fail"
@@ -86,6 +94,12 @@ def read_label_file(path: Path, known: Mapping[str, Collection[str]],
             labels.append(HumanLabel(entry_id, test_type, verdict, reviewer, comment=comment))
     if text is not None and not labels and not problems:
         problems.add(0, None, "holds no labels: write one row per label")
+    if unknown_ids > MAX_SUGGESTED:  # first: the likeliest cause when ids went stale
+        problems.insert(0, RowProblem(0, None, (
+            f"{unknown_ids} rows name an entry id the dataset does not have (the closest id "
+            f"is suggested for the first {MAX_SUGGESTED} only): if the entries were renamed or "
+            "the labels were written for another dataset, write the labels again against this "
+            "one's ids")))
     if problems:
         raise LabelFileInvalid(path, tuple(problems))
     return tuple(labels)

@@ -17,24 +17,23 @@ refused: its stability compares every replicate, which a rescore of one run cann
 from __future__ import annotations
 
 import logging
-from collections.abc import Sequence
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from evalkit._errors import ConfigError, TrackingError
+from evalkit._errors import ConfigError
 from evalkit.config import EvalConfig
 from evalkit.dataset import REPEATABILITY, Entry
-from evalkit.records import CallRecord, Mode, names
+from evalkit.records import Mode, names
 from evalkit.run._call import Call
 from evalkit.run._evaluate import RUNS_DIR, recorded_selection
 from evalkit.run._evaluation import Evaluation
 from evalkit.run._outcome import EvaluationOutcome
 from evalkit.run._prepare import PreparedEvaluation, RunRole, prepare
 from evalkit.run._progress import ProgressCallback
-from evalkit.run._selection import RunPlan
+from evalkit.run._recorded import recorded_calls
 from evalkit.run._stop import Stop
-from evalkit.tracking import RunReader, StoredRun, Tracker
+from evalkit.tracking import StoredRun, Tracker
 
 logger = logging.getLogger("evalkit")
 
@@ -56,7 +55,9 @@ def rescore(config: EvalConfig, run: str, *, tracker: Tracker | None = None,
     # The component is the one that made the outputs: its params and declared prompts are the
     # source's (the script's may have changed since), so its prompts are not registered again.
     prepared = _rescorable(replace(config, component_prompts={}), source)
-    calls = _recorded_calls(tracker.reader, source, prepared.plan)
+    calls = recorded_calls(tracker.reader, source, prepared.plan,
+                           local=runs_dir / source.run_id / names.RAW_RESULTS_FILE,
+                           tracking_uri=tracker.tracking_uri, script=config.script)
     made_by = (names.COMPONENT_PARAM_PREFIX, names.COMPONENT_PROMPT_PARAM_PREFIX)
     params = {**{k: v for k, v in prepared.params().items() if not k.startswith(made_by)},
               **{k: v for k, v in source.params.items() if k.startswith(made_by)}}
@@ -112,29 +113,3 @@ def _rescorable(config: EvalConfig, source: StoredRun) -> PreparedEvaluation:
 
 def _short(value: str | None) -> str:
     return "(none)" if value is None else value[:12]
-
-
-def _recorded_calls(reader: RunReader, source: StoredRun,
-                    plan: RunPlan) -> Sequence[CallRecord]:
-    """Every call the plan needs, as the source recorded it, in the plan's order."""
-    run_id = source.run_id
-    try:
-        raw = reader.raw_results(run_id)
-    except TrackingError as err:
-        raise ConfigError(f"{err}: there are no recorded outputs to rescore (a run uploads "
-                          "its raw results when it ends)") from None
-    recorded = {(c.entry_id, c.repeat): c for c in raw.records}
-    planned = [(p.entry.id, repeat) for p in plan.items for repeat in range(p.calls)]
-    missing = [key for key in planned if key not in recorded]
-    if missing:
-        entry_id, repeat = missing[0]
-        raise ConfigError(f"run {run_id} recorded {len(planned) - len(missing)} of the "
-                          f"{len(planned)} calls its selection needs ({entry_id!r} repeat "
-                          f"{repeat} is missing): resume it first (evalkit resume {run_id}), "
-                          "then rescore it")
-    unplanned = sorted(recorded.keys() - set(planned))
-    if unplanned:
-        raise ConfigError(f"run {run_id} recorded calls its selection does not plan now "
-                          f"({unplanned[0][0]!r} repeat {unplanned[0][1]}): its outputs "
-                          "cannot be matched to this script's entries")
-    return [recorded[key] for key in planned]

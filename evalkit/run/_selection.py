@@ -47,6 +47,13 @@ class Selection:
         """Whether this run writes the human-review checklist."""
         return self.human_review_only or self.test_type == ALL_TYPES
 
+    def arguments(self) -> str:
+        """The selection as an eval script's options: ``--type=... [--groups=...]
+        [--human-review]``."""
+        return (f"--type={self.test_type}"
+                + (f" --groups={self.groups_filter}" if self.groups else "")
+                + (" --human-review" if self.human_review_only else ""))
+
     def selects(self, entry: Entry) -> bool:
         if self.groups is not None and entry.group not in self.groups:
             return False
@@ -106,7 +113,5 @@ def plan_run(dataset: Dataset, selection: Selection, config: EvalConfig) -> RunP
     plan = RunPlan(selection, tuple(items))
     if not items:
         raise ConfigError(
-            f"nothing to evaluate: no entry of {dataset.path} matches --type={selection.test_type}"
-            + (f" --groups={selection.groups_filter}" if selection.groups else "")
-            + (" --human-review" if selection.human_review_only else ""))
+            f"nothing to evaluate: no entry of {dataset.path} matches {selection.arguments()}")
     return plan

@@ -12,10 +12,11 @@ import contextlib
 import json
 import os
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 from evalkit._errors import ConfigError
-from evalkit.tracking._connection import local_store
+from evalkit.tracking._connection import Connection, local_store
 
 DATASET_PREFIX = "mlflow-dataset:"
 TRACES_PREFIX = "traces:"
@@ -32,9 +33,9 @@ def is_mlflow_source(source: str) -> bool:
 def mlflow_rows(source: str, tracking_uri: str | None = None) -> list[tuple[int, dict[str, Any]]]:
     """The rows of ``source`` at ``tracking_uri`` (default: ``MLFLOW_TRACKING_URI``, else the
     local store)."""
+    uri = _source_store(tracking_uri or os.environ.get("MLFLOW_TRACKING_URI"))
     import mlflow
 
-    uri = tracking_uri or os.environ.get("MLFLOW_TRACKING_URI") or local_store()
     client = mlflow.MlflowClient(uri)
     if source.startswith(DATASET_PREFIX):
         records = _dataset_records(client, uri, source.removeprefix(DATASET_PREFIX))
@@ -42,6 +43,21 @@ def mlflow_rows(source: str, tracking_uri: str | None = None) -> list[tuple[int,
         experiment, _, where = source.removeprefix(TRACES_PREFIX).partition(":")
         records = list(_traces(client, experiment, where or None))
     return [(number, _flattened(record)) for number, record in enumerate(records, start=1)]
+
+
+def _source_store(given: str | None) -> str:
+    """The store to read from: a server that answers, or a local store that exists (MLflow
+    would create an empty one, printing its table creation, only to find nothing in it)."""
+    connection = Connection.to(given or local_store())
+    connection.check_reachable()
+    database = connection.uri.removeprefix("sqlite:///")
+    if database != connection.uri and not Path(database).exists():
+        named = (f"MLFLOW_TRACKING_URI names {connection.shown}" if given else
+                 "MLFLOW_TRACKING_URI is not set")
+        raise ConfigError(f"there is no MLflow store at {database} to import from ({named}): "
+                          "set MLFLOW_TRACKING_URI to the store that holds the dataset or "
+                          "traces, or run the command in the folder whose mlflow.db holds them")
+    return connection.uri
 
 
 def _dataset_records(client: Any, uri: str, name: str) -> list[dict[str, Any]]:

@@ -3,7 +3,8 @@
 A process killed mid-write (SIGKILL, a full disk) can leave the last line torn. Reading
 tolerates exactly that: the torn line is dropped (its call is made again by ``--resume``) and
 the file is repaired before anything is appended to it. A damaged line anywhere else is not
-a kill's trace, and is refused naming the file and line.
+a kill's trace, and is refused naming the file and line (:class:`RawResultsDamaged`; what
+fixes it depends on who reads: a resume makes the line's call again, a rescore cannot).
 
 One process at a time works on a run: :func:`lock_run` holds an exclusive lock on the run's
 folder (``filelock``: ``flock`` on POSIX), so a second ``--resume`` of the same run is refused
@@ -29,6 +30,15 @@ from evalkit.records import CallRecord
 LOCK_FILE = "run.lock"
 
 
+class RawResultsDamaged(EvalkitError):
+    """A line before the last of a raw-results file is not a call record."""
+
+    def __init__(self, source: str, line: int, reason: str) -> None:
+        self.source, self.line, self.reason = source, line, reason
+        super().__init__(f"{source}: line {line} is not a call record ({reason}); only a "
+                         "last line cut mid-write is tolerated")
+
+
 @dataclass(frozen=True)
 class RawResults:
     """The calls a raw-results file holds, and the torn last line dropped, if any."""
@@ -40,12 +50,16 @@ class RawResults:
 
 def read_raw_results(path: Path) -> RawResults:
     """Every call recorded in a raw-results file, in the order written."""
-    return parse_raw_results(path.read_bytes(), str(path))
+    try:
+        return parse_raw_results(path.read_bytes(), str(path))
+    except RawResultsDamaged as damaged:  # a file of this machine's, being resumed
+        raise EvalkitError(f"{damaged}. Remove the line (its call will be made again) and "
+                           "resume") from None
 
 
 def parse_raw_results(content: bytes, source: str) -> RawResults:
     """Every call a raw-results file's ``content`` holds (read from ``source``, named in an
-    error)."""
+    error); :class:`RawResultsDamaged` for a damaged line before the last."""
     lines = content.split(b"\n")
     ends_cleanly = lines[-1] == b""
     if ends_cleanly:
@@ -57,9 +71,7 @@ def parse_raw_results(content: bytes, source: str) -> RawResults:
         except (ValueError, TypeError, KeyError) as err:
             if number == len(lines) and not ends_cleanly:
                 return RawResults(records, line[:80].decode("utf-8", "replace"))
-            raise EvalkitError(f"{source}: line {number} is not a call record ({err}); only a "
-                               "last line cut mid-write is tolerated. Remove the line (its "
-                               "call will be made again) and resume") from None
+            raise RawResultsDamaged(source, number, str(err)) from None
     return RawResults(records)
 
 

@@ -13,7 +13,7 @@ from collections.abc import Callable
 from dataclasses import replace
 from typing import Any
 
-from evalkit._errors import NotFound, TrackingError
+from evalkit._errors import ConfigError, NotFound, TrackingError
 from evalkit.records import (
     MODE_DOCUMENTS,
     WITHOUT_EVALUATION,
@@ -43,11 +43,17 @@ class RunReader:
         """A run read back whole: params, tags, metrics, stepped histories, its documents,
         people's labels on its entries and their feedback on the entries for review."""
         run = self._backend.run(run_id)
-        record = build_record(
-            run, self._backend.experiment_name(run.experiment_id),
-            read_json=lambda path: self.read_json(run_id, path),
-            history=lambda key: tuple(p.value for p in sorted(
-                self._backend.metric_history(run_id, key), key=lambda p: p.step)))
+        try:
+            record = build_record(
+                run, self._backend.experiment_name(run.experiment_id),
+                read_json=lambda path: self.read_json(run_id, path),
+                history=lambda key: tuple(p.value for p in sorted(
+                    self._backend.metric_history(run_id, key), key=lambda p: p.step)))
+        except TrackingError:
+            # evalkit's run, stopped before its results were written: say how to finish it
+            if run.status != "FINISHED" and Mode.declared(run.tags) is not None:
+                raise _unfinished(run) from None
+            raise
         if record.evaluation is None:
             return record
         feedback = self._backend.human_feedback(run.experiment_id, run_id)
@@ -128,6 +134,17 @@ class RunReader:
                            f"with {prefix!r}: give more of the run id, or the experiment "
                            "name")
         return matches[0]
+
+
+def _unfinished(run: StoredRun) -> ConfigError:
+    """The refusal to read a run that stopped before its results were written, with what
+    finishes it: a resume for an ordinary run, running it again for any other."""
+    ordinary = Mode.declared(run.tags) == Mode.EVALUATION and names.PARENT_RUN_TAG not in run.tags
+    fix = (f"finish it first: evalkit resume {run.run_id} (--script PATH for a script other "
+           f"than ./eval.py; or python eval.py --resume {run.run_id}), then try again"
+           if ordinary else "it cannot be resumed: run it again")
+    return ConfigError(f"run {run.run_id} did not finish ({run.status}): its results were never "
+                       f"written, so there is nothing to read yet; {fix}")
 
 
 def build_record(run: StoredRun, experiment_name: str, *, read_json: Callable[[str], Any],
