@@ -19,6 +19,7 @@ from evalkit.records._results import (
     SkippedGroup,
     Threshold,
     TypeResult,
+    as_object,
     as_text,
 )
 from evalkit.records._run import MODE_DOCUMENTS, WITHOUT_EVALUATION, ReviewerVerdict, RunRecord
@@ -46,6 +47,7 @@ __all__ = [
     "TokenUsage",
     "Mode", "ReviewerVerdict", "RunRecord",
     "ScoredRun", "SeriesItems", "SkippedGroup", "Threshold", "TypeNames", "TypeResult",
-    "as_text", "checked_usage", "cost_of", "label_verdict", "labels_in", "merged", "names",
+    "as_object", "as_text", "checked_usage", "cost_of", "label_verdict", "labels_in", "merged",
+    "names",
     "prices_from_param", "usage_attribute", "usage_of", "usd",
 ]

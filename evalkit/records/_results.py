@@ -37,6 +37,17 @@ def as_text(value: Any) -> str:
     return json.dumps(value, sort_keys=True, ensure_ascii=False, separators=(", ", ": "))
 
 
+def as_object(output: Any) -> dict[str, Any] | None:
+    """An object output as a dict (a JSON string holding an object counts), else ``None``."""
+    value = output
+    if isinstance(value, str):
+        try:
+            value = json.loads(value)
+        except ValueError:
+            return None
+    return value if isinstance(value, dict) else None
+
+
 @dataclass(frozen=True)
 class JudgeCall:
     """One call to the LLM judge: its reply (as given, valid or not), or the error the call

@@ -2,13 +2,12 @@
 
 from __future__ import annotations
 
-import json
 from collections import Counter
 from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime
 from typing import Any
 
-from evalkit.records import RunRecord, as_text, names
+from evalkit.records import RunRecord, as_object, as_text, names
 from evalkit.reports._markdown import cell
 
 PASS, FAIL = "✓", "✗"
@@ -77,7 +76,7 @@ def distinct(outputs: Sequence[Any], shown: int = 5) -> str:
         return "—"
     counts = Counter(as_text(o) for o in outputs)
     summary = f"{len(counts)} distinct of {len(outputs)}"
-    records = [_record(o) for o in outputs]
+    records = [as_object(o) for o in outputs]
     if all(r is not None for r in records) and len(counts) > 1:
         return summary + "; " + _field_differences([r for r in records if r is not None],
                                                    shown)
@@ -85,15 +84,6 @@ def distinct(outputs: Sequence[Any], shown: int = 5) -> str:
     if len(counts) > shown:
         parts.append(f"+{len(counts) - shown} more")
     return f"{summary}:<br>" + "<br>".join(parts)
-
-
-def _record(output: Any) -> dict[str, Any] | None:
-    if isinstance(output, str):
-        try:
-            output = json.loads(output)
-        except ValueError:
-            return None
-    return output if isinstance(output, dict) else None
 
 
 def _field_differences(records: Sequence[dict[str, Any]], shown: int) -> str:

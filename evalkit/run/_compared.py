@@ -12,9 +12,10 @@ outputs are known only once the calls are made; they stay recorded, so a fixed
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterable
 from typing import Any
+
+from evalkit.records import as_object
 
 
 def compared_part(output: Any, fields: tuple[str, ...] | None) -> Any:
@@ -22,7 +23,7 @@ def compared_part(output: Any, fields: tuple[str, ...] | None) -> Any:
     object (``None`` for a missing one), or the whole output when it is not an object."""
     if fields is None:
         return output
-    value = _as_object(output)
+    value = as_object(output)
     if value is None:
         return output
     return {name: value.get(name) for name in fields}
@@ -35,7 +36,7 @@ def absent_fields_problem(test_type: str, outputs: Iterable[Any],
     is in some output, or when no output is an object (those are compared whole)."""
     if fields is None:
         return None
-    objects = [o for o in map(_as_object, outputs) if o is not None]
+    objects = [o for o in map(as_object, outputs) if o is not None]
     present = {name for o in objects for name in o}
     absent = [name for name in fields if name not in present]
     if not objects or not absent:
@@ -46,13 +47,3 @@ def absent_fields_problem(test_type: str, outputs: Iterable[Any],
             "answer would pass: not scored. Name fields the outputs have, then score them "
             "again without calling: evalkit rescore RUN_ID")
 
-
-def _as_object(output: Any) -> dict[str, Any] | None:
-    """An object output as a dict (a JSON string holding an object counts), else ``None``."""
-    value = output
-    if isinstance(value, str):
-        try:
-            value = json.loads(value)
-        except ValueError:
-            return None
-    return value if isinstance(value, dict) else None
