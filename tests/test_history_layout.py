@@ -1,12 +1,13 @@
 """`evalkit history`: a mode column (a rescore named as one, with the run it rescored), a dirty
-tree marked beside its commit, and a layout that fits 100 columns."""
+tree marked beside its commit, each run's tokens and cost, and a layout that fits 100
+columns."""
 
 from __future__ import annotations
 
 from dataclasses import replace
 from datetime import UTC, datetime
 
-from evalkit.records import Mode
+from evalkit.records import Mode, RunUsage
 from evalkit.tracking import HistoryRow, render_history
 from evalkit.tracking._history import TypeFigure
 
@@ -68,3 +69,32 @@ def test_a_rescore_names_the_run_it_rescored_and_a_dirty_tree_is_marked() -> Non
 def test_no_dirty_note_when_no_run_was_dirty() -> None:
     text = render_history([_row(Mode.EVALUATION, "PASS", None)])
     assert "+" not in text and "uncommitted" not in text
+
+
+def test_a_runs_tokens_and_cost_follow_its_accuracies_and_a_run_without_has_no_line() -> None:
+    rows = [replace(_row(Mode.EVALUATION, "PASS", None),
+                    usage=RunUsage(12_345, 0.0123, 3_210, 0.000042)),
+            replace(_row(Mode.EVALUATION, "PASS", None), usage=RunUsage(987, None, None, None)),
+            replace(_row(Mode.EVALUATION, "PASS", None), usage=RunUsage(None, None, 40, 0.0)),
+            _row(Mode.EVALUATION, "PASS", None)]
+    lines = render_history(rows).splitlines()
+    assert [line for line in lines if "usage" in line] == [
+        " " * 18 + "usage: 12,345 tokens, $0.012; judge 3,210 tokens, $0.000042",
+        " " * 18 + "usage: 987 tokens",
+        " " * 18 + "usage: judge 40 tokens, $0.00"]
+    # each usage line closes its run's block: the next line is the next run (or the end)
+    runs = [i for i, line in enumerate(lines) if line.startswith("2026-")]
+    assert [lines[i - 1].strip().startswith("usage:") for i in runs[1:]] == [True, True, True]
+    assert not lines[-1].strip().startswith("usage:")
+    assert rows[0].to_json()["usage"] == {"tokens": 12_345, "cost_usd": 0.0123,
+                                          "judge_tokens": 3_210, "judge_cost_usd": 0.000042}
+    assert rows[3].to_json()["usage"] == {"tokens": None, "cost_usd": None,
+                                          "judge_tokens": None, "judge_cost_usd": None}
+
+
+def test_a_large_usage_still_fits_100_columns() -> None:
+    big = RunUsage(123_456_789, 12_345.678, 98_765_432, 9_876.54)
+    lines = render_history([replace(_row(Mode.REPLICATES, "PASS", 3), usage=big)]).splitlines()
+    assert max(len(line) for line in lines) <= 100
+    assert lines[-1] == (" " * 18 + "usage: 123,456,789 tokens, $12,345.68; "
+                         "judge 98,765,432 tokens, $9,876.54")

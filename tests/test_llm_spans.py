@@ -15,7 +15,7 @@ from typing import Any
 
 import pytest
 
-from evalkit import Call, Entry, EvalConfig, Selection, evaluate
+from evalkit import Call, Entry, EvalConfig, Selection, evaluate, evaluate_replicates
 from evalkit.records import (
     ItemResult,
     JudgeCall,
@@ -26,7 +26,7 @@ from evalkit.records import (
     names,
     usd,
 )
-from evalkit.tracking import MemoryBackend, Tracker
+from evalkit.tracking import MemoryBackend, Tracker, history, render_history
 from evalkit.tracking._trace_writer import _judge_spans
 from evalkit.tracking._traces import RunContext, build_traces
 from tests.builders import entry, write_dataset
@@ -367,6 +367,36 @@ def test_the_judges_tokens_and_cost_are_metrics_of_their_own(
 ])
 def test_a_cost_keeps_two_significant_digits_under_a_dollar(cost: float, shown: str) -> None:
     assert usd(cost) == shown
+
+
+def test_history_shows_each_runs_tokens_and_cost_a_series_its_replicates_summed(
+        tmp_path: Path) -> None:
+    tracker = Tracker.in_memory(bundles_dir=tmp_path / "bundles")
+    dataset = write_dataset(tmp_path / "ds", USAGE_ENTRIES)
+
+    config = EvalConfig.from_constants({
+        "EXPERIMENT_NAME": "spans/history", "EVAL_MIN_ACCURACY": 0.0,
+        "DATASET_PATH": str(dataset), "REPORTS_DIR": str(tmp_path / "reports"),
+        "REPLICATES": 2, "TOKEN_PRICES": {"gpt-x": (1.0, 10.0)}}, "eval.py")
+    runs_dir = tmp_path / "runs"
+    single = evaluate(config, reporting, Selection("all"), tracker=tracker,
+                      runs_dir=runs_dir).run_id
+    series = evaluate_replicates(config, reporting, Selection("all"), tracker=tracker,
+                                 runs_dir=runs_dir).parent_run_id
+    silent = evaluate(config, lambda item, call: "a", Selection("all"), tracker=tracker,
+                      runs_dir=runs_dir).run_id
+    rows = history(tracker.reader, "spans/history")
+    assert [r.run_id for r in rows] == [silent, series, single]
+    # 220 tokens and $0.00040 a run (2 calls of 100 in, 10 out at $1 and $10 a million)
+    assert [r.to_json()["usage"] for r in rows] == [
+        {"tokens": None, "cost_usd": None, "judge_tokens": None, "judge_cost_usd": None},
+        {"tokens": 440, "cost_usd": pytest.approx(0.0008), "judge_tokens": None,
+         "judge_cost_usd": None},
+        {"tokens": 220, "cost_usd": pytest.approx(0.0004), "judge_tokens": None,
+         "judge_cost_usd": None}]
+    usage_lines = [line for line in render_history(rows).splitlines() if "usage:" in line]
+    assert usage_lines == [" " * 18 + "usage: 440 tokens, $0.00080",
+                           " " * 18 + "usage: 220 tokens, $0.00040"]
 
 
 def test_the_usage_of_replicates_is_summed_figure_by_figure() -> None:

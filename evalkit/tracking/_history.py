@@ -6,8 +6,10 @@ the effective-n interval), so each entry is one evaluation a user ran, with its 
 run's recorded outputs, named on the line below it). Planning runs evaluate nothing and have
 no accuracy to list, so they are left out (``evalkit plan`` names its own run). The commit
 ends with ``+`` when the run started with uncommitted changes to tracked files (its
-``git_dirty`` tag), since the commit alone would name code the run did not use. The text
-layout fits 100 columns: one line per run, its accuracies per type wrapped on the lines below.
+``git_dirty`` tag), since the commit alone would name code the run did not use. Each run's
+tokens and cost come from its metrics (a replicate series', which its parent does not log,
+from its replicates', summed). The text layout fits 100 columns: one line per run, its
+accuracies per type wrapped on the lines below, then its tokens and cost when it reported any.
 """
 
 from __future__ import annotations
@@ -17,9 +19,9 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
-from evalkit.records import Mode, TypeNames, names
+from evalkit.records import Mode, RunUsage, TypeNames, names
 from evalkit.tracking._backend import StoredRun
-from evalkit.tracking._reader import RunReader
+from evalkit.tracking._reader import RunReader, evaluations_among
 
 
 @dataclass(frozen=True)
@@ -50,6 +52,8 @@ class HistoryRow:
     """``evaluation``, ``replicates`` or ``calibration``."""
     rescored_from: str | None = None
     """The run whose recorded outputs this run scored again (``evalkit rescore``)."""
+    usage: RunUsage = RunUsage()
+    """The tokens and cost of the run's LLM calls (of a series, every replicate's summed)."""
 
     @property
     def shown_mode(self) -> str:
@@ -66,17 +70,27 @@ class HistoryRow:
             "repeat_count": self.repeat_count, "replicates": self.replicates,
             "dataset_digest": self.dataset_digest, "git_commit": self.git_commit,
             "git_dirty": self.git_dirty, "verdict": self.verdict, "mode": self.mode,
-            "rescored_from": self.rescored_from,
+            "rescored_from": self.rescored_from, "usage": self.usage.to_json(),
         }
 
 
 def history(reader: RunReader, experiment_name: str,
             limit: int = 20) -> tuple[HistoryRow, ...]:
     """The ``limit`` newest top-level runs of an experiment."""
-    return tuple(_row(run) for run in reader.evaluation_runs(experiment_name)[:limit])
+    runs = reader.runs(experiment_name)
+    return tuple(_row(run, _usage(run, runs)) for run in evaluations_among(runs)[:limit])
 
 
-def _row(run: StoredRun) -> HistoryRow:
+def _usage(run: StoredRun, runs: Sequence[StoredRun]) -> RunUsage:
+    """The run's own usage; a replicate parent logs none, so its replicates' summed."""
+    own = RunUsage.from_metrics(run.metrics)
+    if own.reported:
+        return own
+    return RunUsage.total(RunUsage.from_metrics(child.metrics) for child in runs
+                          if child.tags.get(names.PARENT_RUN_TAG) == run.run_id)
+
+
+def _row(run: StoredRun, usage: RunUsage) -> HistoryRow:
     tags, metrics, params = run.tags, run.metrics, run.params
     types = tuple(t for t in tags.get(names.TEST_TYPES_TAG, "").split(",") if t)
     figures = {n.test_type: TypeFigure(metrics[n.accuracy], metrics.get(n.ci_lower),
@@ -97,7 +111,7 @@ def _row(run: StoredRun) -> HistoryRow:
         verdict=tags.get(names.VERDICT_TAG, run.status) if run.status == "FINISHED"
         else run.status,
         mode=tags.get(names.MODE_TAG) or Mode.EVALUATION,
-        rescored_from=tags.get(names.RESCORED_FROM_TAG))
+        rescored_from=tags.get(names.RESCORED_FROM_TAG), usage=usage)
 
 
 WIDTH = 100
@@ -109,8 +123,9 @@ DIRTY_MARK = "+"
 def render_history(rows: Sequence[HistoryRow]) -> str:
     """A plain-text table that fits :data:`WIDTH` columns: one line per run (date, run id,
     mode, verdict, repeat count / replicates, dataset digest, commit with ``+`` when dirty),
-    then, indented under it, the run a rescore scored again and its accuracy per type with
-    the 95% interval, wrapped; a closing note says what ``+`` means when a run has it."""
+    then, indented under it, the run a rescore scored again, its accuracy per type with the
+    95% interval, wrapped, and its tokens and cost (no line when it reported none); a closing
+    note says what ``+`` means when a run has it."""
     lines = [f"{'started (UTC)':<16}  {'run id':<32}  {'mode':<11}  {'verdict':<7}  "
              f"{'rpt/rpl':<7}  {'dataset':<7}  commit",
              f"{_INDENT}accuracy per type [95% CI]"]
@@ -126,6 +141,8 @@ def render_history(rows: Sequence[HistoryRow]) -> str:
         lines += _packed([f"{t} {f.accuracy:.3f}" + ("" if f.low is None or f.high is None
                                                       else f" [{f.low:.3f}, {f.high:.3f}]")
                           for t, f in row.accuracy.items()] or ["—"])
+        if row.usage.reported:
+            lines.append(f"{_INDENT}usage: {row.usage.text()}")
     if any(row.git_dirty for row in rows):
         lines.append(f"commit{DIRTY_MARK}: the run started with uncommitted changes to tracked "
                      f"files ({names.CODE_DIFF_ARTIFACT} holds them)")

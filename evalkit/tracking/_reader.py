@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import replace
 from typing import Any
 
@@ -97,12 +97,9 @@ class RunReader:
         return self._backend.runs(experiment_id, limit)
 
     def evaluation_runs(self, experiment_name: str) -> list[StoredRun]:
-        """Top-level evaluation runs evalkit made, newest first: replicate children (folded
-        into their parent), planning runs (they evaluate nothing) and runs someone else
-        logged in the experiment (a ``mode`` tag evalkit never writes) left out."""
-        return [run for run in self.runs(experiment_name)
-                if names.PARENT_RUN_TAG not in run.tags
-                and Mode.declared(run.tags) not in (None, Mode.PLANNING)]
+        """The experiment's top-level evaluation runs, newest first (see
+        :func:`evaluations_among`)."""
+        return evaluations_among(self.runs(experiment_name))
 
     def resolve(self, reference: str, mode: Mode | None = None) -> str:
         """A run id as given, the one run whose id starts with ``reference`` (4 or more hex
@@ -180,3 +177,12 @@ def journal_record(journal: RunJournal) -> RunRecord:
         run, journal.experiment_name,
         read_json=lambda path: json.loads(journal.artifact_bytes(path).decode("utf-8")),
         history=journal.history)
+
+
+def evaluations_among(runs: Iterable[StoredRun]) -> list[StoredRun]:
+    """The top-level evaluation runs evalkit made, in the order given: replicate children
+    (folded into their parent), planning runs (they evaluate nothing) and runs someone else
+    logged in the experiment (a ``mode`` tag evalkit never writes) left out."""
+    return [run for run in runs
+            if names.PARENT_RUN_TAG not in run.tags
+            and Mode.declared(run.tags) not in (None, Mode.PLANNING)]
