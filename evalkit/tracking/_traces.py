@@ -19,7 +19,7 @@ import json
 from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Protocol
 
 from evalkit.dataset import COMPARATIVE_TYPES
 from evalkit.records import (
@@ -219,12 +219,29 @@ def _short(text: str, limit: int = 120) -> str:
     return text if len(text) <= limit else text[:limit - 1] + "…"
 
 
+class Answered(Protocol):
+    """A call as a trace's response shows it (a :class:`CallSpan`, a call's record)."""
+
+    @property
+    def output(self) -> Any: ...
+
+    @property
+    def error(self) -> str | None: ...
+
+
+def answers_of(calls: Sequence[Answered]) -> Any:
+    """What an entry's calls answered: the one call's output, or every repeat's output (an
+    error as ``{"error": ...}``) in repeat order."""
+    answers = [{"error": c.error} if c.error else c.output for c in calls]
+    return answers[0] if len(answers) == 1 else answers
+
+
 def response_of(entry: EntryTrace) -> Any:
-    """The trace's response: the single output, or every repeat's output (or error)."""
+    """The trace's response: its calls' answers (see :func:`answers_of`), or the response
+    set on it (a series parent's)."""
     if entry.response is not None:
         return entry.response
-    answers = [{"error": c.error} if c.error else c.output for c in entry.calls]
-    return answers[0] if len(answers) == 1 else answers
+    return answers_of(entry.calls)
 
 
 def dumps(value: Any) -> str:
