@@ -21,11 +21,11 @@ from pathlib import Path
 from evalkit._errors import RunInterrupted
 from evalkit.dataset import REPEATABILITY
 from evalkit.records import CallRecord, HumanLabel, MetricPoint, ScoredRun, TypeNames, names
-from evalkit.reports import render_charts, render_reports, run_description
+from evalkit.reports import render_charts, render_reports
 from evalkit.run._books import EntryOutputs
 from evalkit.run._call import Component
 from evalkit.run._executors import Executor, InProcess
-from evalkit.run._labelling import label_new_run
+from evalkit.run._labelling import description_tags, label_new_run
 from evalkit.run._prepare import PreparedEvaluation, RunRole
 from evalkit.run._progress import ProgressCallback, ProgressCounter
 from evalkit.run._scoring import EarlyJudging, score_run
@@ -213,7 +213,7 @@ class Evaluation:
         folder = self.prepared.config.reports_dir if self.role.local_reports or local else None
         written = self.run.publish_reports(reports, folder, local)
         self.run.publish_reports(render_charts(record), folder, local)  # PNGs the reports show
-        self.run.log(tags={names.DESCRIPTION_TAG: run_description(self.metrics, list(reports))})
+        self.run.log(tags=description_tags(record, self.metrics, reports))
         self._lap("reports")
         return EvaluationOutcome(
             self.run.id, self.prepared.config.experiment_name, self.run.tracking_uri,
