@@ -10,8 +10,11 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
-from evalkit import Selection, evaluate
+import pytest
+
+from evalkit import ConfigError, Selection, evaluate
 from evalkit.records import TypeNames, names
 from evalkit.run import EvaluationOutcome, LabelSession, feedback_taken_in, import_labels
 from evalkit.tracking import Assessment, MemoryBackend, Tracker
@@ -140,3 +143,39 @@ def test_a_run_given_labels_as_it_finishes_is_up_to_date_with_them(
     record = tracker.reader.fetch(outcome.run_id)
     assert record.tags[names.FEEDBACK_DIGEST_TAG] == record.feedback_digest
     assert feedback_taken_in(tracker, record) is None
+
+
+class ReadOnly(MemoryBackend):
+    """A store this user may read but not edit (a reader on a tracking server)."""
+
+    editable = True
+
+    def log_batch(self, run_id: str, **logged: Any) -> None:
+        if not self.editable:
+            raise PermissionError("PERMISSION_DENIED")
+        super().log_batch(run_id, **logged)
+
+    def log_artifact(self, run_id: str, path: str, content: bytes | Path) -> None:
+        if not self.editable:
+            raise PermissionError("PERMISSION_DENIED")
+        super().log_artifact(run_id, path, content)
+
+    def refusal(self, err: BaseException, experiment: str | None,
+                permission: str) -> ConfigError | None:
+        if isinstance(err, PermissionError):
+            return ConfigError(f"user reader lacks {permission} permission (HTTP 403)")
+        return None
+
+
+def test_a_reader_who_may_not_edit_the_run_is_told_so_and_the_run_is_left_as_it_was(
+        tmp_path: Path) -> None:
+    backend = ReadOnly()
+    tracker = Tracker(backend=backend, bundles_dir=tmp_path / "bundles")
+    outcome = run_of(tmp_path, tracker)
+    give_in_the_ui(tracker, outcome.run_id, "e00", "functional_label", False)
+    backend.editable = False
+    before = summary_of(tracker, outcome.run_id)
+    with pytest.raises(ConfigError, match="lacks EDIT permission"):
+        feedback_taken_in(tracker, tracker.reader.fetch(outcome.run_id))
+    assert summary_of(tracker, outcome.run_id) == before
+    assert names.FEEDBACK_DIGEST_TAG not in tracker.reader.stored(outcome.run_id).tags

@@ -64,12 +64,12 @@ class RunLabels:
         run's own). A store that refuses this user the edit is a :class:`ConfigError` naming
         the fix."""
         now = int(time.time() * 1000)
-        try:
-            self._backend.log_batch(self._run.run_id, metrics=[
-                LoggedPoint(p.key, float(p.value), p.step, now) for p in points], tags=tags)
+        try:  # the reports first: the tags say what they were rendered with once they are in
             for name, text in reports.items():
                 self._backend.log_artifact(self._run.run_id, names.report_artifact(name),
                                            text.encode("utf-8"))
+            self._backend.log_batch(self._run.run_id, metrics=[
+                LoggedPoint(p.key, float(p.value), p.step, now) for p in points], tags=tags)
         except Exception as err:
             refused = self._backend.refusal(err, None, "EDIT")
             if refused is None:
