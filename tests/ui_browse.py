@@ -9,6 +9,8 @@ optionally ``"steps"``: ``[action, argument]`` pairs done in order once ``wait_f
 - ``["key", key]``: press a key (``Escape`` closes a menu);
 - ``["row", text]``: click the row of a table that shows ``text`` (opens a trace);
 - ``["button", name]``: click the button whose accessible name starts with ``name``;
+- ``["last-button", name]``: the same, the last such button of the page (the compare view
+  has a Columns button over its run list, then one over its traces);
 - ``["expand", css]``: click every element matching ``css`` (rows that unfold), in order;
 - ``["wait", text]``: wait until ``text`` shows;
 - ``["feedback", "NAME=VALUE"]``: add a feedback to the opened trace through the assessments
@@ -17,7 +19,8 @@ optionally ``"steps"``: ``[action, argument]`` pairs done in order once ``wait_f
 
 Prints ``{name: {"url": the address the page ended on, "body": the page's visible text,
 "dialog": an open dialog's text (the trace view) or "", "headers": the names of the table's
-columns}}`` as JSON and saves ``<name>.png`` in the
+columns, "columns": each column header's whole text (its name and any summary under it)}}``
+as JSON and saves ``<name>.png`` in the
 folder given as the only argument. Debian's chromium is driven through its executable path:
 Playwright's own browser download needs the internet.
 """
@@ -93,8 +96,9 @@ def step(page: Page, action: str, argument: str) -> None:
         # the first cell is a checkbox; any other cell opens the row's trace
         page.get_by_role("row").filter(has_text=argument).first.get_by_role("cell").nth(
             2).click()
-    elif action == "button":
-        page.get_by_role("button", name=re.compile("^" + re.escape(argument))).first.click()
+    elif action in ("button", "last-button"):
+        found = page.get_by_role("button", name=re.compile("^" + re.escape(argument)))
+        (found.first if action == "button" else found.last).click()
     elif action == "expand":
         found = page.locator(argument)
         found.first.wait_for(timeout=TIMEOUT_MS)
@@ -128,13 +132,14 @@ def main() -> None:
             page.wait_for_timeout(500)  # let the last click's render settle for the picture
             page.screenshot(path=str(shots / f"{spec['name']}.png"), full_page=True)
             dialog = page.get_by_role("dialog")
+            columns = [h.strip() for h in page.get_by_role("columnheader").all_inner_texts()
+                       if h.strip()]
             texts[spec["name"]] = {
                 "url": page.url,
                 "body": page.inner_text("body"),
                 "dialog": dialog.first.inner_text() if dialog.count() else "",
-                "headers": [h.strip().splitlines()[0]  # the name; a summary may follow
-                            for h in page.get_by_role("columnheader").all_inner_texts()
-                            if h.strip()]}
+                "headers": [h.splitlines()[0] for h in columns],  # a summary may follow
+                "columns": columns}
         browser.close()
     json.dump(texts, sys.stdout)
 
