@@ -291,7 +291,8 @@ def pages(logged: dict[str, str], ui: str, ui_python: str) -> dict[str, dict[str
          # it shows 4 of the assessments at first: a click on All Assessments clears them,
          # a second shows them all
          "steps": [["last-button", "Columns"], ["option", "All Assessments"],
-                   ["option", "All Assessments"], ["key", "Escape"]]},
+                   ["option", "All Assessments"], ["key", "Escape"],
+                   ["show", "functional_label"]]},
         {"name": "labelled-run",
          "url": f"{ui}/#/experiments/{experiment}/runs/{logged['second_run']}",
          "wait_for": "evalkit verdict"},
@@ -393,9 +394,9 @@ def test_the_compare_view_shows_the_verdicts_and_the_labels_as_two_rows(
     columns = {c.splitlines()[0]: c for c in pages["compare-runs"]["columns"]}
     assert columns["functional"].split() == ["functional", "TRUE", "100%", "True", "+0%"]
     second = f"{percent(feedback_of(logged, logged['second_run'])['functional_label'])}%"
-    label = columns["functional_label"].split()  # then the change of True, of False
-    assert label[:4] == ["functional_label", "TRUE", second, "True"], label
-    assert label[4].startswith("-") and second != "100%"
+    label = columns["functional_label"].split()  # the share of True, then its change
+    assert label[:3] == ["functional_label", "TRUE", second], label
+    assert label[3].startswith("-") and second != "100%"
 
 
 def test_labels_given_with_evalkit_label_reach_the_runs_description_and_summary(

@@ -13,6 +13,8 @@ optionally ``"steps"``: ``[action, argument]`` pairs done in order once ``wait_f
   has a Columns button over its run list, then one over its traces);
 - ``["expand", css]``: click every element matching ``css`` (rows that unfold), in order;
 - ``["wait", text]``: wait until ``text`` shows;
+- ``["show", text]``: scroll the first element showing exactly ``text`` into view (a column
+  of a table wider than its pane, for the picture);
 - ``["feedback", "NAME=VALUE"]``: add a feedback to the opened trace through the assessments
   pane's own form, as a person would (VALUE ``pass`` or ``fail``: the Boolean True or False),
   and wait until the pane counts it.
@@ -106,6 +108,8 @@ def step(page: Page, action: str, argument: str) -> None:
             found.nth(index).click()
     elif action == "wait":
         page.get_by_text(argument).first.wait_for(timeout=TIMEOUT_MS)
+    elif action == "show":
+        page.get_by_text(argument, exact=True).first.scroll_into_view_if_needed()
     elif action == "feedback":
         name, _, verdict = argument.partition("=")
         add_feedback(page, name, verdict)
