@@ -35,6 +35,7 @@ pytestmark = pytest.mark.slow
 
 EXPERIMENT = "support-router/golden"
 TYPE = "functional"
+LABEL = "functional_label"
 REVIEWER = "tess"
 WIDTH = 80
 _ANSI = re.compile(r"\x1b\[[0-?]*[ -/]*[@-~]|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)|\x1b[@-Z\\-_]")
@@ -58,7 +59,8 @@ class Labels:
     """What MLflow holds on the run's traces, by entry id."""
 
     mine: dict[str, list[tuple[int, bool]]]
-    """The reviewer's ``functional`` HUMAN feedback: (create time ms, value), oldest first."""
+    """The reviewer's ``functional_label`` HUMAN feedback: (create time ms, value), oldest
+    first."""
     wanted: set[str]
     """Entries whose trace carries a ``label_wanted`` assessment."""
     other_human: list[tuple[str, str, str]]
@@ -87,10 +89,10 @@ def _labels(project: Project) -> Labels:
         entry_id = trace.info.tags[names.ENTRY_ID_TRACE_TAG]
         for a in trace.info.assessments:
             if a.name == names.LABEL_WANTED_ASSESSMENT:
-                assert a.value == TYPE
+                assert a.value == LABEL  # the feedback wanted, named apart from the verdict
                 wanted.add(entry_id)
             elif (a.feedback is not None and a.source.source_type == "HUMAN"
-                  and a.source.source_id == REVIEWER and a.name == TYPE):
+                  and a.source.source_id == REVIEWER and a.name == LABEL):
                 mine.setdefault(entry_id, []).append((int(a.create_time_ms), a.value))
             elif a.feedback is not None and a.source.source_type == "HUMAN":
                 other.append((entry_id, a.name, a.source.source_id))

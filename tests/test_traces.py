@@ -252,6 +252,35 @@ def test_a_replicate_series_marks_each_item_stable_or_changed(tmp_path: Path,
     assert outcome.run_url.endswith(f"/runs/{outcome.parent_run_id}/traces")  # printed
 
 
+def test_a_series_parent_shows_every_repeat_of_each_replicate(tmp_path: Path,
+                                                              tracker: Tracker) -> None:
+    """An entry of functional and repeatability is called REPEAT_COUNT times in each
+    replicate (functional scores the first output): the parent's trace shows every repeat's
+    answer, so the one that changed in replicate 1 is there to see; an entry called once
+    shows its one answer."""
+    dataset = write_dataset(tmp_path / "ds", {
+        "capital": entry("functional", "repeatability", expected="Wellington"),
+        "once": entry("functional", expected="Wellington")})
+    config = EvalConfig.from_constants({
+        "EXPERIMENT_NAME": "traces/repeats", "DATASET_PATH": str(dataset), "REPEAT_COUNT": 3,
+        "REPORTS_DIR": str(tmp_path / "reports"), "EVAL_MIN_ACCURACY": 0.0,
+        "EVAL_MIN_ACCURACY_REPEATABILITY": 0.0}, "eval.py")
+
+    def answer(item: Entry, call: Call) -> str:
+        return "Auckland" if (call.replicate, call.repeat) == (1, 2) else "Wellington"
+
+    outcome = evaluate_replicates(config, answer, Selection("all"), tracker=tracker,
+                                  runs_dir=tmp_path / "runs")
+    assert isinstance(tracker.backend, MemoryBackend)
+    parent = tracker.backend.traces.traces[outcome.parent_run_id]
+    assert {t.entry_id: response_of(t) for t in parent.values()} == {
+        "capital": {"r0": ["Wellington"] * 3, "r1": ["Wellington", "Wellington", "Auckland"]},
+        "once": {"r0": "Wellington", "r1": "Wellington"}}
+    held = memory_assessments(tracker, outcome.parent_run_id)
+    assert [a.value for a in held["capital"]["repeatability_stability"]] == ["changed"]
+    assert [a.value for a in held["capital"]["functional_stability"]] == ["always right"]
+
+
 def test_an_entry_gets_feedback_only_for_its_own_types(tmp_path: Path,
                                                        tracker: Tracker) -> None:
     """The "null" cells of MLflow's traces table are its rendering of a type column an entry

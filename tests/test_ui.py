@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import math
 import os
 import re
 import shutil
@@ -83,8 +84,31 @@ def first_runs(tmp_path_factory: pytest.TempPathFactory, ui_python: str) -> dict
 def logged(first_runs: dict[str, str], ui: str) -> dict[str, str]:
     """Every run: the first two, and those made while `evalkit ui` serves (see
     :func:`verdict_runs`)."""
-    return first_runs | verdict_runs(Path(first_runs["project"]),
-                                     mlflow.MlflowClient(first_runs["store"]))
+    project, client = Path(first_runs["project"]), mlflow.MlflowClient(first_runs["store"])
+    return first_runs | verdict_runs(project, client) | second_example(project, client,
+                                                                        first_runs)
+
+
+def second_example(project: Path, client: Any, first: dict[str, str]) -> dict[str, str]:
+    """The example evaluated again (eval.py's labels given to it too), then a person fails
+    one of its drawn functional entries with `evalkit label --from`: two runs of one
+    experiment whose scorer agrees and whose labels do not, for MLflow's traces table and
+    compare view."""
+    done = run_eval(project, "--type=all", "--groups=billing", timeout=600)
+    assert done.returncode in (0, 1), done.stderr[-3000:]
+    (run,) = [r for r in client.search_runs([first["example_experiment"]])
+              if r.info.run_id != first["example_run"]]
+    run_id = run.info.run_id
+    draws = json.loads(Path(client.download_artifacts(
+        run_id, "labels/draws.json", str(project))).read_text(encoding="utf-8"))
+    drawn = [d["entry_id"] for d in draws["types"]["functional"]["drawn"]]
+    labels = project / "second-labels.csv"
+    labels.write_text(f"entry_id,type,verdict\n{drawn[0]},functional,fail\n", encoding="utf-8")
+    given = run_evalkit(project, "label", run_id, "--from", labels, "--reviewer", "ui-test")
+    assert given.returncode == 0, given.stderr[-3000:]
+    assert "the run's reports (summary.md, report-judge.md) and description in MLflow" in \
+        " ".join(given.stdout.split())
+    return {"second_run": run_id, "second_drawn": str(len(drawn))}
 
 
 def jupiter_fails_in_replicate_1(request: RecordedRequest) -> Reply:
@@ -174,9 +198,8 @@ def browse(python: str, pages: list[dict[str, Any]]) -> dict[str, dict[str, Any]
 
 def shown_trace(store: str, run_id: str, failing: bool) -> Any:
     """The trace to open, as the store holds it: the one with the most verdicts and call spans
-    and no person's label (the UI groups a label with the verdict of its name; eval.py's
-    labels file covers the billing group's entries of several types), or the one whose
-    verdict failed."""
+    and no person's label (eval.py's labels file covers the billing group's entries of
+    several types), or the one whose verdict failed."""
     client = mlflow.MlflowClient(store)
     experiment = client.get_run(run_id).info.experiment_id
     traces = client.search_traces(locations=[experiment], run_id=run_id, max_results=500)
@@ -191,9 +214,11 @@ def shown_trace(store: str, run_id: str, failing: bool) -> Any:
 
 
 def verdicts(trace: Any) -> list[Any]:
-    """The scorers' verdicts on a trace: its feedback other than the label draw's."""
+    """The scorers' verdicts on a trace: its feedback other than the label draw's and
+    people's."""
     return [a for a in trace.info.assessments
-            if a.feedback is not None and a.name != "label_wanted"]
+            if a.feedback is not None and a.name != "label_wanted"
+            and a.source.source_type != "HUMAN"]
 
 
 def open_trace(ui: str, experiment: str, run: str, entries: int, trace_id: str
@@ -255,6 +280,26 @@ def pages(logged: dict[str, str], ui: str, ui_python: str) -> dict[str, dict[str
          "url": f"{ui}/#/experiments/{logged['judged_experiment']}/runs",
          "wait_for": "FAIL ×2 functional"},
         {"name": "series-traces", "url": logged["series_url"], "wait_for": "changed"},
+        {"name": "labelled-traces",
+         "url": f"{ui}/#/experiments/{experiment}/runs/{logged['second_run']}/traces",
+         "wait_for": f"{entries} of {entries}",
+         "steps": [["button", "Columns"], ["option", "All Assessments"], ["key", "Escape"]]},
+        {"name": "compare-runs",
+         "url": f"{ui}/#/experiments/{experiment}/evaluation-runs?selectedRunUuid="
+                f"{logged['second_run']}&compareToRunUuid={run}",
+         "wait_for": "Comparing",
+         # it shows 4 of the assessments at first: a click on All Assessments clears them,
+         # a second shows them all
+         "steps": [["last-button", "Columns"], ["option", "All Assessments"],
+                   ["option", "All Assessments"], ["key", "Escape"],
+                   ["show", "functional_label"]]},
+        {"name": "labelled-run",
+         "url": f"{ui}/#/experiments/{experiment}/runs/{logged['second_run']}",
+         "wait_for": "evalkit verdict"},
+        {"name": "labelled-summary",
+         "url": f"{ui}/#/experiments/{experiment}/runs/{logged['second_run']}"
+                "/artifacts/reports/summary.md",
+         "wait_for": "Corrected by labels"},
         {"name": "judge-span", **open_trace(ui, logged["judged_experiment"],
                                             logged["judged_run"], judged_entries,
                                             judged.info.trace_id),
@@ -295,11 +340,72 @@ def test_the_run_traces_pane_has_an_assessment_column_per_test_type(
     assert len(types) == 7  # the billing group has entries of every type but planning's
     # MLflow shows a feedback named like one of its built-in scorers capitalised ("Safety")
     headers = {h.lower() for h in pages["traces-pane"]["headers"]}
+    labelled = {t for t in types if f"{t}_label" in headers}
+    assert "functional" in labelled  # eval.py's labels file: a column of their own
     assert {*types, "label_wanted", "expected_output", "request", "response"} <= headers
     # human_review is a tag until a reviewer gives the verdict (the next test)
     assert "human_review" not in headers
-    n = len(types) + 1  # the types and label_wanted (eval.py's LABEL_SAMPLE)
+    n = len(types) + len(labelled) + 1  # the types, their labels and label_wanted
     assert f"Assessments\n({n}/{n})" in pages["traces-pane"]["body"]
+
+
+def test_the_traces_table_counts_verdicts_and_labels_apart(
+        logged: dict[str, str], pages: dict[str, dict[str, Any]]) -> None:
+    """MLflow's traces table sums each feedback name over a run's traces: in the run a
+    person failed one entry of (`evalkit label --from`), the functional column is the
+    scorer's pass rate alone and functional_label the labels' alone."""
+    held = feedback_of(logged, logged["second_run"])
+    verdict = held["functional"]
+    label = held["functional_label"]
+    assert {source for _, source in verdict} == {"CODE"}
+    assert {source for _, source in label} == {"HUMAN"}
+    columns = {c.splitlines()[0]: c for c in pages["labelled-traces"]["columns"]}
+    assert shown_percent(columns["functional"]) == percent(verdict) == 100
+    assert shown_percent(columns["functional_label"]) == percent(label) < 100
+
+
+def feedback_of(logged: dict[str, str], run: str) -> dict[str, list[tuple[Any, str]]]:
+    """Feedback name -> (value, source type) of each feedback on the run's traces."""
+    client = mlflow.MlflowClient(logged["store"])
+    traces = client.search_traces(locations=[logged["example_experiment"]], run_id=run,
+                                  max_results=500)
+    held: dict[str, list[tuple[Any, str]]] = {}
+    for trace in traces:
+        for a in trace.info.assessments:
+            if a.feedback is not None and a.valid is not False:
+                held.setdefault(a.name, []).append((a.value, a.source.source_type))
+    return held
+
+
+def percent(values: list[tuple[Any, str]]) -> int:
+    """The share of True among the values, in whole percent rounded half up (as the UI)."""
+    return math.floor(100 * sum(v is True for v, _ in values) / len(values) + 0.5)
+
+
+def shown_percent(column: str) -> int:
+    """The share of True a column's header shows for a Boolean feedback (its first)."""
+    return int(re.findall(r"(\d+)%", column)[0])
+
+
+def test_the_compare_view_shows_the_verdicts_and_the_labels_as_two_rows(
+        logged: dict[str, str], pages: dict[str, dict[str, Any]]) -> None:
+    """The labelled run compared with the first in MLflow's evaluation view: the scorer's
+    pass rate is unchanged (+0%), the labels' fell; never one rate over both."""
+    columns = {c.splitlines()[0]: c for c in pages["compare-runs"]["columns"]}
+    assert columns["functional"].split() == ["functional", "TRUE", "100%", "True", "+0%"]
+    second = f"{percent(feedback_of(logged, logged['second_run'])['functional_label'])}%"
+    label = columns["functional_label"].split()  # the share of True, then its change
+    assert label[:3] == ["functional_label", "TRUE", second], label
+    assert label[3].startswith("-") and second != "100%"
+
+
+def test_labels_given_with_evalkit_label_reach_the_runs_description_and_summary(
+        logged: dict[str, str], pages: dict[str, dict[str, Any]]) -> None:
+    n = int(logged["second_drawn"])  # all labelled pass by the example, one now failed
+    corrected = f"{(n - 1) / n:.3f}"
+    assert f"corrected by {n} labels {corrected}" in pages["labelled-run"]["body"]
+    assert re.search(rf"{corrected} \[[0-9.]+, [0-9.]+\] \({n} labels\)",
+                     pages["labelled-summary"]["body"])
 
 
 @pytest.mark.parametrize("which", ["example", "judged"])
@@ -352,13 +458,26 @@ def test_a_label_added_in_the_ui_enters_the_corrected_accuracy(
         return (tmp_path / folder / "report-judge.md").read_text(encoding="utf-8")
 
     before = judge_report("before")
-    assess_in_ui(logged, ui, ui_python, "add-label", trace.info.trace_id, "functional=fail")
+    assess_in_ui(logged, ui, ui_python, "add-label", trace.info.trace_id,
+                 "functional_label=fail")
     after = judge_report("after")
 
     n = len(drawn)  # every drawn billing entry has the example's label: all passed
     assert "| corrected (stratified PPI) | 1.000 |" in before
-    assert f"| corrected (stratified PPI) | {(n - 1) / n:.3f} |" in after
+    corrected = f"{(n - 1) / n:.3f}"
+    assert f"| corrected (stratified PPI) | {corrected} |" in after
     assert re.search(rf"\| {re.escape(drawn[0])} \| pass \| fail \| drawn \| User \|", after)
+    # evalkit report took the UI's label into the run: its description and summary.md
+    experiment = logged["example_experiment"]
+    shown = browse(ui_python, [
+        {"name": "run-after-label", "url": f"{ui}/#/experiments/{experiment}/runs/{run}",
+         "wait_for": "evalkit verdict"},
+        {"name": "summary-after-label",
+         "url": f"{ui}/#/experiments/{experiment}/runs/{run}/artifacts/reports/summary.md",
+         "wait_for": "Corrected by labels"}])
+    assert f"corrected by {n} labels {corrected}" in shown["run-after-label"]["body"]
+    assert re.search(rf"{corrected} \[[0-9.]+, [0-9.]+\] \({n} labels\)",
+                     shown["summary-after-label"]["body"])
 
 
 def assess_in_ui(logged: dict[str, str], ui: str, ui_python: str, name: str, trace_id: str,

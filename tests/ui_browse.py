@@ -9,19 +9,24 @@ optionally ``"steps"``: ``[action, argument]`` pairs done in order once ``wait_f
 - ``["key", key]``: press a key (``Escape`` closes a menu);
 - ``["row", text]``: click the row of a table that shows ``text`` (opens a trace);
 - ``["button", name]``: click the button whose accessible name starts with ``name``;
+- ``["last-button", name]``: the same, the last such button of the page (the compare view
+  has a Columns button over its run list, then one over its traces);
 - ``["expand", css]``: click every element matching ``css`` (rows that unfold), in order;
 - ``["wait", text]``: wait until ``text`` shows;
 - ``["picture", alt]``: wait until the image whose alt text is ``alt`` is drawn (the browser
   decoded it: it has a width);
+- ``["show", text]``: scroll the first element showing exactly ``text`` into view (a column
+  of a table wider than its pane, for the picture);
 - ``["feedback", "NAME=VALUE"]``: add a feedback to the opened trace through the assessments
   pane's own form, as a person would (VALUE ``pass`` or ``fail``: the Boolean True or False),
   and wait until the pane counts it.
 
 Prints ``{name: {"url": the address the page ended on, "body": the page's visible text,
 "dialog": an open dialog's text (the trace view) or "", "headers": the names of the table's
-columns, "pictures": ``{alt, width, height}`` of each image drawn}}`` as JSON and saves
-``<name>.png`` in the folder given as the only argument. Debian's chromium is driven through
-its executable path: Playwright's own browser download needs the internet.
+columns, "columns": each column header's whole text (its name and any summary under it),
+"pictures": ``{alt, width, height}`` of each image drawn}}`` as JSON and saves ``<name>.png`` in
+the folder given as the only argument. Debian's chromium is driven through its executable path:
+Playwright's own browser download needs the internet.
 """
 
 from __future__ import annotations
@@ -95,8 +100,9 @@ def step(page: Page, action: str, argument: str) -> None:
         # the first cell is a checkbox; any other cell opens the row's trace
         page.get_by_role("row").filter(has_text=argument).first.get_by_role("cell").nth(
             2).click()
-    elif action == "button":
-        page.get_by_role("button", name=re.compile("^" + re.escape(argument))).first.click()
+    elif action in ("button", "last-button"):
+        found = page.get_by_role("button", name=re.compile("^" + re.escape(argument)))
+        (found.first if action == "button" else found.last).click()
     elif action == "expand":
         found = page.locator(argument)
         found.first.wait_for(timeout=TIMEOUT_MS)
@@ -108,6 +114,8 @@ def step(page: Page, action: str, argument: str) -> None:
         page.wait_for_function(
             "alt => [...document.images].some(i => i.alt === alt && i.naturalWidth > 0)",
             arg=argument, timeout=TIMEOUT_MS)
+    elif action == "show":
+        page.get_by_text(argument, exact=True).first.scroll_into_view_if_needed()
     elif action == "feedback":
         name, _, verdict = argument.partition("=")
         add_feedback(page, name, verdict)
@@ -134,13 +142,14 @@ def main() -> None:
             page.wait_for_timeout(500)  # let the last click's render settle for the picture
             page.screenshot(path=str(shots / f"{spec['name']}.png"), full_page=True)
             dialog = page.get_by_role("dialog")
+            columns = [h.strip() for h in page.get_by_role("columnheader").all_inner_texts()
+                       if h.strip()]
             texts[spec["name"]] = {
                 "url": page.url,
                 "body": page.inner_text("body"),
                 "dialog": dialog.first.inner_text() if dialog.count() else "",
-                "headers": [h.strip().splitlines()[0]  # the name; a summary may follow
-                            for h in page.get_by_role("columnheader").all_inner_texts()
-                            if h.strip()],
+                "headers": [h.splitlines()[0] for h in columns],  # a summary may follow
+                "columns": columns,
                 "pictures": page.evaluate(
                     "[...document.images].filter(i => i.naturalWidth > 0).map(i => "
                     "({alt: i.alt, width: i.naturalWidth, height: i.naturalHeight}))")}

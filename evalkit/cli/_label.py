@@ -21,13 +21,16 @@ DESCRIPTION = (
     "Label RUN's entries pass or fail, one at a time, as a person judges them: the input, the "
     "output(s), expected_output and what the scorer was asked, never the scorer's verdict. "
     "Keys: p pass, f fail, s skip, b back, q quit. Each label is written to MLflow at once "
-    "(feedback on the entry's trace, named for the test type, source HUMAN), so quitting "
+    "(feedback on the entry's trace named <type>_label, e.g. functional_label, source "
+    "HUMAN), so quitting "
     "loses nothing and the next call goes on where you stopped. --sample N first draws N "
     "entries at random, half among the scorer's passes and half among its failures, and "
     "records the draw on the run: only labels on drawn entries enter the corrected "
     "accuracy (report-judge.md); others count in the agreement. --from FILE imports labels "
     "from CSV or JSONL (columns entry_id, type, verdict, and optionally reviewer, comment): "
-    "every bad row is named and nothing is imported until all are right.")
+    "every bad row is named and nothing is imported until all are right. Afterwards the "
+    "run's reports (summary.md, report-judge.md), description and verdict in MLflow count "
+    "the labels.")
 
 
 def add_label_parser(commands: argparse._SubParsersAction, run_help: str) -> None:
@@ -118,4 +121,5 @@ def _print_outcome(outcome: LabelOutcome, run: str, width: int = 80) -> None:
         _say(f"the run's verdict is now {outcome.verdict} (it was {outcome.verdict_before} "
              "before these labels): " + ("; ".join(outcome.failures) or "every threshold met"),
              width)
-    _say(f"re-render the reports with: evalkit report {run}", width)
+    _say("the run's reports (summary.md, report-judge.md) and description in MLflow now "
+         f"count these labels; a local copy of the reports: evalkit report {run}", width)

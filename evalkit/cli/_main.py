@@ -12,13 +12,14 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from evalkit._distribution import DISTRIBUTION, VERSION
-from evalkit._errors import ExitStatus
+from evalkit._errors import ConfigError, ExitStatus
 from evalkit.cli._common import (
     EXIT_STATUSES,
     guarded,
     process_configured,
     run_script,
     script_experiment,
+    shown,
 )
 from evalkit.cli._compare import COMPARE_EPILOG, compare_command
 from evalkit.cli._dataset import add_dataset_parser, dataset_command
@@ -30,9 +31,9 @@ from evalkit.cli._parser import Parser
 from evalkit.cli._rescore import add_rescore_parser, rescore_command
 from evalkit.cli._ui import serve_ui
 from evalkit.dataset import lint_dataset
-from evalkit.records import names
+from evalkit.records import RunRecord, names
 from evalkit.reports import plan_summary, render_charts, render_reports
-from evalkit.run import build_plan, record_plan
+from evalkit.run import build_plan, feedback_taken_in, record_plan
 from evalkit.stats import judge_checks
 from evalkit.tracking import Tracker, history, render_history
 
@@ -80,7 +81,10 @@ def main(argv: Sequence[str] | None = None) -> int:
                     "holds (MLFLOW_TRACKING_URI, else the local store) and write them to "
                     "--output, by default a folder of the run's own: "
                     "reports/runs/<run name>-<first 8 characters of the run id>/ "
-                    "(reports/ beside eval.py stays the latest run's).")
+                    "(reports/ beside eval.py stays the latest run's). When people gave "
+                    "labels or reviewers' verdicts in the MLflow UI since the run's reports "
+                    "were rendered, the run in MLflow is brought up to date too: its reports "
+                    "(summary.md), description, verdict and the judge's figures.")
     report.add_argument("run", metavar="RUN", help=RUN_REFERENCE)
     report.add_argument("--output", type=Path,
                         help="folder to write report-<type>.md to (default: "
@@ -211,7 +215,8 @@ def _reachable() -> Tracker:
 
 
 def _report(args: argparse.Namespace) -> int:
-    reader = _reachable().reader
+    tracker = _reachable()
+    reader = tracker.reader
     record = reader.fetch(reader.resolve(args.run))
     reports = render_reports(record)
     # A past run's reports in a folder of its own (run names repeat within a second; ids
@@ -231,7 +236,22 @@ def _report(args: argparse.Namespace) -> int:
     write_all(files)
     for file in files:
         print(f"{file.kind}: {file.path}")
+    _take_in_feedback(tracker, record)
     return ExitStatus.OK
+
+
+def _take_in_feedback(tracker: Tracker, record: RunRecord) -> None:
+    """Bring the run in MLflow up to date with feedback people gave in the UI since its
+    reports were rendered; a user who may only read the run keeps the local reports."""
+    try:
+        outcome = feedback_taken_in(tracker, record)
+    except ConfigError as refused:
+        print(f"warning: the run's reports and description in MLflow still lack the feedback "
+              f"given since the run: {shown(str(refused))}", file=sys.stderr)
+        return
+    if outcome is not None:
+        print(f"mlflow: run {record.run_id}'s reports, description and verdict "
+              f"({outcome.verdict}) now count the feedback people gave since the run")
 
 
 def _compare(args: argparse.Namespace) -> int:

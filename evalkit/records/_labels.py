@@ -1,8 +1,12 @@
 """People's labels on entries: what a person said an entry's output deserves, per test type.
 
-A label is MLflow feedback on the entry's trace, source ``HUMAN``, named for the test type
-(the name of the scorer's own verdict on that trace), with a pass or fail value. People give
+A label is MLflow feedback on the entry's trace, source ``HUMAN``, named ``<type>_label``
+(:attr:`evalkit.records.TypeNames.label`: never the name of the scorer's own verdict, which
+MLflow's traces table would count together with it), with a pass or fail value. People give
 them in the MLflow UI, in ``evalkit label`` or from a file (``evalkit label --from``).
+
+Runs labelled before labels had a name of their own hold them as HUMAN feedback named for
+the test type itself; they are read as labels too, so an old run keeps its corrected accuracy.
 """
 
 from __future__ import annotations
@@ -10,6 +14,8 @@ from __future__ import annotations
 from collections.abc import Collection, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
+
+from evalkit.records.names import TypeNames
 
 if TYPE_CHECKING:
     from evalkit.records._run import ReviewerVerdict
@@ -48,10 +54,11 @@ class HumanLabel:
 
 def labels_in(feedback: Sequence[ReviewerVerdict],
               types: Collection[str]) -> tuple[HumanLabel, ...]:
-    """The labels among people's feedback on a run's traces: named for one of its test types,
-    with a pass or fail value (other feedback, such as ``human_review`` notes, is not a
-    label)."""
+    """The labels among people's feedback on a run's traces: named ``<type>_label`` for one
+    of its test types (or, as before labels had a name of their own, the type itself), with
+    a pass or fail value (other feedback, such as ``human_review`` notes, is not a label)."""
+    labelled = {TypeNames.of(t).label: t for t in types} | {t: t for t in types}
     return tuple(
-        HumanLabel(v.entry_id, v.name, verdict, v.reviewer, v.time_ms, v.comment)
+        HumanLabel(v.entry_id, labelled[v.name], verdict, v.reviewer, v.time_ms, v.comment)
         for v in feedback
-        if v.name in types and (verdict := label_verdict(v.value)) is not None)
+        if v.name in labelled and (verdict := label_verdict(v.value)) is not None)

@@ -22,6 +22,8 @@ and of a calibration run (``mode`` tag ``calibration``), besides the ordinary ar
 
 from __future__ import annotations
 
+import hashlib
+import json
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -80,3 +82,17 @@ class RunRecord:
     @property
     def mode(self) -> Mode:
         return Mode.of(self.tags)
+
+    @property
+    def feedback_digest(self) -> str:
+        """A digest of people's feedback the record holds (labels and reviewers' verdicts;
+        ``""`` when none): the run's reports and description are out of date when it differs
+        from the run's ``evalkit.feedback_digest`` tag. Times are left out: a label given as
+        the run finishes has one only once the store holds it."""
+        given = sorted(json.dumps(fact, sort_keys=True, default=str) for fact in (
+            *([x.entry_id, x.test_type, x.passed, x.reviewer, x.comment] for x in self.labels),
+            *([v.entry_id, v.name, v.value, v.reviewer, v.comment]
+              for v in self.reviewer_verdicts)))
+        if not given:
+            return ""
+        return hashlib.sha256("\n".join(given).encode()).hexdigest()

@@ -89,9 +89,13 @@ EXECUTOR_TAG = "executor"
 """Where the run's calls ran: ``in-process``, or the Ray cluster and its worker slots (a
 resumed run: where its last calls ran)."""
 TRACES_TAG = "evalkit.traces"
+"""Set on a run whose entries are traced: ``evalkit sync`` writes the traces of its bundle."""
 LABEL_DRAWS_TAG = "evalkit.label_draws"
 """The test types whose entries were drawn for labels, comma-separated."""
-"""Set on a run whose entries are traced: ``evalkit sync`` writes the traces of its bundle."""
+FEEDBACK_DIGEST_TAG = "evalkit.feedback_digest"
+"""sha256 of the people's feedback (labels, reviewers' verdicts) the run's reports and
+description were last rendered with; absent while they were rendered without any. Feedback
+added later (in the MLflow UI) differs from it: ``evalkit report`` then renders them again."""
 SYNCED_FROM_TAG = "evalkit.synced_from_run"
 
 # --- params ----------------------------------------------------------------------------------
@@ -241,9 +245,13 @@ class TypeNames:
     scorer_digest: str
     similarity_threshold: str
     judge_prompt: str
-    # the assessment of an item's stability across replicates (its verdict is named
-    # test_type itself)
+    # assessments on an entry's trace (the scorer's verdict is named test_type itself)
     stability: str
+    """An item's stability across replicates, on a series parent's traces."""
+    label: str
+    """A person's pass/fail label (feedback, source HUMAN): a name of its own, so that
+    MLflow's traces table and compare view show people's labels beside the scorer's verdicts,
+    never counted with them."""
 
     @classmethod
     def of(cls, test_type: str) -> TypeNames:
@@ -268,7 +276,8 @@ REVIEW_TRACE_TAG = "human_review"
 TRACE_TAG_VALUE_LIMIT = 4096
 """Characters MLflow keeps of a trace tag's value."""
 LABEL_WANTED_ASSESSMENT = "label_wanted"
-"""On a trace drawn for a label; its value names the test type to label."""
+"""On a trace drawn for a label; its value is the name of the feedback wanted
+(:attr:`TypeNames.label`, ``functional_label``)."""
 ENTRY_ID_TRACE_TAG = "evalkit.entry_id"
 TRACE_NAME_TAG = "mlflow.traceName"
 SOURCE_RUN_METADATA = "mlflow.assessment.sourceRunId"

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from evalkit.records import RunRecord, TypeResult
+from evalkit.records import RunRecord, TypeNames, TypeResult, names
 from evalkit.reports._common import header, number
 from evalkit.reports._markdown import cell, table
 from evalkit.stats import (
@@ -85,8 +85,11 @@ def _labels_lines(check: JudgeCheck, run_id: str) -> list[str]:
             missing = ", ".join(f"{n} among the scorer's {_VERDICT[h]}es"
                                 for h, n in sorted(check.more_needed.items(), reverse=True)
                                 if n)
-            lines.append(f"- **No correction yet:** it needs {missing} (labels on drawn "
-                         "entries).")
+            lines.append(f"- **No correction yet:** it needs {missing}, labels on drawn "
+                         f"entries: `evalkit label {run_id} --type {check.test_type}`, or in "
+                         "the MLflow UI feedback named "
+                         f"`{TypeNames.of(check.test_type).label}` on the traces that ask "
+                         f"for it (`{names.LABEL_WANTED_ASSESSMENT}`).")
     budget = check.budget
     if budget is None:
         lines.append(f"- **Label budget for ±{BUDGET_HALF_WIDTH:g}:** out of reach with "

@@ -38,7 +38,12 @@ from evalkit.run._executors import (
     calls_for,
     is_async,
 )
-from evalkit.run._label_session import LabelOutcome, LabelSession, import_labels
+from evalkit.run._label_session import (
+    LabelOutcome,
+    LabelSession,
+    feedback_taken_in,
+    import_labels,
+)
 from evalkit.run._outcome import EvaluationOutcome
 from evalkit.run._planning import Plan, build_plan, record_plan
 from evalkit.run._prepare import PreparedEvaluation, RunRole, prepare
@@ -60,7 +65,7 @@ __all__ = [
     "CallExecutor", "CallWindow", "CalibrationOutcome", "ComparisonVerdict", "Component",
     "Difference", "RecordedSource", "differences", "what_differs",
     "EarlyJudging", "EntryOutputs", "Evaluation", "EvaluationOutcome", "FollowUps",
-    "LabelOutcome", "LabelSession", "import_labels",
+    "LabelOutcome", "LabelSession", "feedback_taken_in", "import_labels",
     "MetricComparison", "Plan", "PlannedEntry", "PreparedEvaluation", "Progress",
     "ProgressCallback", "ProgressCounter", "ReplicatesOutcome", "RunPlan", "RunRole", "Scorers",
     "SeedLock", "Selection", "Side", "Stop", "ThreadCalls", "ThreadWorkers", "build_plan",

@@ -29,11 +29,10 @@ from evalkit.records import (
     TypeNames,
     names,
 )
-from evalkit.reports import run_description
 from evalkit.run._books import EntryOutputs
 from evalkit.run._call import Component
 from evalkit.run._executors import Executor, InProcess
-from evalkit.run._labelling import label_new_run
+from evalkit.run._labelling import description_tags, label_new_run
 from evalkit.run._outcome import EvaluationOutcome
 from evalkit.run._prepare import PreparedEvaluation, RunRole
 from evalkit.run._progress import ProgressCallback, ProgressCounter
@@ -193,8 +192,7 @@ class Evaluation:
         record = replace(self.run.record(), labels=self.labels)
         folder = self.prepared.config.reports_dir if self.role.local_reports or local else None
         reports = publish_reports(self.run, record, folder, local)
-        self.run.log(tags={names.DESCRIPTION_TAG: run_description(self.metrics,
-                                                                  list(reports.names))})
+        self.run.log(tags=description_tags(record, self.metrics, reports.names))
         self._lap("reports")
         return EvaluationOutcome(
             self.run.id, self.prepared.config.experiment_name, self.run.tracking_uri,

@@ -11,8 +11,14 @@ from pathlib import Path
 from evalkit._errors import ConfigError
 from evalkit.dataset import BIAS, REPEATABILITY
 from evalkit.records import HumanLabel, RunRecord, TypeNames, TypeResult, names
-from evalkit.reports import render_reports, run_description
-from evalkit.run._labelling import draw_entries, label_order, labellable_types, read_labels
+from evalkit.reports import render_reports
+from evalkit.run._labelling import (
+    description_tags,
+    draw_entries,
+    label_order,
+    labellable_types,
+    read_labels,
+)
 from evalkit.scorers import JudgePrompt
 from evalkit.stats import (
     JudgeCheck,
@@ -110,7 +116,8 @@ class LabelSession:
     def finish(self) -> LabelOutcome:
         """The type's check with every label now given; its figures and the run's verdict
         logged to the run."""
-        return after_labels(self._tracker, self.store, self.run_id, [self.test_type])
+        return after_labels(self.store, self._tracker.reader.fetch(self.run_id),
+                            [self.test_type])
 
 
 def import_labels(tracker: Tracker, reference: str, path: Path,
@@ -127,16 +134,15 @@ def import_labels(tracker: Tracker, reference: str, path: Path,
                          reviewer)
     store = RunLabels(tracker.backend, tracker.reader.stored(run_id))
     store.give(labels)
-    return len(labels), after_labels(tracker, store, run_id,
+    return len(labels), after_labels(store, tracker.reader.fetch(run_id),
                                      list(dict.fromkeys(x.test_type for x in labels)))
 
 
-def after_labels(tracker: Tracker, store: RunLabels, run_id: str,
-                 types: Collection[str]) -> LabelOutcome:
-    """Re-measure ``types`` with every label the run now holds, log their figures and, when
-    a corrected accuracy moves the run across a threshold, its new verdict and description
-    (the run's reports say the same once re-rendered with ``evalkit report``)."""
-    record = tracker.reader.fetch(run_id)
+def after_labels(store: RunLabels, record: RunRecord, types: Collection[str]) -> LabelOutcome:
+    """Re-measure ``types`` with every label ``record`` (the run read back after them) holds
+    and bring the run in MLflow up to date with them: the types' figures, the verdict (and
+    the run's name it heads), the description and every report, ``summary.md`` first,
+    rendered as ``evalkit report`` renders them."""
     assert record.evaluation is not None
     checks = judge_checks(record)
     doc = record.documents.get(names.LABEL_DRAWS_ARTIFACT)
@@ -145,12 +151,24 @@ def after_labels(tracker: Tracker, store: RunLabels, run_id: str,
                                             draws.get(t)) for t in types}
     metrics = corrected_metrics(recorded_metrics(record), checks)
     verdict = "PASS" if all(m.passed for m in metrics) else "FAIL"
-    before = record.tags.get(names.VERDICT_TAG)
-    tags = None if verdict == before else {
+    reports = render_reports(record)
+    store.publish([p for c in mine.values() for p in judge_points(c)], {
         **names.verdict_tags(verdict, record.run_name),
-        names.DESCRIPTION_TAG: run_description(metrics, list(render_reports(record)))}
-    store.log([p for c in mine.values() for p in judge_points(c)], tags)
-    return LabelOutcome(mine, before, verdict, tuple(f for m in metrics for f in m.failures))
+        **description_tags(record, metrics, reports)}, reports)
+    return LabelOutcome(mine, record.tags.get(names.VERDICT_TAG), verdict,
+                        tuple(f for m in metrics for f in m.failures))
+
+
+def feedback_taken_in(tracker: Tracker, record: RunRecord) -> LabelOutcome | None:
+    """When people's feedback on ``record``'s run changed since its reports were rendered
+    (labels or reviewers' verdicts added in the MLflow UI), the run brought up to date with
+    it (see :func:`after_labels`); ``None`` when nothing changed, or the run scored no
+    entries."""
+    if record.evaluation is None or record.feedback_digest == record.tags.get(
+            names.FEEDBACK_DIGEST_TAG, ""):
+        return None
+    store = RunLabels(tracker.backend, tracker.reader.stored(record.run_id))
+    return after_labels(store, record, list(judge_checks(record)))
 
 
 def _chosen_type(record: RunRecord, types: Mapping[str, TypeResult], wanted: str | None) -> str:

@@ -16,12 +16,14 @@ from pathlib import Path
 
 from evalkit._errors import ConfigError
 from evalkit.dataset import Dataset, read_label_file
-from evalkit.records import HumanLabel, ScoredRun, TypeResult, names
+from evalkit.records import HumanLabel, RunRecord, ScoredRun, TypeResult, names
+from evalkit.reports import run_description
 from evalkit.stats import (
     MIN_LABELS_PER_CLASS,
     LabelDraw,
     LabelDraws,
     Stratum,
+    TypeMetrics,
     draw_for_labels,
     labels_missing,
 )
@@ -147,3 +149,14 @@ def label_new_run(run: TrackedRun, scored: ScoredRun, given: Sequence[HumanLabel
     if by_entry:
         run.traces.add_assessments(by_entry)
     return fitting, draws
+
+
+def description_tags(record: RunRecord, metrics: Sequence[TypeMetrics],
+                     reports: Collection[str]) -> dict[str, str]:
+    """The run's description (``metrics``, the names of its ``reports``) and the people's
+    feedback its reports were rendered with: the tag is set once there was some (an absent
+    one means none), so ``evalkit report`` knows when feedback given since changes them."""
+    tags = {names.DESCRIPTION_TAG: run_description(metrics, list(reports))}
+    if record.feedback_digest or names.FEEDBACK_DIGEST_TAG in record.tags:
+        tags[names.FEEDBACK_DIGEST_TAG] = record.feedback_digest
+    return tags

@@ -21,6 +21,7 @@ from evalkit._errors import RunInterrupted
 from evalkit.config import EvalConfig
 from evalkit.records import MetricPoint, Mode, SeriesItems, TypeNames, names
 from evalkit.reports import render_reports
+from evalkit.run._books import EntryOutputs
 from evalkit.run._call import Component
 from evalkit.run._evaluate import RUNS_DIR, warn_unsynced
 from evalkit.run._evaluation import Evaluation
@@ -38,7 +39,7 @@ from evalkit.stats import (
     replicate_seed,
     replicate_stability,
 )
-from evalkit.tracking import Assessment, Tracker, stability_assessment
+from evalkit.tracking import Assessment, Tracker, answers_of, stability_assessment
 
 logger = logging.getLogger("evalkit")
 
@@ -134,6 +135,7 @@ def evaluate_replicates(config: EvalConfig, component: Component, selection: Sel
         logger.info("replicates: parent MLflow run %s, %d replicates, seeds %s", parent.id,
                     config.replicates, ", ".join(map(str, seeds.seeds)))
         children: list[EvaluationOutcome] = []
+        calls: list[list[EntryOutputs]] = []  # each replicate's, by entry: the parent's traces
         for replicate, seed in enumerate(seeds.seeds):
             if stop.requested:
                 raise RunInterrupted(f"interrupted: replicate series {parent.id} marked KILLED; "
@@ -144,11 +146,13 @@ def evaluate_replicates(config: EvalConfig, component: Component, selection: Sel
             with parent.child(role.name_prefix, prepared.params(),
                               {**prepared.tags(), **role.tags}, raw_dir=runs_dir,
                               traced=config.trace_calls) as child:
-                children.append(Evaluation(child, prepared, component, role, stop=stop,
-                                           progress=progress, executor=executor).complete())
+                evaluation = Evaluation(child, prepared, component, role, stop=stop,
+                                        progress=progress, executor=executor)
+                children.append(evaluation.complete())
+                calls.append(evaluation.outputs)
                 if replicate == len(seeds.seeds) - 1:  # the run that completes the series
                     child.traces.add_assessments(_stability_assessments(children))
-        parent.traces.write_series(_answers(children), _stability_assessments(children))
+        parent.traces.write_series(_answers(prepared, calls), _stability_assessments(children))
         stability = _stability_of(prepared, children)
         document = StabilityDocument(seeds.pack_id, seeds.root_seed, seeds.seeds,
                                      tuple(StabilitySummary.of(s) for s in stability))
@@ -221,16 +225,17 @@ def _stability_assessments(children: Sequence[EvaluationOutcome]
     return verdicts
 
 
-def _answers(children: Sequence[EvaluationOutcome]) -> dict[str, tuple[Any, dict[str, Any]]]:
-    """Entry id -> its input and each replicate's answer (``r0``...: the output, its repeats'
-    outputs, or the error), from the items scored on that entry alone."""
+def _answers(prepared: PreparedEvaluation, replicates: Sequence[Sequence[EntryOutputs]]
+             ) -> dict[str, tuple[Any, dict[str, Any]]]:
+    """Entry id -> its input and each replicate's answers (``r0``...): the output of its one
+    call, or every repeat's output (or error) in repeat order, so that repeats that differ
+    within a replicate show as plainly as replicates that differ."""
     answers: dict[str, tuple[Any, dict[str, Any]]] = {}
-    for replicate, child in enumerate(children):
-        for result in child.scored.types:
-            for item in (i for i in result.items if len(i.entry_ids) == 1):
-                _, by_replicate = answers.setdefault(item.entry_ids[0], (item.input, {}))
-                by_replicate.setdefault(f"r{replicate}", item.error or (
-                    item.outputs[0] if len(item.outputs) == 1 else list(item.outputs)))
+    for replicate, outputs in enumerate(replicates):
+        for entry in outputs:
+            _, by_replicate = answers.setdefault(
+                entry.entry.id, (prepared.redactor.value(entry.entry.input), {}))
+            by_replicate[f"r{replicate}"] = answers_of(entry.calls)
     return answers
 
 

@@ -1,7 +1,7 @@
 """People's labels on a finished run, in MLflow: the draw of entries to label and each label.
 
 A label is feedback on the entry's trace (source ``HUMAN``, the reviewer as its source id,
-named for the test type, value True for pass), exactly what a person adding feedback in the
+named ``<type>_label``, value True for pass), exactly what a person adding feedback in the
 MLflow UI writes, so labels from the UI, from ``evalkit label`` and from a file are one kind.
 A draw is the ``labels/draws.json`` artifact (its types in the run's ``evalkit.label_draws``
 tag) and a ``label_wanted`` assessment on each drawn trace, so a reviewer in the UI finds
@@ -15,7 +15,7 @@ import time
 from collections.abc import Mapping, Sequence
 
 from evalkit._errors import ConfigError
-from evalkit.records import HumanLabel, MetricPoint, labels_in, names
+from evalkit.records import HumanLabel, MetricPoint, TypeNames, labels_in, names
 from evalkit.stats import DrawnEntry, LabelDraw, LabelDraws
 from evalkit.tracking._backend import Backend, StoredRun
 from evalkit.tracking._journal import LoggedPoint
@@ -57,12 +57,24 @@ class RunLabels:
             (trace, label_assessment(label)) for trace, label in zip(traces, labels,
                                                                       strict=True)])
 
-    def log(self, points: Sequence[MetricPoint], tags: Mapping[str, str] | None = None) -> None:
-        """Metrics and tags that labels changed (the judge's figures, the verdict), logged to
-        the finished run."""
+    def publish(self, points: Sequence[MetricPoint], tags: Mapping[str, str],
+                reports: Mapping[str, str]) -> None:
+        """What labels changed, logged to the finished run: metrics (the judge's figures),
+        tags (the verdict, the description) and reports (name -> markdown, replacing the
+        run's own). A store that refuses this user the edit is a :class:`ConfigError` naming
+        the fix."""
         now = int(time.time() * 1000)
-        self._backend.log_batch(self._run.run_id, metrics=[
-            LoggedPoint(p.key, float(p.value), p.step, now) for p in points], tags=tags)
+        try:  # the reports first: the tags say what they were rendered with once they are in
+            for name, text in reports.items():
+                self._backend.log_artifact(self._run.run_id, names.report_artifact(name),
+                                           text.encode("utf-8"))
+            self._backend.log_batch(self._run.run_id, metrics=[
+                LoggedPoint(p.key, float(p.value), p.step, now) for p in points], tags=tags)
+        except Exception as err:
+            refused = self._backend.refusal(err, None, "EDIT")
+            if refused is None:
+                raise
+            raise refused from None
 
     def check_traces(self, entry_ids: Sequence[str]) -> None:
         """Fail before anything is shown or written when the entries have no traces."""
@@ -93,14 +105,17 @@ class RunLabels:
 
 def label_assessment(label: HumanLabel) -> Assessment:
     """A label as the feedback a person adds in the MLflow UI."""
-    return Assessment(label.test_type, label.passed, label.comment, "HUMAN", label.reviewer)
+    return Assessment(TypeNames.of(label.test_type).label, label.passed, label.comment,
+                      "HUMAN", label.reviewer)
 
 
 def wanted_assessment(test_type: str, drawn: DrawnEntry) -> Assessment:
-    """What a drawn entry's trace shows until it has a label: which label, and how to give
-    it in the UI."""
+    """What a drawn entry's trace shows until it has a label: the name of the feedback
+    wanted (its value, the column the traces table shows) and how to give it in the UI."""
+    label = TypeNames.of(test_type).label
     return Assessment(
-        names.LABEL_WANTED_ASSESSMENT, test_type,
-        f"drawn at random for a label (inclusion probability "
-        f"{drawn.inclusion_probability:.3g}): add feedback named {test_type!r} with value True "
-        "(pass) or False (fail)", "CODE", names.code_source("labels"))
+        names.LABEL_WANTED_ASSESSMENT, label,
+        f"drawn at random for a {test_type} label (inclusion probability "
+        f"{drawn.inclusion_probability:.3g}): Add feedback named {label!r} (not "
+        f"{test_type!r}: that is the scorer's verdict), data type Boolean, True for pass or "
+        "False for fail", "CODE", names.code_source("labels"))

@@ -16,10 +16,9 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Protocol
 
 from evalkit.dataset import COMPARATIVE_TYPES
 from evalkit.records import (
@@ -32,6 +31,7 @@ from evalkit.records import (
     as_text,
     names,
 )
+from evalkit.tracking._rationale import shortened, verdict_rationale
 
 
 @dataclass(frozen=True)
@@ -143,7 +143,7 @@ def build_traces(context: RunContext, evaluation: ScoredRun,
             of_calls = 1 if result.test_type in COMPARATIVE_TYPES else len(trace(item.id).calls)
             verdict = Assessment(
                 name=result.test_type, value=item.passed,  # a verdict is named for its type
-                rationale=_rationale(result.test_type, item, context.params, of_calls),
+                rationale=verdict_rationale(result.test_type, item, context.params, of_calls),
                 source_type="LLM_JUDGE" if judged else "CODE",
                 source_id=judge_model if judged else names.code_source(result.scorer))
             for entry_id in item.entry_ids:
@@ -164,7 +164,7 @@ def build_traces(context: RunContext, evaluation: ScoredRun,
         entry = trace(review.id)
         entry.input = review.input if entry.input is None else entry.input
         # a tag, not feedback: the human_review feedback is the reviewer's own (Boolean)
-        entry.tags[names.REVIEW_TRACE_TAG] = _short(
+        entry.tags[names.REVIEW_TRACE_TAG] = shortened(
             review.instructions or "see report-human-review.md", names.TRACE_TAG_VALUE_LIMIT)
     return list(traces.values())
 
@@ -195,49 +195,35 @@ def stability_assessment(test_type: str, cells: Sequence[ItemCell | None]) -> As
     answers = "; ".join(
         f"r{r}: " + ("not scored" if c is None else
                      f"{'right' if c.correct else 'wrong'} "
-                     f"({_short(c.error or ' | '.join(as_text(o) for o in c.outputs))})")
+                     f"({shortened(c.error or ' | '.join(as_text(o) for o in c.outputs))})")
         for r, c in enumerate(cells))
     return Assessment(TypeNames.of(test_type).stability, value, answers, "CODE",
                       names.code_source(names.REPLICATES_TAG))
 
 
-def _rationale(test_type: str, item: ItemResult, params: Mapping[str, str],
-               of_calls: int) -> str:
-    """The evidence behind a verdict, in one readable line."""
-    parts = [("PASS" if item.passed else "FAIL")
-             + ("" if item.expected_pass else " (annotated expected_pass: false)")]
-    if of_calls > 1:
-        parts.append(f"scored on call 0's output, the first of the entry's {of_calls} "
-                     "(repeatability compares them all)")
-    if item.error:
-        parts.append(f"error: {item.error}")
-    if item.similarity is not None:
-        threshold = params.get(TypeNames.of(test_type).similarity_threshold)
-        label = "average pairwise cosine" if test_type in COMPARATIVE_TYPES else "cosine"
-        parts.append(f"{label} {item.similarity:.4f}"
-                     + (f" against threshold {threshold}" if threshold else ""))
-    if item.judge_reply is not None:
-        parts.append(f"judge replied {item.judge_reply!r}"
-                     + (" (invalid judgement)" if item.invalid_judgement else ""))
-    if test_type in COMPARATIVE_TYPES and len(item.outputs) > 1:
-        counts = Counter(as_text(o) for o in item.outputs)
-        parts.append(f"{len(counts)} distinct answer(s) of {len(item.outputs)}: " + ", ".join(
-            f"{_short(text)!r} x{n}" for text, n in counts.most_common()))
-    if len(item.entry_ids) > 1:
-        parts.append(f"group {item.id} ({', '.join(item.entry_ids)})")
-    return "; ".join(parts)
+class Answered(Protocol):
+    """A call as a trace's response shows it (a :class:`CallSpan`, a call's record)."""
+
+    @property
+    def output(self) -> Any: ...
+
+    @property
+    def error(self) -> str | None: ...
 
 
-def _short(text: str, limit: int = 120) -> str:
-    return text if len(text) <= limit else text[:limit - 1] + "…"
+def answers_of(calls: Sequence[Answered]) -> Any:
+    """What an entry's calls answered: the one call's output, or every repeat's output (an
+    error as ``{"error": ...}``) in repeat order."""
+    answers = [{"error": c.error} if c.error else c.output for c in calls]
+    return answers[0] if len(answers) == 1 else answers
 
 
 def response_of(entry: EntryTrace) -> Any:
-    """The trace's response: the single output, or every repeat's output (or error)."""
+    """The trace's response: its calls' answers (see :func:`answers_of`), or the response
+    set on it (a series parent's)."""
     if entry.response is not None:
         return entry.response
-    answers = [{"error": c.error} if c.error else c.output for c in entry.calls]
-    return answers[0] if len(answers) == 1 else answers
+    return answers_of(entry.calls)
 
 
 def dumps(value: Any) -> str:
