@@ -12,7 +12,7 @@ from evalkit.records import ItemResult, TypeNames, as_text
 
 
 def verdict_rationale(test_type: str, item: ItemResult, params: Mapping[str, str],
-               of_calls: int) -> str:
+                      of_calls: int) -> str:
     """The evidence behind a verdict, in one readable line."""
     parts = [("PASS" if item.passed else "FAIL")
              + ("" if item.expected_pass else " (annotated expected_pass: false)")]
