@@ -26,7 +26,9 @@ from evalkit.records import (
     names,
     usd,
 )
-from evalkit.tracking import MemoryBackend, Tracker, history, render_history
+from evalkit.run import load_side
+from evalkit.tracking import MemoryBackend, StoredRun, Tracker, history, render_history
+from evalkit.tracking._history import _usage as series_usage
 from evalkit.tracking._trace_writer import _judge_spans
 from evalkit.tracking._traces import RunContext, build_traces
 from tests.builders import entry, write_dataset
@@ -397,6 +399,24 @@ def test_history_shows_each_runs_tokens_and_cost_a_series_its_replicates_summed(
     usage_lines = [line for line in render_history(rows).splitlines() if "usage:" in line]
     assert usage_lines == [" " * 18 + "usage: 440 tokens, $0.00080",
                            " " * 18 + "usage: 220 tokens, $0.00040"]
+    # the series' parent logs its replicates' usage summed, so compare and MLflow's own run
+    # list show it as they show a single run's
+    assert tracker.reader.stored(series).metrics["tokens_total"] == 440
+    assert load_side(tracker.reader, series).usage == RunUsage(440, pytest.approx(0.0008))
+
+
+def test_history_sums_the_replicates_of_a_series_recorded_before_its_parent_logged_usage(
+) -> None:
+    def run(run_id: str, tags: dict[str, str], metrics: dict[str, float]) -> StoredRun:
+        return StoredRun(run_id, run_id, "0", 0, "FINISHED", {}, tags, metrics)
+
+    parent = run("p", {names.MODE_TAG: "replicates"}, {"functional_accuracy": 1.0})
+    children = [run(f"r{k}", {names.MODE_TAG: "evaluation", names.PARENT_RUN_TAG: "p"},
+                    {"tokens_total": 100 + k, "cost_usd": 0.25}) for k in range(2)]
+    stranger = run("x", {names.MODE_TAG: "evaluation", names.PARENT_RUN_TAG: "other"},
+                   {"tokens_total": 1000})
+    assert series_usage(parent, [parent, *children, stranger]) == RunUsage(201, 0.5)
+    assert series_usage(children[0], [parent, *children]) == RunUsage(100, 0.25)
 
 
 def test_the_usage_of_replicates_is_summed_figure_by_figure() -> None:

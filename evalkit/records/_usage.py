@@ -160,6 +160,14 @@ class RunUsage:
         return cls(tokens(False), metrics.get(names.COST_METRIC), tokens(True),
                    metrics.get(names.JUDGE_COST_METRIC))
 
+    def to_metrics(self) -> dict[str, float]:
+        """The figures as the run metrics :meth:`from_metrics` reads, those reported only."""
+        keys = {"tokens": names.tokens_metric("total", False), "cost_usd": names.COST_METRIC,
+                "judge_tokens": names.tokens_metric("total", True),
+                "judge_cost_usd": names.JUDGE_COST_METRIC}
+        return {keys[f.name]: getattr(self, f.name) for f in fields(self)
+                if getattr(self, f.name) is not None}
+
     @classmethod
     def total(cls, usages: Iterable[RunUsage]) -> RunUsage:
         """The usage of several runs (a series' replicates) summed, figure by figure."""

@@ -19,7 +19,7 @@ from typing import Any
 
 from evalkit._errors import RunInterrupted
 from evalkit.config import EvalConfig
-from evalkit.records import MetricPoint, Mode, SeriesItems, TypeNames, names
+from evalkit.records import MetricPoint, Mode, RunUsage, SeriesItems, TypeNames, names
 from evalkit.reports import render_reports
 from evalkit.run._books import EntryOutputs
 from evalkit.run._call import Component
@@ -156,7 +156,10 @@ def evaluate_replicates(config: EvalConfig, component: Component, selection: Sel
         stability = _stability_of(prepared, children)
         document = StabilityDocument(seeds.pack_id, seeds.root_seed, seeds.seeds,
                                      tuple(StabilitySummary.of(s) for s in stability))
-        parent.log(_parent_metrics(stability, config.replicates), names.verdict_tags(
+        usage = RunUsage.total(c.usage for c in children).to_metrics()
+        parent.log(_parent_metrics(stability, config.replicates)
+                   + [MetricPoint(key, value) for key, value in usage.items()],
+                   names.verdict_tags(
             "PASS" if all(c.passed for c in children) else "FAIL", parent.journal.run_name))
         parent.log_json(names.LOCK_ARTIFACT, seeds.to_json())
         parent.log_json(names.STABILITY_ARTIFACT, document.to_json())

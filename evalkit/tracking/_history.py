@@ -82,7 +82,8 @@ def history(reader: RunReader, experiment_name: str,
 
 
 def _usage(run: StoredRun, runs: Sequence[StoredRun]) -> RunUsage:
-    """The run's own usage; a replicate parent logs none, so its replicates' summed."""
+    """The run's own usage; a replicate parent logs its replicates' summed, but one recorded
+    before it did so has none, and its replicates' are summed here."""
     own = RunUsage.from_metrics(run.metrics)
     if own.reported:
         return own
