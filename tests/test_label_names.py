@@ -26,10 +26,11 @@ WRONG = [f"e{i:02d}" for i in range(6)]
 """Entries a person fails although the scorer (exact match) passes them."""
 
 
-def run_of(tmp_path: Path, tracker: Tracker, **constants: object) -> EvaluationOutcome:
-    dataset = write_dataset(tmp_path / "ds", ENTRIES)
+def run_of(tmp_path: Path, tracker: Tracker, entries: dict[str, Any] | None = None,
+           types: str = "functional", **constants: object) -> EvaluationOutcome:
+    dataset = write_dataset(tmp_path / "ds", entries or ENTRIES)
     return evaluate(config_for(tmp_path, dataset, **constants), RecordingComponent(),
-                    Selection.parse("functional", None, False), tracker=tracker,
+                    Selection.parse(types, None, False), tracker=tracker,
                     runs_dir=tmp_path / ".evalkit" / "runs")
 
 
@@ -136,11 +137,14 @@ def test_labels_given_in_the_ui_reach_the_run_when_evalkit_report_reads_them(
 def test_a_run_given_labels_as_it_finishes_is_up_to_date_with_them(
         tmp_path: Path, tracker: Tracker) -> None:
     """LABELS_PATH: the run's own summary.md counts them, and evalkit report has nothing to
-    write back."""
-    outcome = run_of(tmp_path, tracker, LABELS_PATH=str(labels_file(tmp_path, list(ENTRIES))),
-                     LABEL_SAMPLE=24)
+    write back; a label on an entry for review is a label, not a reviewer's verdict."""
+    entries = {**ENTRIES, "e23": entry("functional", human_review=True,
+                                       human_instructions="check tone")}
+    outcome = run_of(tmp_path, tracker, entries, "all",
+                     LABELS_PATH=str(labels_file(tmp_path, list(ENTRIES))), LABEL_SAMPLE=24)
     assert "(24 labels)" in summary_of(tracker, outcome.run_id)
     record = tracker.reader.fetch(outcome.run_id)
+    assert record.reviewer_verdicts == () and len(record.labels) == 24
     assert record.tags[names.FEEDBACK_DIGEST_TAG] == record.feedback_digest
     assert feedback_taken_in(tracker, record) is None
 

@@ -8,7 +8,14 @@ wings knows about the others.
 
 from evalkit.records import names
 from evalkit.records._calls import CallRecord
-from evalkit.records._labels import FAIL_VALUES, PASS_VALUES, HumanLabel, label_verdict, labels_in
+from evalkit.records._labels import (
+    FAIL_VALUES,
+    PASS_VALUES,
+    HumanLabel,
+    label_names,
+    label_verdict,
+    labels_in,
+)
 from evalkit.records._results import (
     FORMAT,
     HumanReviewItem,
@@ -47,7 +54,7 @@ __all__ = [
     "TokenUsage",
     "Mode", "ReviewerVerdict", "RunRecord",
     "ScoredRun", "SeriesItems", "SkippedGroup", "Threshold", "TypeNames", "TypeResult",
-    "as_object", "as_text", "checked_usage", "cost_of", "label_verdict", "labels_in", "merged",
-    "names",
+    "as_object", "as_text", "checked_usage", "cost_of", "label_names", "label_verdict",
+    "labels_in", "merged", "names",
     "prices_from_param", "usage_attribute", "usage_of", "usd",
 ]

@@ -52,12 +52,18 @@ class HumanLabel:
     comment: str | None = None
 
 
+def label_names(types: Collection[str]) -> dict[str, str]:
+    """Feedback name -> the test type a label of that name is for: ``<type>_label``, and the
+    type itself, as runs labelled before labels had a name of their own hold them."""
+    return {TypeNames.of(t).label: t for t in types} | {t: t for t in types}
+
+
 def labels_in(feedback: Sequence[ReviewerVerdict],
               types: Collection[str]) -> tuple[HumanLabel, ...]:
     """The labels among people's feedback on a run's traces: named ``<type>_label`` for one
     of its test types (or, as before labels had a name of their own, the type itself), with
     a pass or fail value (other feedback, such as ``human_review`` notes, is not a label)."""
-    labelled = {TypeNames.of(t).label: t for t in types} | {t: t for t in types}
+    labelled = label_names(types)
     return tuple(
         HumanLabel(v.entry_id, labelled[v.name], verdict, v.reviewer, v.time_ms, v.comment)
         for v in feedback

@@ -10,11 +10,12 @@ same code whichever is behind it.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, Protocol
 
 from evalkit._errors import ConfigError
+from evalkit._secrets import Redactor
 from evalkit.records import ReviewerVerdict
 from evalkit.tracking._journal import LoggedPoint
 from evalkit.tracking._traces import Assessment, EntryTrace, RunContext
@@ -130,3 +131,13 @@ class Backend(Protocol):
         same content, and linked to the run."""
 
     def trace_store(self) -> TraceStore: ...
+
+
+def people_feedback(backend: Backend, experiment_id: str,
+                    run_id: str) -> tuple[ReviewerVerdict, ...]:
+    """People's feedback on a run's traces (:meth:`Backend.human_feedback`), a secret in its
+    text redacted: MLflow keeps what a person typed in its UI, evalkit never repeats it."""
+    redact = Redactor.from_environment()
+    return tuple(replace(v, reviewer=redact.text(v.reviewer), value=redact.value(v.value),
+                         comment=None if v.comment is None else redact.text(v.comment))
+                 for v in backend.human_feedback(experiment_id, run_id))

@@ -17,7 +17,7 @@ from collections.abc import Mapping, Sequence
 from evalkit._errors import ConfigError
 from evalkit.records import HumanLabel, MetricPoint, TypeNames, labels_in, names
 from evalkit.stats import DrawnEntry, LabelDraw, LabelDraws
-from evalkit.tracking._backend import Backend, StoredRun
+from evalkit.tracking._backend import Backend, StoredRun, people_feedback
 from evalkit.tracking._journal import LoggedPoint
 from evalkit.tracking._traces import Assessment, RunContext, trace_id_for
 
@@ -47,8 +47,8 @@ class RunLabels:
 
     def given(self, types: Sequence[str]) -> tuple[HumanLabel, ...]:
         """Every label people gave on the run's entries for ``types``."""
-        return labels_in(self._backend.human_feedback(self._run.experiment_id,
-                                                      self._run.run_id), types)
+        return labels_in(people_feedback(self._backend, self._run.experiment_id,
+                                         self._run.run_id), types)
 
     def give(self, labels: Sequence[HumanLabel]) -> None:
         """Each label as HUMAN feedback on its entry's trace."""

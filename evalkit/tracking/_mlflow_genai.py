@@ -15,7 +15,6 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from evalkit._secrets import Redactor
 from evalkit.records import ReviewerVerdict, names
 from evalkit.tracking import _mlflow_private as private
 from evalkit.tracking._backend import PromptTemplate
@@ -92,9 +91,8 @@ def register_prompts(client: Any, run_id: str,
 
 def human_feedback(client: Any, experiment_id: str, run_id: str
                    ) -> tuple[ReviewerVerdict, ...]:
-    """Feedback people added to the run's traces in the MLflow UI (source ``HUMAN``), a secret
-    in its text redacted: MLflow keeps what a person typed there, evalkit never repeats it."""
-    redact = Redactor.from_environment()
+    """Feedback people added to the run's traces in the MLflow UI (source ``HUMAN``), as
+    MLflow holds it (:func:`~evalkit.tracking._backend.people_feedback` redacts it)."""
     verdicts = []
     token = None
     while True:
@@ -102,9 +100,8 @@ def human_feedback(client: Any, experiment_id: str, run_id: str
                                     page_token=token, include_spans=False)
         verdicts += [
             ReviewerVerdict(trace.info.tags.get(names.ENTRY_ID_TRACE_TAG, trace.info.trace_id),
-                            redact.text(a.source.source_id), int(a.create_time_ms or 0), a.name,
-                            redact.value(a.value),
-                            None if a.rationale is None else redact.text(a.rationale))
+                            a.source.source_id, int(a.create_time_ms or 0), a.name, a.value,
+                            a.rationale)
             for trace in page for a in trace.info.assessments
             if a.source.source_type == "HUMAN" and a.feedback is not None and a.valid
             is not False]

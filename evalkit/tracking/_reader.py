@@ -21,10 +21,11 @@ from evalkit.records import (
     RunRecord,
     ScoredRun,
     TypeNames,
+    label_names,
     labels_in,
     names,
 )
-from evalkit.tracking._backend import Backend, StoredRun
+from evalkit.tracking._backend import Backend, StoredRun, people_feedback
 from evalkit.tracking._journal import RunJournal
 from evalkit.tracking._links import run_url
 from evalkit.tracking._raw import RawResults, parse_raw_results
@@ -56,11 +57,13 @@ class RunReader:
             raise
         if record.evaluation is None:
             return record
-        feedback = self._backend.human_feedback(run.experiment_id, run_id)
+        feedback = people_feedback(self._backend, run.experiment_id, run_id)
+        types = [t.test_type for t in record.evaluation.types]
         reviewed = {item.id for item in record.evaluation.human_review}
-        return replace(record, labels=labels_in(
-            feedback, [t.test_type for t in record.evaluation.types]),
-            reviewer_verdicts=tuple(v for v in feedback if v.entry_id in reviewed))
+        labels = label_names(types)
+        # a label on an entry for review is a label, not the reviewer's verdict on it
+        return replace(record, labels=labels_in(feedback, types), reviewer_verdicts=tuple(
+            v for v in feedback if v.entry_id in reviewed and v.name not in labels))
 
     def stored(self, run_id: str) -> StoredRun:
         """A run's info, params, tags and latest metrics, without its artifacts."""
