@@ -17,6 +17,7 @@ import pytest
 
 from evalkit import Call, Entry, EvalConfig, ScoreResult
 from evalkit._secrets import Redactor
+from evalkit.records import ItemResult, Threshold, TypeResult
 from evalkit.run import CallWindow, Scorers, compared_part, score_run
 from evalkit.run._compared import absent_fields_problem
 from evalkit.scorers import (
@@ -29,6 +30,7 @@ from evalkit.scorers import (
     ScorerVerdict,
     SemanticSimilarityScorer,
 )
+from evalkit.stats import TypeMetrics
 from evalkit.tracking import RawResultsLog
 from tests.builders import entry, plan_of
 
@@ -107,6 +109,22 @@ def test_a_compared_field_absent_from_every_output_leaves_the_type_unscored(
             "outputs has (they have: answer, call)")
     # The functional type compares no fields: scored as ever.
     assert [i.passed for i in results.type_result("functional").items] == [True]
+
+
+@pytest.mark.parametrize("expected_pass", [True, False])
+def test_an_item_that_could_not_be_scored_agrees_with_no_annotation(expected_pass: bool) -> None:
+    """Its failure is no evidence of the failure an ``expected_pass: false`` entry expects:
+    unscored (a failed call, compared fields no output has), it counts against accuracy."""
+    def item(error: str | None) -> ItemResult:
+        return ItemResult("x", passed=False, expected_pass=expected_pass, input="q",
+                          expected=None, outputs=("a",), entry_ids=("x",), error=error)
+
+    unscored = item("COMPARED_FIELDS names 'reply', which none ...")
+    assert not unscored.correct and unscored.counted_pass is (not expected_pass)
+    assert item(None).correct is (not expected_pass)
+    metrics = TypeMetrics.from_result(TypeResult("bias", "exact", (unscored, item(None))),
+                                      Threshold(0.5))
+    assert (metrics.correct, metrics.samples, metrics.errors) == (int(not expected_pass), 2, 1)
 
 
 @pytest.mark.parametrize(("outputs", "fields", "absent"), [

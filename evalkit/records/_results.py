@@ -105,9 +105,17 @@ class ItemResult:
 
     @property
     def correct(self) -> bool:
-        """The verdict agrees with the annotation (every entry is expected to pass unless
-        annotated ``expected_pass: false``)."""
-        return self.passed == self.expected_pass
+        """The verdict counted agrees with the annotation (every entry is expected to pass
+        unless annotated ``expected_pass: false``)."""
+        return self.counted_pass == self.expected_pass
+
+    @property
+    def counted_pass(self) -> bool:
+        """The verdict the metrics count: the scorer's, or, for an item that could not be
+        scored (a failed call, a judge that gave no verdict, compared fields no output has),
+        the opposite of its annotation: its failure is no evidence of the failure an
+        ``expected_pass: false`` entry expects, so it counts against accuracy either way."""
+        return self.passed if self.error is None else not self.expected_pass
 
 
 @dataclass(frozen=True)

@@ -47,7 +47,7 @@ class TypeMetrics:
 
     @classmethod
     def from_result(cls, result: TypeResult, threshold: Threshold) -> TypeMetrics:
-        scores = [item.passed for item in result.items]
+        scores = [item.counted_pass for item in result.items]
         expected = [item.expected_pass for item in result.items]
         matrix = confusion_matrix(scores, expected)
         interval = wilson_interval(matrix.correct, matrix.n) if matrix.n else None
