@@ -508,7 +508,7 @@ def test_evalkit_report_renders_a_run_again_byte_for_byte(
                        tracker=Tracker(tracking_uri), runs_dir=tmp_path / "runs")
     reports = tmp_path / "reports"
     original = {p.name: p.read_bytes() for p in reports.iterdir()}
-    # five reports and summary.md, each chart's PNG beside its report
+    # five reports and summary.md, each chart's SVG beside its report
     assert len([n for n in original if n.endswith(".md")]) == 6
     assert sorted(n for n in original if not n.endswith(".md")) == [
         f"convergence-{t}.svg" for t in ("bias", "functional", "repeatability", "smoke")]

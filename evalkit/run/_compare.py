@@ -91,7 +91,8 @@ class Side:
     corrected: Mapping[str, CorrectedAccuracy] = field(default_factory=dict)
     """type -> the accuracy corrected by people's labels, where the run has one."""
     usage: RunUsage = RunUsage()
-    """The tokens and cost the run logged (a series' parent logs none of its own)."""
+    """The tokens and cost the run logged (a series' parent, its replicates' summed; none
+    for a series recorded before parents logged them)."""
 
 
 @dataclass(frozen=True)

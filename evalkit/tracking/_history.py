@@ -7,8 +7,8 @@ run's recorded outputs, named on the line below it). Planning runs evaluate noth
 no accuracy to list, so they are left out (``evalkit plan`` names its own run). The commit
 ends with ``+`` when the run started with uncommitted changes to tracked files (its
 ``git_dirty`` tag), since the commit alone would name code the run did not use. Each run's
-tokens and cost come from its metrics (a replicate series', which its parent does not log,
-from its replicates', summed). The text layout fits 100 columns: one line per run, its
+tokens and cost come from its metrics (a replicate series' parent logs its replicates'
+summed; for a series recorded before it did, they are summed here). The text layout fits 100 columns: one line per run, its
 accuracies per type wrapped on the lines below, then its tokens and cost when it reported any.
 """
 
