@@ -76,6 +76,8 @@ def test_a_signal_to_evalkit_ui_stops_every_process_of_the_server_and_keeps_its_
         (server,) = children(ui.pid)
         assert len(group_members(server)) > 2  # mlflow ui, uvicorn, its workers: a group
         store = f"sqlite:///{tmp_path / 'mlflow.db'}"
+        # recorded once it answers, evalkit's own check a moment after the test's
+        wait_for((tmp_path / ".evalkit" / "ui.json").exists, "the UI's record", timeout=30)
         assert json.loads((tmp_path / ".evalkit" / "ui.json").read_text()) == {
             "store": store, "host": "127.0.0.1", "port": port, "pid": server}
         ui.send_signal(number)
@@ -89,6 +91,28 @@ def test_a_signal_to_evalkit_ui_stops_every_process_of_the_server_and_keeps_its_
         if ui.poll() is None:
             ui.kill()
             ui.wait()
+
+
+@pytest.mark.slow
+def test_an_evalkit_ui_that_cannot_serve_leaves_run_links_on_the_port_served_before(
+        tmp_path: Path) -> None:
+    record = tmp_path / ".evalkit" / "ui.json"
+    record.parent.mkdir()
+    before = {"store": f"sqlite:///{tmp_path / 'mlflow.db'}", "host": "127.0.0.1",
+              "port": 5123, "pid": 1}
+    record.write_text(json.dumps(before) + "\n")
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        ui = subprocess.run([sys.executable, "-m", "evalkit", "ui", "--port", str(port)],
+                            cwd=tmp_path, capture_output=True, text=True,
+                            env=script_env(tmp_path), timeout=240)
+    assert ui.returncode == ExitStatus.RUNTIME_FAILURE, ui.stdout + ui.stderr
+    assert ui.stderr.endswith(f"error: the MLflow UI never answered on port {port} (its lines "
+                              "above say why; a port in use: evalkit ui --port ANOTHER); run "
+                              "links still name the UI recorded before\n")
+    assert json.loads(record.read_text()) == before
 
 
 def test_make_dev_mlflow_is_evalkit_ui() -> None:

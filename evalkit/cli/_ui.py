@@ -5,9 +5,10 @@ process group of their own, and Ctrl-C or SIGTERM to evalkit stops that whole gr
 then SIGKILL to what is left after a grace period): stopping only the direct child would leave
 workers serving the port. A terminal's Ctrl-C reaches evalkit alone, which stops the group.
 
-Its address is recorded in ``.evalkit/ui.json`` and kept after it stops: the run links evalkit
-prints and tags (``run_url``, summary.md) name that port, and a plain ``evalkit ui`` serves it
-again, so a link recorded while no UI was serving opens once the UI is started.
+Its address is recorded in ``.evalkit/ui.json`` once it answers, and kept after it stops: the
+run links evalkit prints and tags (``run_url``, summary.md) name that port, and a plain
+``evalkit ui`` serves it again, so a link recorded while no UI was serving opens once the UI
+is started. A UI that never answers (its port taken) leaves the last record as it was.
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ import subprocess
 import sys
 import threading
 import time
+import urllib.request
 
 from evalkit._errors import ExitStatus
 from evalkit.tracking import ServedUi, local_store, ui_port
@@ -48,16 +50,41 @@ def serve_ui(tracking_uri: str | None, port: int | None) -> int:
                 for number in _STOP_SIGNALS}
     try:
         server = subprocess.Popen(command, start_new_session=True)
-        ServedUi(store, HOST, port, server.pid).record()
         try:
-            while server.poll() is None and not stop.wait(0.2):
-                pass
+            served = _serve(server, ServedUi(store, HOST, port, server.pid), stop)
         finally:  # also when the server ended by itself: its workers may outlive it
             stop_group(server)
     finally:
         for number, action in previous.items():
             signal.signal(number, action)
-    return ExitStatus.INTERRUPTED if stop.is_set() else server.returncode
+    if stop.is_set():
+        return ExitStatus.INTERRUPTED
+    if not served:
+        print(f"error: the MLflow UI never answered on port {port} (its lines above say why; "
+              f"a port in use: evalkit ui --port ANOTHER); run links still name the UI "
+              "recorded before", file=sys.stderr)
+        return ExitStatus.RUNTIME_FAILURE
+    return server.returncode
+
+
+def _serve(server: subprocess.Popen[bytes], ui: ServedUi, stop: threading.Event) -> bool:
+    """Wait while ``server`` runs and no stop is asked; record ``ui`` for run links once it
+    answers (a server that never does, its port taken say, leaves the last record as it was).
+    Whether it answered."""
+    served = False
+    while server.poll() is None and not stop.wait(0.2):
+        if not served and _answers(f"{ui.url}/health"):
+            ui.record()
+            served = True
+    return served
+
+
+def _answers(url: str) -> bool:
+    try:
+        with urllib.request.urlopen(url, timeout=1) as response:
+            return bool(response.status == 200)
+    except OSError:
+        return False
 
 
 def stop_group(leader: subprocess.Popen[bytes]) -> None:

@@ -8,8 +8,9 @@ no accuracy to list, so they are left out (``evalkit plan`` names its own run). 
 ends with ``+`` when the run started with uncommitted changes to tracked files (its
 ``git_dirty`` tag), since the commit alone would name code the run did not use. Each run's
 tokens and cost come from its metrics (a replicate series' parent logs its replicates'
-summed; for a series recorded before it did, they are summed here). The text layout fits 100 columns: one line per run, its
-accuracies per type wrapped on the lines below, then its tokens and cost when it reported any.
+summed; for a series recorded before it did, they are summed here). The text layout fits
+100 columns: one line per run, its accuracies per type wrapped on the lines below, then its
+tokens and cost when it reported any.
 """
 
 from __future__ import annotations
