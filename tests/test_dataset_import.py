@@ -235,6 +235,10 @@ def test_an_mlflow_source_without_a_store_creates_none_and_prints_nothing_of_mlf
     assert evalkit_command("dataset", "import", source, "--to", "out") == 2
     assert "no MLflow store at stores/team.db to import from (MLFLOW_TRACKING_URI names " \
            "sqlite:///stores/team.db)" in capfd.readouterr().err
+    for folder_store in ("./mlruns", f"file://{tmp_path / 'mlruns'}", "file:./mlruns"):
+        monkeypatch.setenv("MLFLOW_TRACKING_URI", folder_store)
+        assert evalkit_command("dataset", "import", source, "--to", "out") == 2
+        assert "to import from (MLFLOW_TRACKING_URI names " in capfd.readouterr().err
     assert _files(tmp_path) == []  # no store, no lock beside it, no folder for one
 
 

@@ -14,6 +14,7 @@ import os
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit
 
 from evalkit._errors import ConfigError
 from evalkit.tracking._connection import Connection, local_store
@@ -50,14 +51,24 @@ def _source_store(given: str | None) -> str:
     would create an empty one, printing its table creation, only to find nothing in it)."""
     connection = Connection.to(given or local_store())
     connection.check_reachable()
-    database = connection.uri.removeprefix("sqlite:///")
-    if database != connection.uri and not Path(database).exists():
+    database = _local_path(connection.uri)
+    if database is not None and not Path(database).exists():
         named = (f"MLFLOW_TRACKING_URI names {connection.shown}" if given else
                  "MLFLOW_TRACKING_URI is not set")
         raise ConfigError(f"there is no MLflow store at {database} to import from ({named}): "
                           "set MLFLOW_TRACKING_URI to the store that holds the dataset or "
                           "traces, or run the command in the folder whose mlflow.db holds them")
     return connection.uri
+
+
+def _local_path(uri: str) -> str | None:
+    """Where a local store lives (an sqlite file, or a folder: ``file:`` or a bare path);
+    ``None`` for a server or a database elsewhere."""
+    if uri.startswith("sqlite:///"):
+        return uri.removeprefix("sqlite:///")
+    if uri.startswith("file:"):
+        return urlsplit(uri).path
+    return None if "://" in uri else uri
 
 
 def _dataset_records(client: Any, uri: str, name: str) -> list[dict[str, Any]]:
