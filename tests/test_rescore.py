@@ -316,7 +316,8 @@ def test_an_unfinished_run_missing_calls_is_resumed_first(tmp_path: Path,
     with pytest.raises(ConfigError, match=re.escape(
             f"run {source} did not finish (KILLED): it recorded 6 of the 7 calls its selection "
             "needs ('r1' repeat 2 is missing). Resume it first (evalkit resume "
-            f"{source}, or python test_eval.py --resume {source}), then rescore it")):
+            f"{source} (--script PATH for a script other than ./eval.py; or python "
+            f"test_eval.py --resume {source})), then rescore it")):
         rescore(config, source, tracker=tracker, runs_dir=tmp_path / "runs")
     del journal.artifacts[names.RAW_RESULTS_ARTIFACT]
     with pytest.raises(ConfigError, match="has no raw/raw-results.jsonl: there are no "

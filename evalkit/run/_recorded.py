@@ -18,7 +18,14 @@ from pathlib import Path
 from evalkit._errors import ConfigError, EvalkitError, TrackingError
 from evalkit.records import CallRecord, names
 from evalkit.run._selection import RunPlan
-from evalkit.tracking import RawResults, RawResultsDamaged, RunReader, StoredRun, read_raw_results
+from evalkit.tracking import (
+    RawResults,
+    RawResultsDamaged,
+    RunReader,
+    StoredRun,
+    read_raw_results,
+    resume_commands,
+)
 
 CallKey = tuple[str, int]
 """A call: its entry id and repeat."""
@@ -49,8 +56,7 @@ def recorded_calls(reader: RunReader, source: StoredRun, plan: RunPlan, *, local
         raise ConfigError(f"run {run_id} did not finish ({source.status}): it recorded "
                           f"{len(planned) - len(missing)} of the {len(planned)} calls its "
                           f"selection needs ({entry_id!r} repeat {repeat} is missing). Resume "
-                          f"it first (evalkit resume {run_id}, or python {script} --resume "
-                          f"{run_id}), then rescore it")
+                          f"it first ({resume_commands(run_id, script)}), then rescore it")
     unplanned = sorted(recorded.keys() - set(planned))
     if unplanned:
         raise ConfigError(f"run {run_id} recorded calls its selection does not plan now "
@@ -94,19 +100,23 @@ def _damaged(source: StoredRun, damage: str, plan: RunPlan, planned: Sequence[Ca
                f"reads that machine's own copy (.evalkit/runs/{run_id}/"
                f"{names.RAW_RESULTS_FILE}) and uploads it whole; or {again}")
     elif _whole(local, planned):
-        fix = (f"This machine kept them whole in {local}: put that file back (mlflow "
-               f"artifacts log-artifact --run-id {run_id} --artifact-path "
-               f"{names.RAW_ARTIFACT_DIR} --local-file {local}, with MLFLOW_TRACKING_URI="
-               f"{tracking_uri}) and rescore again, or {again}")
+        fix = (f"This machine kept them whole in {local}: put that file back "
+               f"({_put_back(run_id, local)}, with MLFLOW_TRACKING_URI={tracking_uri}) and "
+               f"rescore again, or {again}")
     else:
         fix = (f"Put back the whole file from the machine that made the run (its "
-               f".evalkit/runs/{run_id}/{names.RAW_RESULTS_FILE}: mlflow artifacts log-artifact "
-               f"--run-id {run_id} --artifact-path {names.RAW_ARTIFACT_DIR} --local-file FILE), "
+               f".evalkit/runs/{run_id}/{names.RAW_RESULTS_FILE}: {_put_back(run_id, 'FILE')}), "
                f"or {again}")
     why = ("The run finished, so resuming cannot make a call again, and a rescore"
            if source.status == "FINISHED" else "A rescore")
     return ConfigError(f"run {run_id}'s raw results ({artifact}) are damaged: {damage}. {why} "
                        f"scores every call as the run recorded it and guesses none. {fix}")
+
+
+def _put_back(run_id: str, file: Path | str) -> str:
+    """The command that logs ``file`` as the run's raw results again."""
+    return (f"mlflow artifacts log-artifact --run-id {run_id} --artifact-path "
+            f"{names.RAW_ARTIFACT_DIR} --local-file {file}")
 
 
 def _whole(path: Path, planned: Sequence[CallKey]) -> bool:

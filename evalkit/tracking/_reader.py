@@ -136,12 +136,17 @@ class RunReader:
         return matches[0]
 
 
+def resume_commands(run_id: str, script: str = "eval.py") -> str:
+    """What finishes an unfinished run: the commands that resume it."""
+    return (f"evalkit resume {run_id} (--script PATH for a script other than ./eval.py; or "
+            f"python {script} --resume {run_id})")
+
+
 def _unfinished(run: StoredRun) -> ConfigError:
     """The refusal to read a run that stopped before its results were written, with what
     finishes it: a resume for an ordinary run, running it again for any other."""
     ordinary = Mode.declared(run.tags) == Mode.EVALUATION and names.PARENT_RUN_TAG not in run.tags
-    fix = (f"finish it first: evalkit resume {run.run_id} (--script PATH for a script other "
-           f"than ./eval.py; or python eval.py --resume {run.run_id}), then try again"
+    fix = (f"finish it first: {resume_commands(run.run_id)}, then try again"
            if ordinary else "it cannot be resumed: run it again")
     return ConfigError(f"run {run.run_id} did not finish ({run.status}): its results were never "
                        f"written, so there is nothing to read yet; {fix}")
