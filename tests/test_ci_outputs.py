@@ -14,6 +14,7 @@ from typing import Any, NamedTuple
 import pytest
 
 from evalkit import Call, Entry, EvaluationOutcome, Selection, evaluate
+from evalkit._errors import ExitStatus
 from evalkit.cli._outputs import RunSummary, write_json, write_junit
 from evalkit.cli._ui import serve_ui
 from evalkit.reports import render_reports
@@ -253,10 +254,12 @@ def test_a_run_ended_while_no_ui_served_links_where_evalkit_ui_serves_next(
 
     monkeypatch.setattr("evalkit.cli._ui.subprocess.Popen", NoServer)
     monkeypatch.setattr("evalkit.cli._ui.stop_group", lambda server: None)
-    assert serve_ui(tracker.tracking_uri, None) == 0
+    # the stand-in ends without ever answering: refused, and the record left as it was
+    assert serve_ui(tracker.tracking_uri, None) == ExitStatus.RUNTIME_FAILURE
     (command,) = started
     assert command[command.index("--port") + 1] == "5741"
     assert "on http://127.0.0.1:5741 (Ctrl-C stops it" in capsys.readouterr().out
+    assert ServedUi.recorded() == ServedUi(tracker.tracking_uri, "127.0.0.1", 5741, NO_SUCH_PID)
 
 
 def test_the_run_url_tag_and_summary_link_follow_the_served_ui(tmp_path: Path,
