@@ -140,6 +140,12 @@ def prices_from_param(text: str | None) -> dict[str, TokenPrice]:
             for model, pair in json.loads(text).items()}
 
 
+_USAGE_METRICS = {"tokens": names.tokens_metric("total", False), "cost_usd": names.COST_METRIC,
+                  "judge_tokens": names.tokens_metric("total", True),
+                  "judge_cost_usd": names.JUDGE_COST_METRIC}
+"""A :class:`RunUsage` figure -> the run metric that holds it."""
+
+
 @dataclass(frozen=True)
 class RunUsage:
     """What a run's LLM requests used, as its metrics hold it: the tokens of the component's
@@ -153,20 +159,20 @@ class RunUsage:
 
     @classmethod
     def from_metrics(cls, metrics: Mapping[str, float]) -> RunUsage:
-        def tokens(judge: bool) -> int | None:
-            value = metrics.get(names.tokens_metric("total", judge))
+        def figure(field: str) -> float | None:
+            return metrics.get(_USAGE_METRICS[field])
+
+        def count(field: str) -> int | None:  # logged as a float
+            value = figure(field)
             return None if value is None else int(value)
 
-        return cls(tokens(False), metrics.get(names.COST_METRIC), tokens(True),
-                   metrics.get(names.JUDGE_COST_METRIC))
+        return cls(count("tokens"), figure("cost_usd"), count("judge_tokens"),
+                   figure("judge_cost_usd"))
 
     def to_metrics(self) -> dict[str, float]:
         """The figures as the run metrics :meth:`from_metrics` reads, those reported only."""
-        keys = {"tokens": names.tokens_metric("total", False), "cost_usd": names.COST_METRIC,
-                "judge_tokens": names.tokens_metric("total", True),
-                "judge_cost_usd": names.JUDGE_COST_METRIC}
-        return {keys[f.name]: getattr(self, f.name) for f in fields(self)
-                if getattr(self, f.name) is not None}
+        return {key: getattr(self, field) for field, key in _USAGE_METRICS.items()
+                if getattr(self, field) is not None}
 
     @classmethod
     def total(cls, usages: Iterable[RunUsage]) -> RunUsage:
