@@ -168,15 +168,14 @@ def ui(first_runs: dict[str, str]) -> Iterator[str]:
     served = None
     try:
         deadline = time.monotonic() + 180
-        while True:
-            try:
-                with urllib.request.urlopen(f"{base}/health", timeout=5):
-                    break
-            except OSError:
-                if server.poll() is not None or time.monotonic() > deadline:
-                    pytest.fail("evalkit ui did not start", pytrace=False)
-                time.sleep(1)
-        served = ServedUi.recorded(project / SERVED_UI)
+        # evalkit ui records the port after its own poll sees the UI answer, which may be a
+        # moment after ours does: wait for both
+        while (served := ServedUi.recorded(project / SERVED_UI)) is None:
+            if server.poll() is not None or time.monotonic() > deadline:
+                pytest.fail("evalkit ui did not start and record its port", pytrace=False)
+            time.sleep(0.5)
+        with urllib.request.urlopen(f"{base}/health", timeout=5):
+            pass
         assert served is not None and served.url == base, served
         assert served.store == first_runs["store"]  # what the runs' links are matched by
         yield base
