@@ -4,7 +4,8 @@ Both are thin: they parse arguments, call the library, print, and map errors to 
 """
 
 from evalkit.cli._display import ProgressDisplay
+from evalkit.cli._exit import ExitStatus
 from evalkit.cli._main import main
 from evalkit.cli._script import run_eval_script
 
-__all__ = ["ProgressDisplay", "main", "run_eval_script"]
+__all__ = ["ExitStatus", "ProgressDisplay", "main", "run_eval_script"]
