@@ -18,6 +18,10 @@ The library raises and the command line decides what each means for the process:
 status of each class is in :mod:`evalkit.cli._exit`. This module is the bottom layer, so what
 an error carries from a higher wing is typed by a protocol of what the error reads
 (:class:`Findings`, :class:`FileProblem`) or a plain type.
+
+An exception a module raises and its own wing catches is no error of evalkit's and stays by its
+code: the dataset's ``BadJson`` (a ``ValueError``) says why bytes are not strict JSON, and
+every reader of JSON turns it into a lint violation or a row's problem, which do reach a person.
 """
 
 from __future__ import annotations
