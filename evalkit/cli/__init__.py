@@ -1,6 +1,7 @@
 """The command lines: the ``evalkit`` command and ``eval.py`` (:func:`run_eval_script`).
 
-Both are thin: they parse arguments, call the library, print, and map errors to exit statuses.
+Both are thin: they parse arguments, call the library, print, and map errors to exit statuses
+(one table: :mod:`evalkit.cli._exit`).
 """
 
 from evalkit.cli._display import ProgressDisplay
