@@ -22,8 +22,8 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
-from evalkit import EvalConfig, Selection  # noqa: E402
-from evalkit.dataset import LabelFileInvalid, load_dataset, read_label_file  # noqa: E402
+from evalkit import EvalConfig, LabelFileInvalid, Selection  # noqa: E402
+from evalkit.dataset import load_dataset, read_label_file  # noqa: E402
 from evalkit.run._labelling import known_entries  # noqa: E402
 from evalkit.run._prepare import prepare  # noqa: E402
 from tests.builders import entry, write_dataset  # noqa: E402

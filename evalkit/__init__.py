@@ -1,20 +1,43 @@
 """evalkit: evaluate AI components against a golden dataset, repeatability first, in MLflow.
 
-The public surface. The wings (dataset, config, run, scorers, stats, tracking, reports,
-records, cli) each name what they offer in their own __init__; modules starting with an
-underscore are private.
+This face is the user's API, everything an eval script, a notebook or a service needs:
+
+- running an evaluation: :func:`evaluate`, :func:`evaluate_replicates`,
+  :func:`evaluate_calibration`, :func:`resume` and :func:`rescore`, configured by an
+  :class:`EvalConfig` (the constants of ``eval.py``), over a :class:`Selection` of the dataset,
+  stopped by a :class:`Stop`, followed through a :class:`Progress` callback
+  (:class:`ProgressDisplay` draws it), recorded by a :class:`Tracker`, returning an
+  :class:`EvaluationOutcome`;
+- writing the component: a :data:`Component` takes an :class:`Entry` and a :class:`Call`;
+  :class:`ChatEndpoint` (with its :class:`RetryPolicy`) calls an OpenAI-compatible endpoint;
+  a scorer function of your own returns a :class:`ScoreResult`;
+- the eval script's command line: :func:`run_eval_script`, ending with an :class:`ExitStatus`;
+- the dataset: :func:`load_dataset` (a :class:`Dataset`), :func:`lint_dataset` (a
+  :class:`LintReport` of :class:`LintViolation`), :data:`TEST_TYPES`;
+- records and statistics a report shows: :class:`CallRecord`, :class:`Threshold`,
+  :func:`wilson_interval` (a :class:`WilsonInterval`), :func:`confusion_matrix` (a
+  :class:`ConfusionMatrix`), :func:`convergence` (a :class:`Convergence`),
+  :func:`cumulative_series`, :func:`chart_points`;
+- the errors, all under :class:`EvalkitError` (the tree is drawn in :mod:`evalkit._errors`).
+
+The wings (dataset, config, run, scorers, stats, tracking, reports, records, cli) each name in
+their own ``__init__`` what the other wings use; modules starting with an underscore are
+private.
 """
 
 from evalkit._errors import (
     ConfigError,
     DatasetInvalid,
     EvalkitError,
-    ExitStatus,
+    ImportInvalid,
+    LabelFileInvalid,
     NotFound,
+    ProviderError,
     RunInterrupted,
     TrackingError,
+    TrackingOffline,
 )
-from evalkit.cli import ProgressDisplay, run_eval_script
+from evalkit.cli import ExitStatus, ProgressDisplay, run_eval_script
 from evalkit.config import EvalConfig
 from evalkit.dataset import (
     TEST_TYPES,
@@ -39,7 +62,7 @@ from evalkit.run import (
     rescore,
     resume,
 )
-from evalkit.scorers import ChatEndpoint, ProviderError, RetryPolicy, ScoreResult
+from evalkit.scorers import ChatEndpoint, RetryPolicy, ScoreResult
 from evalkit.stats import (
     ConfusionMatrix,
     Convergence,
@@ -50,14 +73,16 @@ from evalkit.stats import (
     cumulative_series,
     wilson_interval,
 )
+from evalkit.tracking import Tracker
 
 __all__ = [
     "TEST_TYPES", "Call", "CallRecord", "chart_points", "ChatEndpoint", "Component", "ConfigError",
     "confusion_matrix", "ConfusionMatrix", "Convergence", "convergence", "cumulative_series",
     "Dataset", "DatasetInvalid", "Entry", "EvalConfig", "EvalkitError", "evaluate",
     "evaluate_calibration", "evaluate_replicates", "EvaluationOutcome", "ExitStatus",
-    "lint_dataset", "LintReport", "LintViolation", "load_dataset", "NotFound", "Progress",
-    "ProgressDisplay", "ProviderError", "rescore", "resume", "RetryPolicy", "run_eval_script",
-    "RunInterrupted", "ScoreResult", "Selection", "Stop", "Threshold", "TrackingError",
-    "wilson_interval", "WilsonInterval",
+    "ImportInvalid", "LabelFileInvalid", "lint_dataset", "LintReport", "LintViolation",
+    "load_dataset", "NotFound", "Progress", "ProgressDisplay", "ProviderError", "rescore",
+    "resume", "RetryPolicy", "run_eval_script", "RunInterrupted", "ScoreResult", "Selection",
+    "Stop", "Threshold", "Tracker", "TrackingError", "TrackingOffline", "wilson_interval",
+    "WilsonInterval",
 ]

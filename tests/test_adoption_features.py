@@ -16,6 +16,7 @@ import pytest
 
 from evalkit import ConfigError, EvalConfig, Selection, evaluate
 from evalkit._distribution import SEMANTIC_EXTRA_COMMAND, VERSION
+from evalkit.cli._exit import exit_status_of
 from evalkit.tracking import Tracker
 from tests.builders import entry, write_dataset
 from tests.commands import eval_script, evalkit_command
@@ -42,7 +43,7 @@ def test_semantic_run_without_the_extra_fails_before_any_run_or_call(
                  tracker=tracker, runs_dir=tmp_path / "runs")
     assert SEMANTIC_EXTRA_COMMAND in str(raised.value)
     assert "sentence_transformers not installed" in str(raised.value)
-    assert raised.value.exit_status == 2
+    assert exit_status_of(raised.value) == 2
     assert calls == []
     assert tracker.backend.experiment_id("adoption/no-extra", create=False) is None
     assert tracker.backend.journals == {}

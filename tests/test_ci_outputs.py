@@ -13,14 +13,14 @@ from typing import Any, NamedTuple
 
 import pytest
 
-from evalkit import Call, Entry, EvaluationOutcome, Selection, evaluate
-from evalkit._errors import ExitStatus
+from evalkit import Call, Entry, EvaluationOutcome, ExitStatus, Selection, evaluate
 from evalkit.cli._outputs import RunSummary, write_json, write_junit
 from evalkit.cli._ui import serve_ui
 from evalkit.reports import render_reports
 from evalkit.reports._common import TEXT_LIMIT, distinct
 from evalkit.run import evaluate_replicates
-from evalkit.tracking import ServedUi, Tracker, run_url, shown_uri, ui_base, ui_port
+from evalkit.tracking import ServedUi, Tracker, shown_uri, ui_port
+from evalkit.tracking._links import run_url, ui_base
 from tests.builders import config_for, entry, write_dataset
 
 

@@ -26,6 +26,7 @@ from typing import Any
 import pytest
 
 from evalkit import EvalConfig, NotFound, RunInterrupted, Selection, Stop, evaluate
+from evalkit.cli._exit import exit_status_of
 from evalkit.cli._signals import stopping_on_signals
 from evalkit.records import names
 from evalkit.run import build_plan, evaluate_calibration, evaluate_replicates, record_plan
@@ -130,7 +131,7 @@ def test_a_run_reference_resolves_by_id_prefix_or_experiment_and_refuses_the_unk
         reader.resolve("ffff0000")
     with pytest.raises(NotFound, match=f"run {'0' * 32} not found") as raised:
         reader.fetch(reader.resolve("0" * 32))
-    assert raised.value.exit_status == 2  # a usage error: the store answered
+    assert exit_status_of(raised.value) == 2  # a usage error: the store answered
     with pytest.raises(NotFound, match=r"no experiment 'cli/other' at memory: \(and it is not "
                                        "a run id"):
         reader.resolve("cli/other")

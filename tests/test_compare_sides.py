@@ -18,8 +18,9 @@ from evalkit.records import ItemCell, ItemResult, ScoredRun, SeriesItems, TypeRe
 from evalkit.run import Side, load_side
 from evalkit.stats import FlipCounts, StabilityDocument, StabilitySummary
 from evalkit.stats._stability import PairDisagreement
-from evalkit.tracking import MemoryBackend, RunReader
+from evalkit.tracking import RunReader
 from evalkit.tracking._journal import LoggedPoint
+from evalkit.tracking._memory import MemoryBackend
 
 
 class Store:

@@ -8,8 +8,8 @@ from dataclasses import replace
 from datetime import UTC, datetime
 
 from evalkit.records import Mode, RunUsage
-from evalkit.tracking import HistoryRow, render_history
-from evalkit.tracking._history import TypeFigure
+from evalkit.tracking import render_history
+from evalkit.tracking._history import HistoryRow, TypeFigure
 
 TYPES = ("safety", "adversarial", "fairness", "bias", "robustness", "functional", "smoke",
          "repeatability")

@@ -25,6 +25,7 @@ from typing import Any
 import pytest
 
 from evalkit import Call, Entry, RunInterrupted, Selection, evaluate
+from evalkit.cli._exit import exit_status_of
 from evalkit.records import names
 from evalkit.tracking import Tracker
 from tests.builders import config_for, entry, write_dataset, write_eval_script
@@ -263,7 +264,7 @@ def test_an_interrupt_raised_by_the_component_stays_an_interrupt(
     with pytest.raises(RunInterrupted) as raised:
         evaluate(config, hostile, Selection("functional"), tracker=tracker,
                  runs_dir=tmp_path / "runs")
-    assert raised.value.exit_status == 130
+    assert exit_status_of(raised.value) == 130
     (run,) = tracker.reader.runs(config.experiment_name)
     assert run.status == "KILLED"
     assert f"--resume {run.run_id}" in str(raised.value)

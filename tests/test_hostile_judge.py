@@ -11,9 +11,10 @@ import uuid
 
 import pytest
 
+from evalkit import ProviderError
 from evalkit._errors import ConfigError
 from evalkit.scorers import ChatEndpoint
-from evalkit.scorers._endpoint import PREFLIGHT_RETRY, ProviderError
+from evalkit.scorers._endpoint import PREFLIGHT_RETRY
 from tests.openai_stub import OpenAIStub, error_body, ok, rate_limited, status, timeout
 
 

@@ -27,8 +27,9 @@ from mlflow.protos import databricks_pb2
 
 from evalkit import Call, Entry
 from evalkit.cli._common import TRACEBACK_VARIABLE
-from evalkit.tracking import MemoryBackend, Tracker
+from evalkit.tracking import Tracker
 from evalkit.tracking import _connection as connection
+from evalkit.tracking._memory import MemoryBackend
 from tests.builders import entry, write_dataset, write_eval_script
 from tests.commands import eval_script, evalkit_command
 from tests.processes import run_eval, wait_for

@@ -12,8 +12,7 @@ from typing import Any
 
 import pytest
 
-from evalkit import ConfigError, EvalConfig
-from evalkit._errors import EvalkitError
+from evalkit import ConfigError, EvalConfig, EvalkitError
 from evalkit._secrets import Redactor
 from evalkit.cli._common import TRACEBACK_VARIABLE, guarded
 from evalkit.dataset import load_dataset

@@ -10,8 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from evalkit import ConfigError, Selection, evaluate
-from evalkit.dataset import LabelFileInvalid
+from evalkit import ConfigError, LabelFileInvalid, Selection, evaluate
 from evalkit.records import HumanLabel, ItemResult, MetricPoint, ScoredRun, TypeResult, names
 from evalkit.reports import render_reports
 from evalkit.run import LabelSession, build_plan, compare, import_labels, load_side, record_plan

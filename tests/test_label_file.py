@@ -7,8 +7,10 @@ from pathlib import Path
 
 import pytest
 
-from evalkit._errors import EvalkitError, ExitStatus
-from evalkit.dataset import LabelFileInvalid, LabelProblem, read_label_file
+from evalkit import EvalkitError, LabelFileInvalid
+from evalkit.cli._exit import ExitStatus, exit_status_of
+from evalkit.dataset import read_label_file
+from evalkit.dataset._label_file import LabelProblem
 from evalkit.records import HumanLabel
 
 KNOWN = {"functional": ["e1", "e2", "entry-10"], "smoke": ["e1"]}
@@ -237,7 +239,7 @@ def test_a_bad_label_file_exits_with_the_usage_status(tmp_path: Path) -> None:
     with pytest.raises(EvalkitError) as raised:
         read(tmp_path / "labels.csv", HEADER)
     assert isinstance(raised.value, LabelFileInvalid)
-    assert raised.value.exit_status == ExitStatus.USAGE == 2
+    assert exit_status_of(raised.value) == ExitStatus.USAGE == 2
 
 
 def test_stale_ids_get_a_bounded_number_of_suggestions_and_the_rest_are_counted(

@@ -17,7 +17,8 @@ import pytest
 from evalkit import ConfigError, Selection, evaluate
 from evalkit.records import TypeNames, names
 from evalkit.run import EvaluationOutcome, LabelSession, feedback_taken_in, import_labels
-from evalkit.tracking import Assessment, MemoryBackend, Tracker
+from evalkit.tracking import Assessment, Tracker
+from evalkit.tracking._memory import MemoryBackend
 from evalkit.tracking._traces import RunContext, trace_id_for
 from tests.builders import RecordingComponent, config_for, entry, write_dataset
 

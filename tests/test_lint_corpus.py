@@ -23,6 +23,7 @@ from typing import Any
 import pytest
 
 import evalkit
+from evalkit.cli._exit import exit_status_of
 from evalkit.tracking import Tracker
 from tests.builders import REPO
 from tests.commands import eval_script, evalkit_command
@@ -139,7 +140,7 @@ def test_load_dataset_refuses(case: str, monkeypatch: pytest.MonkeyPatch) -> Non
     with pytest.raises(evalkit.DatasetInvalid) as raised:
         evalkit.load_dataset(".")
     error = raised.value
-    assert error.exit_status == evalkit.ExitStatus.DATASET_INVALID == 3
+    assert exit_status_of(error) == evalkit.ExitStatus.DATASET_INVALID == 3
     _assert_violations(error.report.violations, dataset, EXPECTED[case])
     assert error.report.violations == evalkit.lint_dataset(".").violations
     for v in error.report.violations:

@@ -24,11 +24,12 @@ from evalkit.records import (
     TokenUsage,
     TypeResult,
     names,
-    usd,
 )
+from evalkit.records._usage import usd
 from evalkit.run import load_side
-from evalkit.tracking import MemoryBackend, StoredRun, Tracker, history, render_history
+from evalkit.tracking import StoredRun, Tracker, history, render_history
 from evalkit.tracking._history import _usage as series_usage
+from evalkit.tracking._memory import MemoryBackend
 from evalkit.tracking._trace_writer import _judge_spans
 from evalkit.tracking._traces import RunContext, build_traces
 from tests.builders import entry, write_dataset

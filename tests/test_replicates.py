@@ -28,7 +28,8 @@ from evalkit.run import (
 )
 from evalkit.run._replicates import LOCK_FILE, SeedLock, seeds_for
 from evalkit.stats import replicate_seed
-from evalkit.tracking import MemoryBackend, Tracker, history, render_history
+from evalkit.tracking import Tracker, history, render_history
+from evalkit.tracking._memory import MemoryBackend
 from tests.builders import entry, write_dataset
 from tests.commands import evalkit_command
 from tools.team_server import MlflowServer, free_port

@@ -16,6 +16,7 @@ from typing import Any
 import pytest
 
 from evalkit import Call, ConfigError, Entry, EvalConfig, Selection, evaluate, rescore
+from evalkit.cli._exit import exit_status_of
 from evalkit.records import names
 from evalkit.run import evaluate_replicates
 from evalkit.tracking import Tracker, history, render_history
@@ -252,7 +253,7 @@ def test_a_finished_run_whose_raw_results_lost_their_end_names_the_fix_that_work
         f"(mlflow artifacts log-artifact --run-id {source} --artifact-path raw --local-file "
         f"{local}, with MLFLOW_TRACKING_URI={tracker.tracking_uri}) and rescore again, or "
         "evaluate again: python test_eval.py --type=all")
-    assert refused.value.exit_status == 2 and runs_in(tracker, config) == 1
+    assert exit_status_of(refused.value) == 2 and runs_in(tracker, config) == 1
     # the whole last line lost: the same refusal (resuming a finished run cannot make it)
     damage(tracker, source, b"".join(lines[:-1]))
     with pytest.raises(ConfigError, match=r"are damaged: 1 of the 7 calls its selection needs "
@@ -285,7 +286,7 @@ def test_a_damaged_middle_line_is_a_usage_refusal_naming_the_line(tmp_path: Path
                               "damaged: line 3 is not a call record (Expecting ',' delimiter")
     assert "resuming cannot make a call again" in message
     assert f"put that file back (mlflow artifacts log-artifact --run-id {source}" in message
-    assert refused.value.exit_status == 2 and runs_in(tracker, config) == 1
+    assert exit_status_of(refused.value) == 2 and runs_in(tracker, config) == 1
 
 
 @pytest.mark.parametrize("changed", [True, False], ids=["another-outcome", "identical"])

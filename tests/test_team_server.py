@@ -22,12 +22,21 @@ from typing import Any
 import mlflow
 import pytest
 
-from evalkit import Call, ConfigError, Entry, EvalConfig, RunInterrupted, Selection, evaluate
+from evalkit import (
+    Call,
+    ConfigError,
+    Entry,
+    EvalConfig,
+    RunInterrupted,
+    Selection,
+    TrackingOffline,
+    evaluate,
+)
 from evalkit._errors import TrackingError
 from evalkit.reports import render_reports
 from evalkit.run import Stop, resume
-from evalkit.tracking import MemoryBackend, Tracker, TrackingOffline, history
-from evalkit.tracking._memory import MemoryTraceStore
+from evalkit.tracking import Tracker, history
+from evalkit.tracking._memory import MemoryBackend, MemoryTraceStore
 from tests.builders import entry, write_dataset, write_eval_script
 from tests.commands import evalkit_command
 from tests.processes import run_eval, run_evalkit, start_eval, wait_for

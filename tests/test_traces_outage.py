@@ -18,10 +18,10 @@ from typing import Any
 import mlflow
 import pytest
 
-from evalkit import Call, Entry, EvalConfig, Selection, evaluate
+from evalkit import Call, Entry, EvalConfig, Selection, TrackingOffline, evaluate
 from evalkit.cli._common import _PROCESS_DEFAULTS
 from evalkit.run import evaluate_replicates
-from evalkit.tracking import Tracker, TrackingOffline
+from evalkit.tracking import Tracker
 from tests.builders import entry, write_dataset
 from tests.commands import evalkit_command
 from tests.test_team_server import FlakyServer

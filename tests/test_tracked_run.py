@@ -12,7 +12,8 @@ import pytest
 
 from evalkit import ConfigError, RunInterrupted, TrackingError
 from evalkit.records import CallRecord, MetricPoint, ScoredRun, names
-from evalkit.tracking import Assessment, MemoryBackend, Tracker
+from evalkit.tracking import Assessment, Tracker
+from evalkit.tracking._memory import MemoryBackend
 
 
 def start(tracker: Tracker, tmp_path: Path, traced: bool = False) -> Any:

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from evalkit._errors import ExitStatus
+from evalkit import ExitStatus
 from tests.builders import REPO
 from tests.processes import script_env, wait_for
 from tools.team_server import free_port

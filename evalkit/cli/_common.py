@@ -1,4 +1,4 @@
-"""What both command lines share: the exit statuses, error handling and logging setup."""
+"""What both command lines share: error handling and logging setup."""
 
 from __future__ import annotations
 
@@ -13,35 +13,13 @@ import traceback
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 
-from evalkit._errors import ConfigError, EvalkitError, ExitStatus
+from evalkit._errors import ConfigError, EvalkitError
 from evalkit._secrets import Redactor
+from evalkit.cli._exit import ExitStatus, exit_status_of
 
 TRACEBACK_VARIABLE = "EVALKIT_TRACEBACK"
 """Set to 1 to see the traceback of an unexpected error (for a bug report)."""
 _URL_PASSWORD = re.compile(r"(://[^/\s:@]*:)[^/\s@]*@")
-
-EXIT_STATUSES = """\
-exit status:
-  0    every threshold of the run was met
-  1    a metric is under its threshold (the reports say which)
-  2    usage or configuration error (bad option, missing or misspelt constant in eval.py,
-       a judge endpoint that refuses the key or the model, a tracking server that
-       refuses the credentials or the permission on the experiment, a run that another
-       process is evaluating or resuming, an experiment, run id or run id prefix that
-       the tracking store does not hold, a run that did not finish given to compare,
-       report or label, a refused rescore)
-  3    the golden dataset is invalid (every violation is listed; nothing was run)
-  4    runtime failure (MLflow or the judge endpoint unreachable, unexpected error)
-  5    evalkit compare refused to call a winner: no test type's gap clears the noise
-       floor measured by replicates (a type that clears it decides: 0; without replicates
-       the gap is shown, not gated: 0)
-  6    the tracking server became unreachable mid-run: the run is saved as a local bundle
-       (named in the message); upload it with evalkit sync BUNDLE
-  130  interrupted (SIGINT/SIGTERM, or the Ray cluster running the calls was lost): the
-       MLflow run is marked KILLED, outputs are kept;
-       the message gives the command that continues it (python eval.py --resume RUN_ID)
-"""
-
 
 def guarded(action: Callable[[], int]) -> int:
     """Run a command; any failure becomes one redacted line on stderr and an exit status."""
@@ -49,7 +27,7 @@ def guarded(action: Callable[[], int]) -> int:
         return action()
     except EvalkitError as err:
         print(f"error: {shown(str(err))}", file=sys.stderr)
-        return err.exit_status
+        return exit_status_of(err)
     except KeyboardInterrupt:  # before a run's calls began, or outside any run
         print("error: interrupted", file=sys.stderr)
         return ExitStatus.INTERRUPTED

@@ -7,7 +7,7 @@ import json
 import re
 import sys
 
-from evalkit._errors import ExitStatus
+from evalkit.cli._exit import ExitStatus
 from evalkit.run import (
     FLOOR_MULTIPLE,
     Difference,

@@ -6,7 +6,8 @@ import argparse
 import textwrap
 from pathlib import Path
 
-from evalkit._errors import ConfigError, ExitStatus
+from evalkit._errors import ConfigError
+from evalkit.cli._exit import ExitStatus
 from evalkit.dataset import (
     TEST_TYPES,
     ColumnMapping,

@@ -13,7 +13,8 @@ from importlib import resources
 from importlib.resources.abc import Traversable
 from pathlib import Path, PurePosixPath
 
-from evalkit._errors import ConfigError, ExitStatus
+from evalkit._errors import ConfigError
+from evalkit.cli._exit import ExitStatus
 
 GITIGNORE_LINES = (
     # the local store: sqlite's database, its lock and the files of an open transaction

@@ -10,8 +10,9 @@ import sys
 import textwrap
 from pathlib import Path
 
-from evalkit._errors import ConfigError, ExitStatus
+from evalkit._errors import ConfigError
 from evalkit._secrets import Redactor
+from evalkit.cli._exit import ExitStatus
 from evalkit.cli._labeller import LabelCase, label_cases, terminal_keys
 from evalkit.records import HumanLabel
 from evalkit.run import LabelOutcome, LabelSession, import_labels

@@ -12,9 +12,8 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from evalkit._distribution import DISTRIBUTION, VERSION
-from evalkit._errors import ConfigError, ExitStatus
+from evalkit._errors import ConfigError
 from evalkit.cli._common import (
-    EXIT_STATUSES,
     guarded,
     process_configured,
     run_script,
@@ -24,6 +23,7 @@ from evalkit.cli._common import (
 from evalkit.cli._compare import COMPARE_EPILOG, compare_command
 from evalkit.cli._dataset import add_dataset_parser, dataset_command
 from evalkit.cli._executor import IN_PROCESS, RAY
+from evalkit.cli._exit import EXIT_STATUSES, ExitStatus
 from evalkit.cli._files import OutputFile, write_all
 from evalkit.cli._init import init_command
 from evalkit.cli._label import add_label_parser, label_command

@@ -9,10 +9,10 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from evalkit._errors import ExitStatus
-from evalkit.cli._common import EXIT_STATUSES, guarded, process_configured
+from evalkit.cli._common import guarded, process_configured
 from evalkit.cli._display import ProgressDisplay
 from evalkit.cli._executor import add_executor_options, executor_for
+from evalkit.cli._exit import EXIT_STATUSES, ExitStatus
 from evalkit.cli._outputs import RunSummary, write_json, write_junit
 from evalkit.cli._parser import Parser
 from evalkit.cli._signals import end_now, stopping_on_signals

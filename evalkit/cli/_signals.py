@@ -23,7 +23,7 @@ import threading
 from collections.abc import Iterator
 from types import FrameType
 
-from evalkit._errors import ExitStatus
+from evalkit.cli._exit import ExitStatus
 from evalkit.run import Stop
 
 logger = logging.getLogger("evalkit")

@@ -21,7 +21,7 @@ import threading
 import time
 import urllib.request
 
-from evalkit._errors import ExitStatus
+from evalkit.cli._exit import ExitStatus
 from evalkit.tracking import ServedUi, local_store, ui_port
 
 HOST = "127.0.0.1"

@@ -1,14 +1,6 @@
 """Configuration: the constants of an eval script, validated into one :class:`EvalConfig`."""
 
-from evalkit.config._constants import KNOWN_CONSTANTS, EvalConfig
-from evalkit.config._judge import JudgeSettings
-from evalkit.config._values import (
-    DEFAULT_CALL_RESOURCES,
-    SCORERS,
-    prompt_sha256,
-    resource_amounts,
-)
-from evalkit.records import Threshold
+from evalkit.config._constants import EvalConfig
+from evalkit.config._values import DEFAULT_CALL_RESOURCES, prompt_sha256, resource_amounts
 
-__all__ = ["DEFAULT_CALL_RESOURCES", "KNOWN_CONSTANTS", "SCORERS", "EvalConfig", "JudgeSettings",
-           "Threshold", "prompt_sha256", "resource_amounts"]
+__all__ = ["DEFAULT_CALL_RESOURCES", "EvalConfig", "prompt_sha256", "resource_amounts"]

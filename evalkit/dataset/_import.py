@@ -20,14 +20,12 @@ from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 from typing import Any
 
-from evalkit._errors import ConfigError, EvalkitError, ExitStatus
+from evalkit._errors import ConfigError, ImportInvalid
 from evalkit.dataset._json import BadJson, hazards, parse_json
 from evalkit.dataset._lint import DATA_DIR, README_FILE, SCHEMA_FILE, lint_dataset
 from evalkit.dataset._rows import Problems, Rows, read_text, rows
 from evalkit.dataset._violations import display, json_type
 
-MAX_LISTED = 50
-"""Problems listed in the error's message; the rest are counted."""
 _ID = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9._-]*(/[A-Za-z0-9_][A-Za-z0-9._-]*)*$")
 _JSON_TYPES = ((type(None), "null"), (bool, "boolean"), (int, "integer"), (float, "number"),
                (str, "string"), (list, "array"), (dict, "object"))
@@ -64,19 +62,6 @@ class Imported:
     schema: dict[str, Any] | None
     """The inferred schema, None when given or kept (``add``)."""
     ignored_columns: tuple[str, ...]
-
-
-class ImportInvalid(EvalkitError):
-    """A source with at least one problem: nothing of it was written."""
-
-    exit_status = ExitStatus.DATASET_INVALID
-
-    def __init__(self, source: str, lines: list[str]) -> None:
-        self.lines = tuple(lines)
-        listed = lines[:MAX_LISTED] + ([f"... and {len(lines) - MAX_LISTED} more"]
-                                       if len(lines) > MAX_LISTED else [])
-        super().__init__("\n".join([f"{source}: {len(lines)} problem(s); nothing was written",
-                                    *listed]))
 
 
 def read_source_rows(path: Path, mapping: ColumnMapping, problems: Problems) -> list[

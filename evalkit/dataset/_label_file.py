@@ -13,7 +13,7 @@ from collections.abc import Collection, Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
-from evalkit._errors import EvalkitError, ExitStatus
+from evalkit._errors import LabelFileInvalid
 from evalkit._secrets import Redactor
 from evalkit.dataset._rows import Problems, RowProblem, read_text, rows
 from evalkit.dataset._violations import display, json_type
@@ -21,8 +21,6 @@ from evalkit.records import HumanLabel, label_verdict
 
 REQUIRED_FIELDS = ("entry_id", "type", "verdict")
 FIELDS = (*REQUIRED_FIELDS, "reviewer", "comment")
-MAX_LISTED = 50
-"""Problems listed in the error's message; the rest are counted (all are in ``problems``)."""
 MAX_SUGGESTED = 5
 """Unknown entry ids given the closest known id ("did you mean"); each suggestion compares the
 id with every entry's, so a file of stale ids would take minutes: the rest are counted."""
@@ -32,20 +30,6 @@ _WANTED = {"entry_id": "the id of the labelled entry", "type": "the test type la
 
 LabelProblem = RowProblem
 """What is wrong with one line of a label file, and the fix; line 0 is the whole file."""
-
-
-class LabelFileInvalid(EvalkitError):
-    """A label file with at least one problem: nothing of it was imported."""
-
-    exit_status = ExitStatus.USAGE
-
-    def __init__(self, path: Path, problems: tuple[LabelProblem, ...]) -> None:
-        self.path, self.problems = path, problems
-        listed = [problem.render(path) for problem in problems[:MAX_LISTED]]
-        if len(problems) > MAX_LISTED:
-            listed.append(f"... and {len(problems) - MAX_LISTED} more")
-        heading = f"{display(path)}: {len(problems)} problem(s); nothing was imported"
-        super().__init__("\n".join([heading, *listed]))
 
 
 def read_label_file(path: Path, known: Mapping[str, Collection[str]],
@@ -101,7 +85,7 @@ def read_label_file(path: Path, known: Mapping[str, Collection[str]],
             "the labels were written for another dataset, write the labels again against this "
             "one's ids")))
     if problems:
-        raise LabelFileInvalid(path, tuple(problems))
+        raise LabelFileInvalid(path, display(path), tuple(problems))
     return tuple(labels)
 
 

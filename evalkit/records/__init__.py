@@ -8,16 +8,8 @@ wings knows about the others.
 
 from evalkit.records import names
 from evalkit.records._calls import CallRecord
-from evalkit.records._labels import (
-    FAIL_VALUES,
-    PASS_VALUES,
-    HumanLabel,
-    label_names,
-    label_verdict,
-    labels_in,
-)
+from evalkit.records._labels import HumanLabel, label_names, label_verdict, labels_in
 from evalkit.records._results import (
-    FORMAT,
     HumanReviewItem,
     ItemResult,
     JudgeCall,
@@ -32,7 +24,6 @@ from evalkit.records._results import (
 from evalkit.records._run import MODE_DOCUMENTS, WITHOUT_EVALUATION, ReviewerVerdict, RunRecord
 from evalkit.records._series import ItemCell, SeriesItems
 from evalkit.records._usage import (
-    Cost,
     Prices,
     RunUsage,
     TokenPrice,
@@ -43,18 +34,17 @@ from evalkit.records._usage import (
     prices_from_param,
     usage_attribute,
     usage_of,
-    usd,
 )
 from evalkit.records.names import Mode, TypeNames
 
 __all__ = [
-    "FAIL_VALUES", "FORMAT", "MODE_DOCUMENTS", "PASS_VALUES", "WITHOUT_EVALUATION",
-    "CallRecord", "Cost", "HumanLabel", "HumanReviewItem",
+    "MODE_DOCUMENTS", "WITHOUT_EVALUATION",
+    "CallRecord", "HumanLabel", "HumanReviewItem",
     "ItemCell", "ItemResult", "JudgeCall", "MetricPoint", "Prices", "RunUsage", "TokenPrice",
     "TokenUsage",
     "Mode", "ReviewerVerdict", "RunRecord",
     "ScoredRun", "SeriesItems", "SkippedGroup", "Threshold", "TypeNames", "TypeResult",
     "as_object", "as_text", "checked_usage", "cost_of", "label_names", "label_verdict",
     "labels_in", "merged", "names",
-    "prices_from_param", "usage_attribute", "usage_of", "usd",
+    "prices_from_param", "usage_attribute", "usage_of",
 ]

@@ -22,6 +22,7 @@ from collections.abc import Mapping
 from functools import partial
 from typing import Any
 
+from evalkit._errors import WorkerSetupError
 from evalkit._secrets import Redactor
 from evalkit.dataset import Entry
 from evalkit.records import CallRecord
@@ -34,10 +35,6 @@ SETUP_HOOK = "setup_component"
 model there, into a module global the component reads); in-process, once per run."""
 INTERRUPTED = "evalkit:interrupted"
 """Sent instead of a record when the component raised ``KeyboardInterrupt``: a stop."""
-
-
-class WorkerSetupError(Exception):
-    """The eval script could not be loaded on a worker, or its setup hook raised."""
 
 
 def setup_failure(text: str) -> str:

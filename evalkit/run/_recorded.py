@@ -15,12 +15,11 @@ from __future__ import annotations
 from collections.abc import Sequence
 from pathlib import Path
 
-from evalkit._errors import ConfigError, EvalkitError, TrackingError
+from evalkit._errors import ConfigError, EvalkitError, RawResultsDamaged, TrackingError
 from evalkit.records import CallRecord, names
 from evalkit.run._selection import RunPlan
 from evalkit.tracking import (
     RawResults,
-    RawResultsDamaged,
     RunReader,
     StoredRun,
     read_raw_results,

@@ -23,16 +23,10 @@ from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import urlsplit, urlunsplit
 
-from evalkit._errors import ConfigError, EvalkitError, ExitStatus
+from evalkit._errors import ConfigError, ProviderError
 from evalkit._secrets import Redactor
 from evalkit.records import TokenUsage, usage_of
 from evalkit.stats import latency_percentiles
-
-
-class ProviderError(EvalkitError):
-    """The endpoint could not be reached, or kept failing after every retry."""
-
-    exit_status = ExitStatus.RUNTIME_FAILURE
 
 
 @dataclass(frozen=True)

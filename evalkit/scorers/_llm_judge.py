@@ -31,11 +31,11 @@ from pathlib import Path
 from string import Template
 from typing import Any
 
-from evalkit._errors import ConfigError
+from evalkit._errors import ConfigError, ProviderError
 from evalkit.dataset import BIAS, REPEATABILITY
 from evalkit.records import JudgeCall, as_text
 from evalkit.scorers._base import Case, OutputGroup, ScorerVerdict
-from evalkit.scorers._endpoint import ChatEndpoint, ProviderError
+from evalkit.scorers._endpoint import ChatEndpoint
 
 _PLACEHOLDERS = {"expected": {"input", "expected", "output"},
                  REPEATABILITY: {"input", "outputs"},

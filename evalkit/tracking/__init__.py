@@ -8,26 +8,22 @@ bundle; :attr:`Tracker.reader` reads runs back whole as :class:`~evalkit.records
 Tracking stores and reads plain records; it knows nothing of scoring or the call window.
 """
 
-from evalkit.tracking._backend import Backend, StoredRun, TraceStore
+from evalkit.tracking._backend import StoredRun
 from evalkit.tracking._connection import local_store
-from evalkit.tracking._history import HistoryRow, history, render_history
+from evalkit.tracking._history import history, render_history
 from evalkit.tracking._import_sources import SOURCE_COLUMNS, is_mlflow_source, mlflow_rows
-from evalkit.tracking._journal import BUNDLES_DIR, RunJournal, TrackingOffline
 from evalkit.tracking._labels import RunLabels, label_assessment, wanted_assessment
-from evalkit.tracking._links import ServedUi, run_url, shown_uri, ui_base, ui_port
-from evalkit.tracking._memory import MemoryBackend
-from evalkit.tracking._raw import RawResults, RawResultsDamaged, RawResultsLog, read_raw_results
-from evalkit.tracking._reader import RunReader, journal_record, resume_commands
+from evalkit.tracking._links import ServedUi, shown_uri, ui_port
+from evalkit.tracking._raw import RawResults, RawResultsLog, read_raw_results
+from evalkit.tracking._reader import RunReader, resume_commands
 from evalkit.tracking._run import TrackedRun
 from evalkit.tracking._source import SourceState, source_state
 from evalkit.tracking._traces import Assessment, answers_of, prompt_use, stability_assessment
 from evalkit.tracking._tracker import Tracker
 
-__all__ = ["BUNDLES_DIR", "SOURCE_COLUMNS", "answers_of", "Assessment", "Backend", "history",
-           "HistoryRow", "is_mlflow_source", "journal_record", "label_assessment", "local_store",
-           "MemoryBackend", "mlflow_rows", "prompt_use", "RawResults", "RawResultsDamaged",
-           "RawResultsLog", "read_raw_results", "render_history", "resume_commands", "run_url",
-           "RunJournal", "RunLabels", "RunReader", "ServedUi",
-           "shown_uri", "source_state", "SourceState", "stability_assessment", "StoredRun",
-           "TraceStore", "TrackedRun", "Tracker", "TrackingOffline", "ui_base", "ui_port",
+__all__ = ["SOURCE_COLUMNS", "answers_of", "Assessment", "history", "is_mlflow_source",
+           "label_assessment", "local_store", "mlflow_rows", "prompt_use", "RawResults",
+           "RawResultsLog", "read_raw_results", "render_history", "resume_commands", "RunLabels",
+           "RunReader", "ServedUi", "shown_uri", "source_state", "SourceState",
+           "stability_assessment", "StoredRun", "TrackedRun", "Tracker", "ui_port",
            "wanted_assessment"]

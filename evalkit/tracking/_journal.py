@@ -12,13 +12,12 @@ what an uninterrupted run would have held.
 from __future__ import annotations
 
 import json
-import shlex
 import shutil
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, NamedTuple
 
-from evalkit._errors import ExitStatus, TrackingError
+from evalkit._errors import TrackingError
 
 BUNDLE_FILE = "bundle.json"
 SYNCED_FILE = "synced.json"
@@ -136,22 +135,6 @@ def mark_synced(folder: Path, run_id: str, tracking_uri: str, *,
                                                   "tracking_uri": tracking_uri,
                                                   "superseded": superseded}) + "\n",
                                       encoding="utf-8")
-
-
-class TrackingOffline(TrackingError):
-    """The tracking server became unreachable mid-run; the run was saved as a local bundle."""
-
-    exit_status = ExitStatus.TRACKING_OFFLINE
-
-    def __init__(self, bundles: list[Path], tracking_uri: str) -> None:
-        self.bundles = bundles
-        shown = " ".join(shlex.quote(str(b)) for b in bundles)
-        saved = ("the run is saved as a local bundle in" if len(bundles) == 1 else
-                 f"its {len(bundles)} runs are saved as local bundles in")
-        super().__init__(f"the tracking server at {tracking_uri} became unreachable during the "
-                         f"run; nothing was lost: {saved} {shown}. Upload "
-                         f"{'it' if len(bundles) == 1 else 'them'} once the server is back: "
-                         f"evalkit sync {shown}")
 
 
 @dataclass

@@ -24,19 +24,10 @@ from typing import TextIO
 
 from filelock import FileLock, Timeout
 
-from evalkit._errors import ConfigError, EvalkitError
+from evalkit._errors import ConfigError, EvalkitError, RawResultsDamaged
 from evalkit.records import CallRecord
 
 LOCK_FILE = "run.lock"
-
-
-class RawResultsDamaged(EvalkitError):
-    """A line before the last of a raw-results file is not a call record."""
-
-    def __init__(self, source: str, line: int, reason: str) -> None:
-        self.source, self.line, self.reason = source, line, reason
-        super().__init__(f"{source}: line {line} is not a call record ({reason}); only a "
-                         "last line cut mid-write is tolerated")
 
 
 @dataclass(frozen=True)

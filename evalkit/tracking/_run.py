@@ -24,10 +24,10 @@ from pathlib import Path
 from types import TracebackType
 from typing import Any
 
-from evalkit._errors import RunInterrupted, TrackingError
+from evalkit._errors import RunInterrupted, TrackingError, TrackingOffline
 from evalkit.records import CallRecord, MetricPoint, RunRecord, ScoredRun, names
 from evalkit.tracking._backend import Backend, PromptTemplate
-from evalkit.tracking._journal import LoggedPoint, RunJournal, Series, TrackingOffline
+from evalkit.tracking._journal import LoggedPoint, RunJournal, Series
 from evalkit.tracking._links import run_url
 from evalkit.tracking._raw import RawResultsLog, RunFiles
 from evalkit.tracking._reader import journal_record
