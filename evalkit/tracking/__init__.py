@@ -16,6 +16,7 @@ from evalkit.tracking._journal import BUNDLES_DIR, RunJournal, TrackingOffline
 from evalkit.tracking._labels import RunLabels, label_assessment, wanted_assessment
 from evalkit.tracking._links import ServedUi, run_url, shown_uri, ui_base, ui_port
 from evalkit.tracking._memory import MemoryBackend
+from evalkit.tracking._metric_points import judge_points, type_points
 from evalkit.tracking._raw import RawResults, RawResultsDamaged, RawResultsLog, read_raw_results
 from evalkit.tracking._reader import RunReader, journal_record, resume_commands
 from evalkit.tracking._run import TrackedRun
@@ -24,10 +25,12 @@ from evalkit.tracking._traces import Assessment, answers_of, prompt_use, stabili
 from evalkit.tracking._tracker import Tracker
 
 __all__ = ["BUNDLES_DIR", "SOURCE_COLUMNS", "answers_of", "Assessment", "Backend", "history",
-           "HistoryRow", "is_mlflow_source", "journal_record", "label_assessment", "local_store",
+           "HistoryRow", "is_mlflow_source", "journal_record", "judge_points",
+           "label_assessment", "local_store",
            "MemoryBackend", "mlflow_rows", "prompt_use", "RawResults", "RawResultsDamaged",
            "RawResultsLog", "read_raw_results", "render_history", "resume_commands", "run_url",
            "RunJournal", "RunLabels", "RunReader", "ServedUi",
            "shown_uri", "source_state", "SourceState", "stability_assessment", "StoredRun",
-           "TraceStore", "TrackedRun", "Tracker", "TrackingOffline", "ui_base", "ui_port",
+           "TraceStore", "TrackedRun", "Tracker", "TrackingOffline", "type_points", "ui_base",
+           "ui_port",
            "wanted_assessment"]
