@@ -87,7 +87,8 @@ DRAWS_FORMAT = "evalkit.label-draws/1"
 
 @dataclass(frozen=True)
 class LabelDraws:
-    """The draws recorded on a run, by test type (the ``labels/draws.json`` artifact)."""
+    """The draws recorded on a run, by test type (a run's
+    :attr:`~evalkit.records.RunRecord.label_draws`)."""
 
     by_type: Mapping[str, LabelDraw]
 
