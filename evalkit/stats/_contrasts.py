@@ -119,11 +119,9 @@ def replicate_mean_t_interval(a: Sequence[float], contrasts: int = 1,
 
     Notes
     -----
-    ::
+    With A_r the mean difference in replicate r and s_A their sample standard deviation::
 
         mean(A) +- t_{1 - alpha/(2K), n-1} * s_A / sqrt(n)
-
-    with A_r the mean difference in replicate r and s_A their sample standard deviation.
 
     References
     ----------
@@ -300,7 +298,7 @@ def replicates_for_half_width(sd: float, half_width: float, contrasts: int = 1,
 
     Notes
     -----
-    ::
+    With w the half-width and K the contrasts::
 
         n = max(2, ceil((z SD / w)^2)),   z = Phi^-1(1 - alpha/(2K))
 

@@ -229,7 +229,8 @@ def rogan_gladen(passed: int, entries: int, sensitivity: tuple[float, float],
 
     Notes
     -----
-    ::
+    With x of the N entries passed by the judge (AP = x/N), and Se = x_Se/n_Se and
+    Sp = x_Sp/n_Sp measured on the labels::
 
         theta = (AP + Sp - 1) / (Se + Sp - 1)
         Se' = (x_Se + 1)/(n_Se + 2),  Sp' likewise,  n' = n + 2 for both
