@@ -16,8 +16,9 @@ import pytest
 
 from evalkit.records import ItemCell, ItemResult, ScoredRun, SeriesItems, TypeResult, names
 from evalkit.run import Side, load_side
-from evalkit.stats import FlipCounts, StabilityDocument, StabilitySummary
+from evalkit.stats import StabilityDocument, StabilitySummary
 from evalkit.stats._stability import PairDisagreement
+from evalkit.stats._stability_document import FlipCounts
 from evalkit.tracking import RunReader
 from evalkit.tracking._journal import LoggedPoint
 from evalkit.tracking._memory import MemoryBackend

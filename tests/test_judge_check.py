@@ -11,7 +11,16 @@ from pathlib import Path
 import pytest
 
 from evalkit import ConfigError, LabelFileInvalid, Selection, evaluate
-from evalkit.records import HumanLabel, ItemResult, MetricPoint, ScoredRun, TypeResult, names
+from evalkit.records import (
+    HumanLabel,
+    ItemResult,
+    MetricPoint,
+    ScoredRun,
+    TypeResult,
+    meets_threshold,
+    names,
+    threshold_failures,
+)
 from evalkit.reports import render_reports
 from evalkit.run import LabelSession, build_plan, compare, import_labels, load_side, record_plan
 from evalkit.stats import (
@@ -22,13 +31,12 @@ from evalkit.stats import (
     check_judge,
     checks_for,
     judge_checks,
-    judge_points,
-    judge_stability,
     labels_for_half_width,
     rogan_gladen,
     stratified_ppi_mean,
 )
-from evalkit.tracking import Tracker
+from evalkit.stats._judge_stability import judge_stability
+from evalkit.tracking import Tracker, judge_points
 from tests.builders import RecordingComponent, config_for, entry, write_dataset
 
 
@@ -167,7 +175,8 @@ def test_a_run_with_labels_is_gated_on_its_corrected_accuracy(tmp_path: Path,
     (m,) = outcome.metrics
     assert m.accuracy == 1.0  # every answer matches: the scorer passes all 24
     assert m.corrected is not None and 0.7 <= m.corrected.estimate <= 0.9
-    assert m.failures == (f"functional_accuracy_corrected {m.corrected.estimate:.3f} < 0.95",)
+    assert threshold_failures(m) == (
+        f"functional_accuracy_corrected {m.corrected.estimate:.3f} < 0.95",)
     stored = tracker.reader.stored(outcome.run_id)
     assert stored.tags[names.VERDICT_TAG] == "FAIL"
     assert stored.metrics["functional_accuracy_corrected"] == m.corrected.estimate
@@ -190,7 +199,7 @@ def test_without_a_draw_the_labels_are_agreement_only(tmp_path: Path, tracker: T
     outcome = labelled_run(tmp_path, tracker, EVAL_MIN_ACCURACY=0.8)
 
     (m,) = outcome.metrics
-    assert m.corrected is None and m.passed
+    assert m.corrected is None and meets_threshold(m)
     assert outcome.checks["functional"].agreement is not None
     assert outcome.checks["functional"].agreement.confusion.fp == 6
 

@@ -20,11 +20,11 @@ from evalkit.stats import (
     nested_bootstrap_variance,
     replicate_mean_t_interval,
     replicates_for_half_width,
-    variance_times_budget,
     vote_table,
     whole_replicate_bootstrap,
     whole_replicate_bootstrap_variance,
 )
+from evalkit.stats._budget import variance_times_budget
 from evalkit.stats._contrasts import nested_to_true_variance_ratio, z_for
 from evalkit.stats._votes import Rule, Ties, smallest_n, vote_error
 

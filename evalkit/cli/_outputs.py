@@ -16,7 +16,14 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from evalkit.records import ItemResult, RunUsage, TypeResult, as_text
+from evalkit.records import (
+    ItemResult,
+    RunUsage,
+    TypeResult,
+    as_text,
+    meets_threshold,
+    threshold_failures,
+)
 from evalkit.run import EvaluationOutcome
 from evalkit.stats import TypeMetrics
 
@@ -42,7 +49,8 @@ class RunSummary:
         return tuple(m.test_type for m in self.runs[0].metrics)
 
     def type_passed(self, test_type: str) -> bool:
-        return all(m.passed for run in self.runs for m in run.metrics if m.test_type == test_type)
+        return all(meets_threshold(m) for run in self.runs for m in run.metrics
+                   if m.test_type == test_type)
 
     @property
     def passed(self) -> bool:
@@ -98,7 +106,7 @@ def _type_json(test_type: str, runs: Sequence[tuple[TypeMetrics, TypeResult]],
     def figures(m: TypeMetrics, result: TypeResult) -> dict[str, Any]:
         return {"accuracy": m.accuracy, "ci_lower": m.ci_low, "ci_upper": m.ci_high,
                 "f1": m.f1, "precision": m.precision, "recall": m.recall,
-                "samples": m.samples, "failures": list(m.failures),
+                "samples": m.samples, "failures": list(threshold_failures(m)),
                 "failing_ids": [i.id for i in result.items if not i.correct],
                 "accuracy_corrected": None if m.corrected is None else {
                     "method": m.corrected.method, "estimate": m.corrected.estimate,

@@ -18,6 +18,7 @@ from evalkit.cli._parser import Parser
 from evalkit.cli._signals import end_now, stopping_on_signals
 from evalkit.config import EvalConfig
 from evalkit.dataset import TEST_TYPES
+from evalkit.records import meets_threshold
 from evalkit.run import (
     ALL_TYPES,
     Component,
@@ -157,7 +158,7 @@ def _finish(args: argparse.Namespace, started: float, mode: str, run_id: str,
             run_url: str, experiment_name: str, runs: tuple[EvaluationOutcome, ...],
             always_ok: bool = False) -> int:
     """Print the verdict line, write the CI outputs asked for, return the exit status."""
-    passed = all(m.passed for run in runs for m in run.metrics)
+    passed = all(meets_threshold(m) for run in runs for m in run.metrics)
     status = ExitStatus.OK if passed or always_ok else ExitStatus.THRESHOLD_FAILED
     summary = RunSummary(mode, run_id, run_url, experiment_name,
                          runs, time.monotonic() - started, int(status))
@@ -197,7 +198,7 @@ def _print_outcome(outcome: EvaluationOutcome) -> None:
                            f"[{c.low:.3f}, {c.high:.3f}] (threshold checked on it)")
         else:
             figure = "no samples"
-        print(f"{'PASS' if m.passed else 'FAIL'}  {m.test_type}_accuracy {figure}")
+        print(f"{'PASS' if meets_threshold(m) else 'FAIL'}  {m.test_type}_accuracy {figure}")
     for path in outcome.reports:
         print(f"report: {path}")
     print(f"mlflow: run {outcome.run_id} in {outcome.experiment_name} "

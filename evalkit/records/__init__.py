@@ -23,6 +23,12 @@ from evalkit.records._results import (
 )
 from evalkit.records._run import MODE_DOCUMENTS, WITHOUT_EVALUATION, ReviewerVerdict, RunRecord
 from evalkit.records._series import ItemCell, SeriesItems
+from evalkit.records._thresholds import (
+    meets_threshold,
+    threshold_failures,
+    threshold_from_params,
+    threshold_params,
+)
 from evalkit.records._usage import (
     Prices,
     RunUsage,
@@ -45,6 +51,7 @@ __all__ = [
     "Mode", "ReviewerVerdict", "RunRecord",
     "ScoredRun", "SeriesItems", "SkippedGroup", "Threshold", "TypeNames", "TypeResult",
     "as_object", "as_text", "checked_usage", "cost_of", "label_names", "label_verdict",
-    "labels_in", "merged", "names",
-    "prices_from_param", "usage_attribute", "usage_of",
+    "labels_in", "meets_threshold", "merged", "names",
+    "prices_from_param", "threshold_failures", "threshold_from_params", "threshold_params",
+    "usage_attribute", "usage_of",
 ]

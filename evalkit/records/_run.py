@@ -84,6 +84,12 @@ class RunRecord:
         return Mode.of(self.tags)
 
     @property
+    def label_draws(self) -> Mapping[str, Any] | None:
+        """The entries drawn for people's labels (``labels/draws.json``), when the run has
+        a draw."""
+        return self.documents.get(names.LABEL_DRAWS_ARTIFACT)
+
+    @property
     def feedback_digest(self) -> str:
         """A digest of people's feedback the record holds (labels and reviewers' verdicts;
         ``""`` when none): the run's reports and description are out of date when it differs

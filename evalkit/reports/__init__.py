@@ -17,6 +17,7 @@ from evalkit.reports._judge import judge_report
 from evalkit.reports._per_type import type_report
 from evalkit.reports._plan_summary import plan_summary
 from evalkit.reports._planning import planning_report
+from evalkit.reports._recorded import recorded_metrics
 from evalkit.reports._stability import stability_report
 from evalkit.reports._summary import summary_report
 from evalkit.stats import (
@@ -25,7 +26,6 @@ from evalkit.stats import (
     StabilityDocument,
     corrected_metrics,
     judge_checks,
-    recorded_metrics,
 )
 
 
@@ -60,4 +60,5 @@ def render_reports(record: RunRecord) -> dict[str, str]:
     return reports
 
 
-__all__ = ["plan_summary", "render_charts", "render_reports", "run_description"]
+__all__ = ["plan_summary", "recorded_metrics", "render_charts", "render_reports",
+           "run_description"]

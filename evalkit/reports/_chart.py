@@ -4,8 +4,9 @@ MLflow's artifact viewer shows it as code but shows an SVG as a picture."""
 from __future__ import annotations
 
 from evalkit.records import Mode, RunRecord, names
+from evalkit.reports._recorded import recorded_metrics
 from evalkit.reports._svg import Line, LineChart, Rule
-from evalkit.stats import Calibration, TypeMetrics, recorded_metrics
+from evalkit.stats import Calibration, TypeMetrics
 
 
 def render_charts(record: RunRecord) -> dict[str, str]:

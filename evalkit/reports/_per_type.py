@@ -5,7 +5,15 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 
 from evalkit.dataset import BIAS, COMPARATIVE_TYPES, REPEATABILITY
-from evalkit.records import ItemResult, RunRecord, TypeNames, TypeResult, names
+from evalkit.records import (
+    ItemResult,
+    RunRecord,
+    TypeNames,
+    TypeResult,
+    meets_threshold,
+    names,
+    threshold_failures,
+)
 from evalkit.reports._common import FAIL, MAX_ROWS, PASS, distinct, header, number
 from evalkit.reports._markdown import cell, table
 from evalkit.stats import STABILITY_TOLERANCE_PP, TypeMetrics, chart_points
@@ -60,12 +68,12 @@ def _overall(metrics: TypeMetrics) -> list[str]:
     else:
         accuracy, figures = "—", ["—", "—", "—"]
     row = [TypeNames.of(metrics.test_type).accuracy, accuracy, *figures, str(metrics.samples),
-           _thresholds(metrics), PASS if metrics.passed else FAIL]
+           _thresholds(metrics), PASS if meets_threshold(metrics) else FAIL]
     return [
         "## Overall Results", "",
         table(["Metric", "Accuracy (95% CI)", "F1", "Precision", "Recall", "Samples",
                "Threshold", "Status"], [row]),
-        "", f"**Overall: {'PASS' if metrics.passed else 'FAIL'}**", "",
+        "", f"**Overall: {'PASS' if meets_threshold(metrics) else 'FAIL'}**", "",
     ]
 
 
@@ -208,6 +216,6 @@ def _notes(result: TypeResult, metrics: TypeMetrics, also_repeated: Sequence[str
     notes += [f"Error in {cell(i.id)}: {cell(i.error, 300)}" for i in errors[:MAX_ROWS]]
     if len(errors) > MAX_ROWS:
         notes.append(f"{len(errors) - MAX_ROWS} more errors are in results/evaluation.json.")
-    for failure in metrics.failures:
+    for failure in threshold_failures(metrics):
         notes.append(f"Threshold missed: {cell(failure, 200)}.")
     return ["## Notes", "", *(f"- {n}" for n in notes), ""]

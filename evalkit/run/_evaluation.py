@@ -27,6 +27,7 @@ from evalkit.records import (
     RunUsage,
     ScoredRun,
     TypeNames,
+    meets_threshold,
     names,
 )
 from evalkit.run._books import EntryOutputs
@@ -47,11 +48,10 @@ from evalkit.stats import (
     TypeMetrics,
     checks_for,
     corrected_metrics,
-    judge_points,
     latency_percentiles,
     logged_latency,
 )
-from evalkit.tracking import TrackedRun, shown_uri
+from evalkit.tracking import TrackedRun, judge_points, shown_uri, type_points
 
 logger = logging.getLogger("evalkit")
 
@@ -178,7 +178,7 @@ class Evaluation:
                            "the server went offline" if run.offline else "TRACE_CALLS = False")
         self.checks = checks_for(self.scored, self.labels, self.draws.by_type)
         self.metrics = corrected_metrics(self.metrics, self.checks)
-        verdict = "PASS" if all(m.passed for m in self.metrics) else "FAIL"
+        verdict = "PASS" if all(meets_threshold(m) for m in self.metrics) else "FAIL"
         run.log(self._run_metrics(), {**names.verdict_tags(verdict, run.journal.run_name),
                                        names.RUN_URL_TAG: run.url})
         self._lap("logging")
@@ -206,7 +206,7 @@ class Evaluation:
 
     def _run_metrics(self) -> list[MetricPoint]:
         plan, scored = self.prepared.plan, self.scored
-        typed = [p for m in self.metrics for p in m.to_mlflow()]
+        typed = [p for m in self.metrics for p in type_points(m)]
         accuracies = {TypeNames.of(m.test_type).accuracy for m in self.metrics}
         # first: MLflow's run lists show metric columns in the order they were logged
         points = [p for p in typed if p.key in accuracies]

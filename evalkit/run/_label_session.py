@@ -10,8 +10,16 @@ from pathlib import Path
 
 from evalkit._errors import ConfigError
 from evalkit.dataset import BIAS, REPEATABILITY
-from evalkit.records import HumanLabel, RunRecord, TypeNames, TypeResult, names
-from evalkit.reports import render_reports
+from evalkit.records import (
+    HumanLabel,
+    RunRecord,
+    TypeNames,
+    TypeResult,
+    meets_threshold,
+    names,
+    threshold_failures,
+)
+from evalkit.reports import recorded_metrics, render_reports
 from evalkit.run._labelling import (
     description_tags,
     draw_entries,
@@ -26,11 +34,9 @@ from evalkit.stats import (
     check_judge,
     corrected_metrics,
     judge_checks,
-    judge_points,
     latest_labels,
-    recorded_metrics,
 )
-from evalkit.tracking import RunLabels, Tracker
+from evalkit.tracking import RunLabels, Tracker, judge_points
 
 _QUESTION = {
     REPEATABILITY: "Do these outputs of one input agree with each other (the same answer "
@@ -145,18 +151,18 @@ def after_labels(store: RunLabels, record: RunRecord, types: Collection[str]) ->
     rendered as ``evalkit report`` renders them."""
     assert record.evaluation is not None
     checks = judge_checks(record)
-    doc = record.documents.get(names.LABEL_DRAWS_ARTIFACT)
+    doc = record.label_draws
     draws = LabelDraws.from_json(doc).by_type if doc else {}
     mine = {t: checks.get(t) or check_judge(record.evaluation.type_result(t), record.labels,
                                             draws.get(t)) for t in types}
     metrics = corrected_metrics(recorded_metrics(record), checks)
-    verdict = "PASS" if all(m.passed for m in metrics) else "FAIL"
+    verdict = "PASS" if all(meets_threshold(m) for m in metrics) else "FAIL"
     reports = render_reports(record)
     store.publish([p for c in mine.values() for p in judge_points(c)], {
         **names.verdict_tags(verdict, record.run_name),
         **description_tags(record, metrics, reports)}, reports)
     return LabelOutcome(mine, record.tags.get(names.VERDICT_TAG), verdict,
-                        tuple(f for m in metrics for f in m.failures))
+                        tuple(f for m in metrics for f in threshold_failures(m)))
 
 
 def feedback_taken_in(tracker: Tracker, record: RunRecord) -> LabelOutcome | None:

@@ -64,13 +64,39 @@ def _chance_corrected(name: str, pairs: Sequence[tuple[bool, bool]], chance: flo
 
 def cohens_kappa(pairs: Sequence[tuple[bool, bool]],
                  confidence: float = 0.95) -> ChanceCorrected | None:
-    """Cohen's kappa of (judge, person) verdicts: p_e = sum_k pJ_k pP_k, the product of the
-    two raters' own shares of each answer; item i's chance share is
-    e_i = (pP[judge's answer on i] + pJ[person's answer on i]) / 2.
-    Reference: J. Cohen, "A coefficient of agreement for nominal scales", Educational and
-    Psychological Measurement 20 (1960). Example: 40 pairs, 15 both pass, 15 both fail and
-    5 disagreements each way: p_a = 0.75, p_e = 0.5, kappa = 0.5. ``None`` below two pairs
-    or when p_e = 1."""
+    """Cohen's kappa of (judge, person) verdicts, with its interval.
+
+    ``None`` below two pairs or when p_e = 1.
+
+    Notes
+    -----
+    With p_a the share of pairs that agree and pJ_k, pP_k the judge's and the person's own
+    shares of answer k::
+
+        p_e   = sum_k pJ_k pP_k
+        kappa = (p_a - p_e) / (1 - p_e)
+
+    The interval is Gwet's linearised one (see ``_chance_corrected``), with item i's chance
+    share e_i = (pP[judge's answer on i] + pJ[person's answer on i]) / 2.
+
+    References
+    ----------
+    J. Cohen, "A coefficient of agreement for nominal scales", Educational and Psychological
+    Measurement 20 (1960), 37-46. K. L. Gwet, *Handbook of Inter-Rater Reliability*, 4th ed.
+    (2014), ch. 5 (the variance).
+
+    Examples
+    --------
+    40 pairs: 15 both pass, 15 both fail and 5 disagreements each way, so p_a = 0.75 and
+    p_e = 0.5:
+
+    >>> from evalkit.stats import cohens_kappa
+    >>> pairs = ([(True, True)] * 15 + [(False, False)] * 15 + [(True, False)] * 5
+    ...          + [(False, True)] * 5)
+    >>> k = cohens_kappa(pairs)
+    >>> print(f"{k.value:.3f} {k.chance:.3f} {k.standard_error:.4f} {k.low:.3f} {k.high:.3f}")
+    0.500 0.500 0.1387 0.220 0.780
+    """
     if len(pairs) < 2:
         return None
     judge = sum(j for j, _ in pairs) / len(pairs)
@@ -83,12 +109,39 @@ def cohens_kappa(pairs: Sequence[tuple[bool, bool]],
 
 def gwets_ac1(pairs: Sequence[tuple[bool, bool]],
               confidence: float = 0.95) -> ChanceCorrected | None:
-    """Gwet's AC1: with pi the mean of the two raters' pass shares, p_e = 2 pi (1 - pi), and
-    item i's chance share e_i = ((1 - pi[judge's answer]) + (1 - pi[person's answer])) / 2,
-    where pi[pass] = pi and pi[fail] = 1 - pi. Unlike kappa it does not collapse when nearly
-    every entry passes (kappa's paradox). Reference: K. L. Gwet, "Computing inter-rater
-    reliability and its variance in the presence of high agreement", British Journal of
-    Mathematical and Statistical Psychology 61 (2008). ``None`` below two pairs."""
+    """Gwet's AC1 of (judge, person) verdicts, with its interval.
+
+    Unlike kappa it does not collapse when nearly every entry passes (kappa's paradox).
+    ``None`` below two pairs.
+
+    Notes
+    -----
+    With pi the mean of the two raters' pass shares and p_a the share of pairs that agree::
+
+        p_e = 2 pi (1 - pi)
+        AC1 = (p_a - p_e) / (1 - p_e)
+
+    and item i's chance share e_i = ((1 - pi[judge's answer]) + (1 - pi[person's answer]))/2,
+    where pi[pass] = pi and pi[fail] = 1 - pi, for the linearised variance.
+
+    References
+    ----------
+    K. L. Gwet, "Computing inter-rater reliability and its variance in the presence of high
+    agreement", British Journal of Mathematical and Statistical Psychology 61 (2008), 29-48.
+
+    Examples
+    --------
+    A judge and a person who agree on 36 of 40 entries, nearly all passing: kappa is low,
+    AC1 is not.
+
+    >>> from evalkit.stats import cohens_kappa, gwets_ac1
+    >>> pairs = [(True, True)] * 35 + [(False, False)] + [(True, False)] * 2 + [(False, True)] * 2
+    >>> print(f"{cohens_kappa(pairs).value:.3f} {gwets_ac1(pairs).value:.3f}")
+    0.279 0.884
+    >>> a = gwets_ac1(pairs)
+    >>> print(f"{a.chance:.4f} {a.standard_error:.4f} {a.low:.3f} {a.high:.3f}")
+    0.1387 0.0612 0.760 1.000
+    """
     if len(pairs) < 2:
         return None
     pi = sum(j + p for j, p in pairs) / (2 * len(pairs))
@@ -126,7 +179,33 @@ class Agreement:
 
 
 def agreement(pairs: Sequence[tuple[bool, bool]], confidence: float = 0.95) -> Agreement:
-    """Agreement of (judge verdict, person's label) pairs, each True for pass."""
+    """Agreement of (judge verdict, person's label) pairs, each True for pass.
+
+    Notes
+    -----
+    With the person's label as the truth::
+
+        TPR (sensitivity) = TP / (TP + FN)
+        TNR (specificity) = TN / (TN + FP)
+        precision         = TP / (TP + FP)
+
+    each with its Wilson interval (:func:`wilson_interval`), beside Cohen's kappa
+    (:func:`cohens_kappa`) and Gwet's AC1 (:func:`gwets_ac1`).
+
+    References
+    ----------
+    J. Yerushalmy, "Statistical problems in assessing methods of medical diagnosis", Public
+    Health Reports 62 (1947), 1432-1449 (sensitivity and specificity); E. B. Wilson (1927)
+    for the intervals.
+
+    Examples
+    --------
+    >>> from evalkit.stats import agreement
+    >>> a = agreement([(True, True)] * 8 + [(True, False)] + [(False, False)] * 3)
+    >>> print(a.labels, f"{a.tpr.low:.3f}", f"{a.tnr.successes}/{a.tnr.n}",
+    ...       f"{a.precision.successes}/{a.precision.n}", f"{a.prevalence:.3f}")
+    12 0.676 3/4 8/9 0.667
+    """
     c = confusion_matrix([j for j, _ in pairs], [p for _, p in pairs])
 
     def rate(hits: int, n: int) -> WilsonInterval | None:

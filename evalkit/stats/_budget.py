@@ -37,6 +37,8 @@ from evalkit.stats._stability import VarianceComponents
 
 @dataclass(frozen=True)
 class Allocation:
+    """The items-vs-replicates optimum for one test type (:func:`allocate`)."""
+
     sigma2: float
     """Item-sampling variance."""
     tau2: float
@@ -124,13 +126,42 @@ class Allocation:
 
 def variance_times_budget(sigma2: float, tau2: float, replicate_cost: float,
                           item_cost: float, replicates: float) -> float:
-    """Var x B at N replicates per item: (sigma2 + tau2/N)(b + a N)."""
+    """Var x B at N replicates per item: (sigma2 + tau2/N)(b + a N).
+
+    >>> variance_times_budget(0.02, 0.04, 1.0, 1.0, 2)
+    0.12
+    """
     return (sigma2 + tau2 / replicates) * (item_cost + replicate_cost * replicates)
 
 
 def allocate(components: VarianceComponents, replicate_cost: float = 1.0,
              item_cost: float = 1.0) -> Allocation:
-    """The items-vs-replicates optimum for measured variance components."""
+    """The items-vs-replicates optimum for measured variance components.
+
+    Notes
+    -----
+    With sigma2 = ``components.item``, tau2 = ``components.completion x components.trials``,
+    a the cost of a call and b the fixed cost of an item (module docstring)::
+
+        N*        = sqrt(b tau2 / (a sigma2))
+        best_whole = argmin over {floor N*, ceil N*} (at least 1) of (sigma2 + tau2/N)(b + a N)
+        floor     = (sqrt(a tau2) + sqrt(b sigma2))^2
+
+    References
+    ----------
+    W. G. Cochran, *Sampling Techniques*, 3rd ed. (1977), 10.6 (optimum subsampling in
+    two-stage designs). seeds/003 (the same optimum in its own notation) and seeds/000 (NIST
+    AI 800-3 eq. 22, where the components come from).
+
+    Examples
+    --------
+    seeds/000's worked example: completion 0.01375 and item 0.022425 at two trials:
+
+    >>> from evalkit.stats import VarianceComponents, allocate
+    >>> a = allocate(VarianceComponents(0.01375, 0.022425, 0.036175, 2.0, 200))
+    >>> print(f"{a.optimum:.3f}", a.best_whole, f"{a.floor:.5f}", a.buy)
+    1.107 1 0.09959 items
+    """
     if replicate_cost <= 0 or item_cost <= 0:
         raise ValueError("costs must be positive")
     sigma2 = components.item

@@ -34,6 +34,28 @@ class CalibrationPoint:
 
 @dataclass(frozen=True)
 class Calibration:
+    """The pass rate of every prefix of the recorded repeats, and where it plateaus.
+
+    Notes
+    -----
+    Point k holds the entries that pass when only their first k outputs are scored. The
+    recommended k is the smallest k such that |rate_j - rate_N| <= 1/n for every j >= k
+    (:data:`PLATEAU_RULE`).
+
+    References
+    ----------
+    agentme-edr-policy-155, rule 01 (seeds/001): calibrate ``REPEAT_COUNT`` "by plotting
+    cumulative pass rate against repeat count ... and picking the point where it plateaus".
+
+    Examples
+    --------
+    >>> from evalkit.stats import Calibration, CalibrationPoint
+    >>> c = Calibration(5, (CalibrationPoint(2, 18, 20), CalibrationPoint(3, 15, 20),
+    ...                     CalibrationPoint(4, 14, 20), CalibrationPoint(5, 14, 20)))
+    >>> c.recommended
+    3
+    """
+
     repeat_count: int
     points: tuple[CalibrationPoint, ...]
     """One point per k = 2..repeat_count."""

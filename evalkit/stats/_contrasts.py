@@ -60,13 +60,33 @@ A_r, 10,000 simulated series each, 2,000 draws): ``python benchmarks/contrast_co
 
 def bootstrap_coverage(n: int) -> float | None:
     """The measured coverage of the whole-replicate bootstrap at ``n`` replicates (the nearest
-    tabulated n at or below it), ``None`` beyond the table's reach below 2."""
+    tabulated n at or below it), ``None`` beyond the table's reach below 2.
+
+    Notes
+    -----
+    A lookup in :data:`WHOLE_REPLICATE_BOOTSTRAP_COVERAGE`, measured by simulation; the
+    shortfall follows from the bootstrap's variance v_A/n against the true s_A²/n, a factor
+    (n - 1)/n (seeds/004).
+
+    References
+    ----------
+    seeds/004, "RP002A uncertainty and replicate-count design review" (whole-cluster
+    bootstrap underestimates variance at small n); ``benchmarks/contrast_coverage.py``.
+
+    Examples
+    --------
+    >>> from evalkit.stats import bootstrap_coverage
+    >>> bootstrap_coverage(3), bootstrap_coverage(7), bootstrap_coverage(1)
+    (0.75, 0.86, None)
+    """
     known = [k for k in WHOLE_REPLICATE_BOOTSTRAP_COVERAGE if k <= n]
     return WHOLE_REPLICATE_BOOTSTRAP_COVERAGE[max(known)] if known else None
 
 
 @dataclass(frozen=True)
 class ContrastInterval:
+    """An interval for the difference between two systems (see the module docstring)."""
+
     estimate: float
     low: float
     high: float
@@ -94,7 +114,31 @@ def bonferroni_tail(familywise_alpha: float, contrasts: int) -> float:
 
 def replicate_mean_t_interval(a: Sequence[float], contrasts: int = 1,
                               familywise_alpha: float = 0.05) -> ContrastInterval:
-    """mean(A) +- t_{1 - alpha/(2K), n-1} * s_A / sqrt(n)."""
+    """The replicate-mean Student-t interval for a contrast, Bonferroni-corrected over
+    ``contrasts`` K.
+
+    Notes
+    -----
+    With A_r the mean difference in replicate r and s_A their sample standard deviation::
+
+        mean(A) +- t_{1 - alpha/(2K), n-1} * s_A / sqrt(n)
+
+    References
+    ----------
+    seeds/004 (the paired replicate-mean t interval and the seven-contrast Bonferroni
+    correction); NIST/SEMATECH *e-Handbook of Statistical Methods* (2012), 7.2.2.1
+    (confidence limits for the mean); O. J. Dunn, "Multiple comparisons among means",
+    Journal of the American Statistical Association 56 (1961), 52-64 (Bonferroni intervals).
+
+    Examples
+    --------
+    >>> from evalkit.stats import replicate_mean_t_interval
+    >>> ci = replicate_mean_t_interval([0.04, 0.06, 0.02, 0.05, 0.03])
+    >>> print(f"{ci.estimate:.3f} {ci.low:.4f} {ci.high:.4f} {ci.confidence:.2f}")
+    0.040 0.0204 0.0596 0.95
+    >>> print(f"{replicate_mean_t_interval([0.04, 0.06, 0.02, 0.05, 0.03], 7).high:.4f}")
+    0.0758
+    """
     n = len(a)
     if n < 2:
         raise ValueError("a t interval needs at least two replicates")
@@ -107,8 +151,30 @@ def replicate_mean_t_interval(a: Sequence[float], contrasts: int = 1,
 
 def items_and_replicates_t_interval(d: Sequence[Sequence[float]], contrasts: int = 1,
                                    familywise_alpha: float = 0.05) -> ContrastInterval:
-    """The interval for the population difference (module docstring): rows are replicates,
-    columns the shared items of a rectangular n x m matrix of differences D_ri."""
+    """The interval for the population difference: rows are replicates, columns the shared
+    items of a rectangular n x m matrix of differences D_ri.
+
+    Notes
+    -----
+    With d_i = mean_r D_ri and A_r = mean_i D_ri::
+
+        mean(D) +- sqrt(t_{1-alpha/(2K), m-1}² s_d²/m + t_{1-alpha/(2K), n-1}² s_A²/n)
+
+    (the module docstring says why each part has its own t).
+
+    References
+    ----------
+    A. B. Owen, "The pigeonhole bootstrap", Annals of Applied Statistics 1 (2007), 386-411,
+    sec. 2. D. P. Banerjee, "On confidence interval for two-means problem based on separate
+    estimates of variances and tabulated values of t-table", Sankhya A 22 (1960), 349-358.
+
+    Examples
+    --------
+    >>> from evalkit.stats import items_and_replicates_t_interval
+    >>> ci = items_and_replicates_t_interval([[0, 1, 0, 1], [1, 1, 0, 0], [0, 1, 1, 1]])
+    >>> print(f"{ci.estimate:.4f} {ci.low:.3f} {ci.high:.3f}")
+    0.5833 -0.038 1.205
+    """
     matrix = np.asarray(d, dtype=float)
     if matrix.ndim != 2 or matrix.shape[0] < 2 or matrix.shape[1] < 2:
         raise ValueError("an items-and-replicates interval needs at least two replicates and "
@@ -127,7 +193,27 @@ def items_and_replicates_t_interval(d: Sequence[Sequence[float]], contrasts: int
 def whole_replicate_bootstrap(a: Sequence[float], contrasts: int = 1,
                               familywise_alpha: float = 0.05, draws: int = 2000,
                               seed: int = 0) -> ContrastInterval:
-    """Percentile interval of the mean over ``draws`` resamples of whole replicates."""
+    """Percentile interval of the mean over ``draws`` resamples of whole replicates.
+
+    Notes
+    -----
+    Each draw resamples the n replicate means A_r with replacement (seeded by ``seed``); the
+    interval is the alpha/(2K) and 1 - alpha/(2K) quantiles of the draws' means. Its
+    conditional variance is v_A/n (:func:`whole_replicate_bootstrap_variance`), too small at
+    small n: shown with its measured coverage (:func:`bootstrap_coverage`).
+
+    References
+    ----------
+    B. Efron, R. J. Tibshirani, *An Introduction to the Bootstrap* (1993), ch. 13 (the
+    percentile interval); seeds/004 (whole-cluster resampling over replicates).
+
+    Examples
+    --------
+    >>> from evalkit.stats import whole_replicate_bootstrap
+    >>> ci = whole_replicate_bootstrap([0.04, 0.06, 0.02, 0.05, 0.03])
+    >>> print(f"{ci.estimate:.3f} {ci.low:.3f} {ci.high:.3f}")
+    0.040 0.028 0.052
+    """
     values = np.asarray(a, dtype=float)
     if values.size < 2:
         raise ValueError("a bootstrap needs at least two replicates")
@@ -141,7 +227,26 @@ def whole_replicate_bootstrap(a: Sequence[float], contrasts: int = 1,
 
 def nested_bootstrap_variance(d: Sequence[Sequence[float]]) -> float:
     """Conditional variance of the grand mean under the nested bootstrap of a rectangular
-    n x m matrix: v_A/n + mean(v_r)/(n m), variances with population denominators."""
+    n x m matrix: v_A/n + mean(v_r)/(n m), variances with population denominators.
+
+    Notes
+    -----
+    v_A is the variance of the row means A_r, v_r the variance within row r. By the law of
+    total variance, resampling n rows and then m items inside each chosen row gives
+    v_A/n (the rows) plus mean(v_r)/(n m) (the items inside them), conditional on D.
+
+    References
+    ----------
+    seeds/004, "Exact conditional resampling audit"; A. C. Davison, D. V. Hinkley,
+    *Bootstrap Methods and their Application* (1997), 3.8 (resampling hierarchical data at
+    both stages over-states the variance).
+
+    Examples
+    --------
+    >>> from evalkit.stats import nested_bootstrap_variance
+    >>> print(f"{nested_bootstrap_variance([[0, 1, 0, 1], [1, 1, 0, 0], [0, 1, 1, 1]]):.6f}")
+    0.023727
+    """
     matrix = np.asarray(d, dtype=float)
     n, m = matrix.shape
     v_a = float(matrix.mean(axis=1).var())
@@ -150,7 +255,26 @@ def nested_bootstrap_variance(d: Sequence[Sequence[float]]) -> float:
 
 
 def whole_replicate_bootstrap_variance(d: Sequence[Sequence[float]]) -> float:
-    """Conditional variance of the grand mean when only whole rows are resampled: v_A/n."""
+    """Conditional variance of the grand mean when only whole rows are resampled: v_A/n.
+
+    Notes
+    -----
+    v_A = (1/n) sum_r (A_r - mean(A))², the population-denominator variance of the row means:
+    the ideal whole-replicate bootstrap's variance, conditional on D.
+
+    References
+    ----------
+    seeds/004, "Exact conditional resampling audit"; B. Efron, R. J. Tibshirani, *An
+    Introduction to the Bootstrap* (1993), ch. 5 (the bootstrap estimate of a mean's
+    standard error, sqrt(v/n) with the plug-in variance).
+
+    Examples
+    --------
+    >>> from evalkit.stats import whole_replicate_bootstrap_variance
+    >>> d = [[0, 1, 0, 1], [1, 1, 0, 0], [0, 1, 1, 1]]
+    >>> print(f"{whole_replicate_bootstrap_variance(d):.6f}")
+    0.004630
+    """
     matrix = np.asarray(d, dtype=float)
     return float(matrix.mean(axis=1).var()) / matrix.shape[0]
 
@@ -170,8 +294,27 @@ def z_for(contrasts: int, familywise_alpha: float = 0.05) -> float:
 
 def replicates_for_half_width(sd: float, half_width: float, contrasts: int = 1,
                               familywise_alpha: float = 0.05) -> int:
-    """n = max(2, ceil((z SD / w)^2)): a known-SD planning figure, not a power calculation;
-    a t interval with an estimated SD is generally wider."""
+    """Replicates for an interval of half-width ``half_width`` at an assumed SD of A_r.
+
+    Notes
+    -----
+    With w the half-width and K the contrasts::
+
+        n = max(2, ceil((z SD / w)^2)),   z = Phi^-1(1 - alpha/(2K))
+
+    A known-SD planning figure, not a power calculation; a t interval with an estimated SD
+    is generally wider.
+
+    References
+    ----------
+    seeds/004, "Replicate-count sensitivity" (z about 2.690 for K = 7 at alpha = 0.05).
+
+    Examples
+    --------
+    >>> from evalkit.stats import replicates_for_half_width
+    >>> replicates_for_half_width(0.02, 0.01), replicates_for_half_width(0.02, 0.01, 7)
+    (16, 29)
+    """
     if sd < 0 or half_width <= 0:
         raise ValueError("need SD >= 0 and a positive half-width")
     return max(2, math.ceil((z_for(contrasts, familywise_alpha) * sd / half_width) ** 2))

@@ -45,7 +45,11 @@ def ppi_mean(labels: Sequence[float], judged: Sequence[float], judged_unlabelled
     """PPI++ for a mean from a simple random sample of labels.
 
     ``labels`` Y and ``judged`` f are the person's and the judge's verdicts on the n labelled
-    entries, ``judged_unlabelled`` f~ the judge's on the other N. With lambda power-tuned::
+    entries, ``judged_unlabelled`` f~ the judge's on the other N.
+
+    Notes
+    -----
+    With lambda power-tuned::
 
         lambda = [(1/n) sum (Y - Ybar)(f - fbar)] / [(1 + n/N) s²(f, f~)]   clipped to [0, 1]
         theta  = lambda mean(f~) + mean(Y - lambda f)
@@ -54,9 +58,29 @@ def ppi_mean(labels: Sequence[float], judged: Sequence[float], judged_unlabelled
     (s² with n + N - 1 in the denominator over all n + N verdicts, var with N or n). A judge
     that agrees with people lets lambda near 1 borrow the N verdicts; one that does not
     gives lambda near 0, the labels' own mean. A judge with one verdict throughout carries
-    no information: lambda = 0. Reference: A. N. Angelopoulos, J. C. Duchi, T. Zrnic,
-    "PPI++: Efficient prediction-powered inference" (2024), the mean estimator; equal to
-    ``ppi_py.ppi_mean_ci`` (which defaults to 90%: pass ``alpha=1 - confidence``).
+    no information: lambda = 0. Equal to ``ppi_py.ppi_mean_ci`` (which defaults to 90%: pass
+    ``alpha=1 - confidence``).
+
+    References
+    ----------
+    A. N. Angelopoulos, S. Bates, C. Fannjiang, M. I. Jordan, T. Zrnic, "Prediction-powered
+    inference", Science 382 (2023), 669-674. A. N. Angelopoulos, J. C. Duchi, T. Zrnic,
+    "PPI++: Efficient prediction-powered inference", arXiv:2311.01453 (2023): the mean
+    estimator with power tuning.
+
+    Examples
+    --------
+    Ten labelled entries, the judge wrong on one of them, and 30 entries the judge alone
+    scored:
+
+    >>> from evalkit.stats import ppi_mean
+    >>> people = [1, 1, 1, 0, 1, 1, 0, 1, 1, 1]
+    >>> judge = [1, 1, 1, 0, 1, 1, 1, 1, 1, 1]
+    >>> c = ppi_mean(people, judge, [1] * 24 + [0] * 6)
+    >>> print(f"{c.estimate:.4f} {c.standard_error:.4f} {c.low:.3f} {c.high:.3f}")
+    0.7595 0.1090 0.546 0.973
+    >>> print(f"lambda = {c.power_tuning:.4f}")
+    lambda = 0.4052
     """
     y, f = np.asarray(labels, dtype=float), np.asarray(judged, dtype=float)
     rest = np.asarray(judged_unlabelled, dtype=float)
@@ -76,7 +100,13 @@ def ppi_mean(labels: Sequence[float], judged: Sequence[float], judged_unlabelled
 
 @dataclass(frozen=True)
 class Stratum:
-    """The entries the judge gave one verdict, and the labels drawn among them at random."""
+    """The entries the judge gave one verdict, and the labels drawn among them at random
+    (True: the label makes the entry correct).
+
+    >>> s = Stratum(entries=40, labels=(True,) * 9 + (False,))
+    >>> print(f"{s.share:.3f} {s.smoothed_spread:.4f}")
+    0.900 0.1178
+    """
 
     entries: int
     labels: Sequence[bool]
@@ -96,7 +126,25 @@ class Stratum:
 
 def labels_missing(strata: Mapping[bool, Stratum]) -> dict[bool, int]:
     """Verdict -> labels still needed before a correction is given: each verdict with
-    entries needs ``min(N_h, MIN_LABELS_PER_CLASS)`` labels."""
+    entries needs ``min(N_h, MIN_LABELS_PER_CLASS)`` labels.
+
+    Notes
+    -----
+    missing_h = max(0, min(N_h, 10) - n_h) for each verdict h with N_h > 0 entries and n_h
+    labels; ten per stratum keeps the estimate of the judge's error on each verdict from
+    resting on a handful of labels (coverage measured by ``benchmarks/judge_coverage.py``).
+
+    References
+    ----------
+    W. G. Cochran, *Sampling Techniques*, 3rd ed. (1977), 5.9 (a stratum's variance is
+    estimated from its own sample, which needs at least two units; evalkit asks ten).
+
+    Examples
+    --------
+    >>> from evalkit.stats import Stratum, labels_missing
+    >>> labels_missing({True: Stratum(40, (True,) * 4), False: Stratum(3, ())})
+    {True: 6, False: 3}
+    """
     return {h: max(0, min(s.entries, MIN_LABELS_PER_CLASS) - len(s.labels))
             for h, s in strata.items() if s.entries}
 
@@ -115,6 +163,11 @@ def stratified_ppi_mean(strata: Mapping[bool, Stratum],
                         confidence: float = 0.95) -> CorrectedAccuracy | None:
     """PPI for labels drawn at random within the judge's passes and within its failures.
 
+    ``None`` when a stratum with entries has fewer than two labels, or none for a stratum of
+    one entry (labelled, it is known whole: :func:`labels_missing` promises a correction then).
+
+    Notes
+    -----
     Entry i of stratum h is drawn with probability n_h/N_h. With W_h = N_h/N, x_h of the
     stratum's n_h labels passes, p_h = x_h/n_h and p~_h = (x_h + 1/2)/(n_h + 1)::
 
@@ -129,12 +182,25 @@ def stratified_ppi_mean(strata: Mapping[bool, Stratum],
     labels all agree (p_h = 0 or 1) is common with a good judge; p~_h keeps its noise from
     counting as none, and Wilson keeps the interval's coverage near 0 and 1, as for the
     replicates' effective-n interval. Measured coverage: ``benchmarks/judge_coverage.py``.
-    References: A. Fisch et al., "Stratified prediction-powered inference for hybrid language
-    model evaluation" (NeurIPS 2024); W. G. Cochran, Sampling Techniques, 3rd ed. (1977), 5.9;
-    E. L. Korn, B. I. Graubard, "Confidence intervals for proportions with small expected
-    number of positive counts estimated from survey data", Survey Methodology 24 (1998).
-    ``None`` when a stratum with entries has fewer than two labels, or none for a stratum of
-    one entry (labelled, it is known whole: :func:`labels_missing` promises a correction then).
+
+    References
+    ----------
+    A. Fisch, J. Maynez, R. A. Hofer, B. Dhingra, A. Globerson, W. W. Cohen, "Stratified
+    prediction-powered inference for hybrid language model evaluation", NeurIPS 2024.
+    W. G. Cochran, *Sampling Techniques*, 3rd ed. (1977), 5.9. E. L. Korn, B. I. Graubard,
+    "Confidence intervals for proportions with small expected number of positive counts
+    estimated from survey data", Survey Methodology 24 (1998), 193-201.
+
+    Examples
+    --------
+    The judge passed 80 entries and failed 20; people labelled 10 of each, finding the judge
+    right on 9 of its passes and 7 of its failures:
+
+    >>> from evalkit.stats import Stratum, stratified_ppi_mean
+    >>> c = stratified_ppi_mean({True: Stratum(80, (True,) * 9 + (False,)),
+    ...                          False: Stratum(20, (True,) * 7 + (False,) * 3)})
+    >>> print(f"{c.estimate:.3f} {c.standard_error:.4f} {c.low:.3f} {c.high:.3f}")
+    0.860 0.0920 0.606 0.961
     """
     total = sum(s.entries for s in strata.values())
     drawn = {h: s for h, s in strata.items() if s.entries}
@@ -155,7 +221,16 @@ def rogan_gladen(passed: int, entries: int, sensitivity: tuple[float, float],
                  confidence: float = 0.95) -> CorrectedAccuracy | None:
     """Rogan-Gladen: the judge's pass rate AP corrected by its measured sensitivity Se
     (``(judge passes, labels that pass)``) and specificity Sp (``(judge failures, labels
-    that fail)``), with the adjusted interval of Lang and Reiczigel::
+    that fail)``), with the adjusted interval of Lang and Reiczigel.
+
+    ``None`` when Se + Sp <= 1 (a judge no better than chance corrects nothing) or a rate
+    has no labels. The label counts may be weighted (a stratified draw's labels count
+    N_h/n_h each, scaled to sum to the labels given).
+
+    Notes
+    -----
+    With x of the N entries passed by the judge (AP = x/N), and Se = x_Se/n_Se and
+    Sp = x_Sp/n_Sp measured on the labels::
 
         theta = (AP + Sp - 1) / (Se + Sp - 1)
         Se' = (x_Se + 1)/(n_Se + 2),  Sp' likewise,  n' = n + 2 for both
@@ -165,13 +240,24 @@ def rogan_gladen(passed: int, entries: int, sensitivity: tuple[float, float],
         interval = theta' + 2 z² [theta' Se'(1-Se')/n_Se' - (1-theta') Sp'(1-Sp')/n_Sp']
                    ± z sqrt(V),  clipped to [0, 1]
 
-    The estimate is clipped to [0, 1]. References: W. J. Rogan, B. Gladen, "Estimating
-    prevalence from the results of a screening test", Am. J. Epidemiol. 107 (1978);
-    Z. Lang, J. Reiczigel, "Confidence limits for prevalence of disease adjusted for
-    estimated sensitivity and specificity", Prev. Vet. Med. 113 (2014), eqs. 2-17.
-    ``None`` when Se + Sp <= 1 (a judge no better than chance corrects nothing) or a rate
-    has no labels. The label counts may be weighted (a stratified draw's labels count
-    N_h/n_h each, scaled to sum to the labels given).
+    The estimate is clipped to [0, 1].
+
+    References
+    ----------
+    W. J. Rogan, B. Gladen, "Estimating prevalence from the results of a screening test",
+    American Journal of Epidemiology 107 (1978), 71-76. Z. Lang, J. Reiczigel, "Confidence
+    limits for prevalence of disease adjusted for estimated sensitivity and specificity",
+    Preventive Veterinary Medicine 113 (2014), 13-22, eqs. 2-17.
+
+    Examples
+    --------
+    The judge passed 70 of 100 entries; on labelled entries it passed 18 of 20 that should
+    pass and failed 8 of 10 that should fail:
+
+    >>> from evalkit.stats import rogan_gladen
+    >>> c = rogan_gladen(70, 100, sensitivity=(18, 20), specificity=(8, 10))
+    >>> print(f"{c.estimate:.4f} {c.low:.3f} {c.high:.3f}")
+    0.7143 0.469 0.966
     """
     (se_hits, se_n), (sp_hits, sp_n) = sensitivity, specificity
     if entries <= 0 or se_n <= 0 or sp_n <= 0 or se_hits / se_n + sp_hits / sp_n <= 1:
@@ -213,6 +299,11 @@ def labels_for_half_width(strata: Mapping[bool, Stratum], half_width: float,
                           confidence: float = 0.95) -> LabelBudget | None:
     """Labels for a stratified interval of ``half_width``, allocated where they count most.
 
+    ``None`` when V* <= F or some n_h > N_h: the entries, not the labels, hold the interval
+    wider than asked (more entries are needed).
+
+    Notes
+    -----
     With the shares measured so far (smoothed as in :func:`stratified_ppi_mean`,
     sigma_h = sqrt(p~_h (1 - p~_h)); a stratum without labels counts as p~ = 1/2), the target
     variance V* = (half_width / z)² and the entries' part F = sum_h W_h (p_h - theta)²/N,
@@ -220,10 +311,23 @@ def labels_for_half_width(strata: Mapping[bool, Stratum], half_width: float,
 
         n = (sum_h W_h sigma_h)² / (V* - F),   n_h = n W_h sigma_h / sum_h W_h sigma_h
 
-    each rounded up and at least ``MIN_LABELS_PER_CLASS`` (or all N_h). ``None`` when
-    V* <= F or some n_h > N_h: the entries, not the labels, hold the interval wider than
-    asked (more entries are needed). Reference: J. Neyman, "On the two different aspects of
-    the representative method", JRSS 97 (1934); Cochran (1977), 5.5.
+    each rounded up and at least ``MIN_LABELS_PER_CLASS`` (or all N_h).
+
+    References
+    ----------
+    J. Neyman, "On the two different aspects of the representative method: the method of
+    stratified sampling and the method of purposive selection", Journal of the Royal
+    Statistical Society 97 (1934), 558-625. W. G. Cochran, *Sampling Techniques*, 3rd ed.
+    (1977), 5.5.
+
+    Examples
+    --------
+    >>> from evalkit.stats import Stratum, labels_for_half_width
+    >>> strata = {True: Stratum(800, (True,) * 9 + (False,)),
+    ...           False: Stratum(200, (True,) * 7 + (False,) * 3)}
+    >>> budget = labels_for_half_width(strata, 0.05)
+    >>> budget.needed, budget.more
+    ({True: 157, False: 54}, 191)
     """
     drawn = {h: s for h, s in strata.items() if s.entries}
     if not drawn:

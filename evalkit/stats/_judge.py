@@ -13,16 +13,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
-from evalkit.records import (
-    HumanLabel,
-    ItemResult,
-    MetricPoint,
-    RunRecord,
-    ScoredRun,
-    TypeNames,
-    TypeResult,
-    names,
-)
+from evalkit.records import HumanLabel, ItemResult, RunRecord, ScoredRun, TypeResult
 from evalkit.stats._agreement import Agreement, agreement
 from evalkit.stats._corrected import (
     CorrectedAccuracy,
@@ -117,7 +108,15 @@ def _estimate_json(c: CorrectedAccuracy | None) -> dict[str, Any] | None:
 
 def latest_labels(labels: Sequence[HumanLabel], test_type: str) -> dict[str, HumanLabel]:
     """Entry id -> the latest label of ``test_type`` (a person who changes their mind, or a
-    second person, replaces the earlier label)."""
+    second person, replaces the earlier label).
+
+    >>> from evalkit.records import HumanLabel
+    >>> from evalkit.stats import latest_labels
+    >>> labels = [HumanLabel("e1", "functional", True, "ann", time_ms=2),
+    ...           HumanLabel("e1", "functional", False, "bob", time_ms=1)]
+    >>> latest_labels(labels, "functional")["e1"].reviewer
+    'ann'
+    """
     latest: dict[str, HumanLabel] = {}
     for label in sorted((x for x in labels if x.test_type == test_type),
                         key=lambda x: x.time_ms):
@@ -136,6 +135,39 @@ def check_judge(result: TypeResult, labels: Sequence[HumanLabel], draw: LabelDra
     takes the scorer's accuracy over every entry and its sensitivity and specificity for
     correctness measured on the drawn labels, each label weighted by N_h/n_h and the weights
     scaled to sum to the number of labels.
+
+    Notes
+    -----
+    Agreement over every label (:func:`agreement`); the corrected accuracy
+    (:func:`stratified_ppi_mean`) once each verdict has ``min(N_h, 10)`` drawn labels
+    (:func:`labels_missing`), with :func:`rogan_gladen` beside it; the labels for an interval
+    of ``half_width`` (:func:`labels_for_half_width`); the judge's stability over its votes.
+
+    References
+    ----------
+    A. Fisch et al., "Stratified prediction-powered inference for hybrid language model
+    evaluation", NeurIPS 2024; W. J. Rogan, B. Gladen (1978); the references of each
+    function above.
+
+    Examples
+    --------
+    A judge passed 16 of 20 entries; people labelled the 14 drawn ones and disagreed with it
+    twice (``e0``, which it failed, and ``e1``, which it passed):
+
+    >>> from evalkit.records import HumanLabel, ItemResult, TypeResult
+    >>> from evalkit.stats import check_judge, draw_for_labels
+    >>> items = tuple(ItemResult(f"e{i}", i % 5 != 0, True, "q", "a", ("a",), (f"e{i}",))
+    ...               for i in range(20))
+    >>> result = TypeResult("functional", "llm_judge", items)
+    >>> draw = draw_for_labels({i.id: i.passed for i in items}, 14, seed=1)
+    >>> labels = [HumanLabel(d.entry_id, "functional", d.verdict != (d.entry_id in ("e0", "e1")),
+    ...                      "ann") for d in draw.drawn]
+    >>> check = check_judge(result, labels, draw)
+    >>> c = check.corrected
+    >>> print(c.method, f"{c.estimate:.3f} {c.low:.3f} {c.high:.3f}", c.labels)
+    stratified PPI 0.770 0.504 0.917 14
+    >>> print(f"{check.agreement.kappa.value:.3f}", check.more_needed)
+    0.650 {True: 0, False: 0}
     """
     items = {i.id: i for i in result.items if len(i.entry_ids) == 1}
     latest = {e: label for e, label in latest_labels(labels, result.test_type).items()
@@ -189,10 +221,11 @@ def _rogan_gladen(items: Mapping[str, ItemResult], latest: Mapping[str, HumanLab
 
 
 def judge_checks(record: RunRecord, confidence: float = 0.95) -> dict[str, JudgeCheck]:
-    """:func:`checks_for` a run as MLflow holds it: its scored items, draws and labels."""
+    """:func:`checks_for` a run as MLflow holds it: its scored items, draws and labels (the
+    statistics of :func:`check_judge`)."""
     if record.evaluation is None:
         return {}
-    doc = record.documents.get(names.LABEL_DRAWS_ARTIFACT)
+    doc = record.label_draws
     draws = LabelDraws.from_json(doc).by_type if doc else {}
     return checks_for(record.evaluation, record.labels, draws, confidence)
 
@@ -201,34 +234,13 @@ def checks_for(scored: ScoredRun, labels: Sequence[HumanLabel],
                draws: Mapping[str, LabelDraw],
                confidence: float = 0.95) -> dict[str, JudgeCheck]:
     """Type -> its :class:`JudgeCheck`, for each type that an LLM judged, that has labels or
-    that has a draw (bias, whose items are groups, is not labelled)."""
+    that has a draw (bias, whose items are groups, is not labelled); the statistics of
+    :func:`check_judge`."""
     labelled = {label.test_type for label in labels}
     return {r.test_type: check_judge(r, labels, draws.get(r.test_type), confidence)
             for r in scored.types
             if r.per_entry
             and (r.scorer == "llm_judge" or r.test_type in labelled or r.test_type in draws)}
-
-
-def judge_points(check: JudgeCheck) -> list[MetricPoint]:
-    """The check's MLflow metrics (``<type>_accuracy_corrected`` and its bounds once a
-    correction is given, the judge's rates and kappa once labels allow them)."""
-    n = TypeNames.of(check.test_type)
-    points = [MetricPoint(n.labels_drawn, len(check.drawn_labels)),
-              MetricPoint(n.labels_by_choice, len(check.chosen_labels))]
-    if check.corrected is not None:
-        c = check.corrected
-        points += [MetricPoint(n.accuracy_corrected, c.estimate),
-                   MetricPoint(n.accuracy_corrected_low, c.low),
-                   MetricPoint(n.accuracy_corrected_high, c.high)]
-    if check.stability is not None:
-        points.append(MetricPoint(n.judge_flip_rate, check.stability.flip_rate))
-    a = check.agreement
-    if a is not None:
-        points += [MetricPoint(key, rate.successes / rate.n) for key, rate in (
-            (n.judge_tpr, a.tpr), (n.judge_tnr, a.tnr)) if rate is not None]
-        if a.kappa is not None:
-            points.append(MetricPoint(n.judge_kappa, a.kappa.value))
-    return points
 
 
 def corrected_metrics(metrics: Sequence[TypeMetrics],

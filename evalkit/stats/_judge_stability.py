@@ -41,7 +41,29 @@ class JudgeStability:
 
 def judge_stability(result: TypeResult) -> JudgeStability | None:
     """The stability of the judge over a type's items that hold its votes; ``None`` when the
-    judge was asked once (no item holds votes)."""
+    judge was asked once (no item holds votes).
+
+    Notes
+    -----
+    flip rate = items whose k votes were not unanimous / items; p = :func:`disagreement` of
+    the votes (minority votes / votes); the majority error P(Binomial(k, p) >= k/2), ties
+    wrong (:func:`vote_error`).
+
+    References
+    ----------
+    seeds/003 (the error of a majority over k exchangeable runs).
+
+    Examples
+    --------
+    >>> from evalkit.records import ItemResult, TypeResult
+    >>> votes = [(True, True, True), (True, False, True), (False, False, True), (False,) * 3]
+    >>> items = tuple(ItemResult(f"e{i}", sum(v) >= 2, True, "q", "a", ("a",), (f"e{i}",),
+    ...                          judge_votes=v) for i, v in enumerate(votes))
+    >>> s = judge_stability(TypeResult("repeatability", "llm_judge", items))
+    >>> print(s.flip_rate, f"{s.disagreement.p:.4f} {s.majority_error:.4f}", s.failures,
+    ...       s.failures_from_judge)
+    0.5 0.1667 0.0741 2 1
+    """
     voted = [i for i in result.items if i.judge_votes and i.error is None]
     if not voted:
         return None

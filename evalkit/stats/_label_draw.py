@@ -44,6 +44,28 @@ def draw_for_labels(verdicts: Mapping[str, bool], n: int, seed: int) -> LabelDra
     probability n_h / N_h. The same verdicts, n and seed give the same draw: entries are
     sorted by id before a ``random.Random`` seeded with the SHA-256 of the seed shuffles
     them (Python's Mersenne Twister, stable across releases for ``sample``).
+
+    Notes
+    -----
+    Stratum h (the judge's passes, its failures) has N_h entries; n_h of them are drawn by
+    simple random sampling without replacement, so each is included with probability
+    pi = n_h / N_h, the weight N_h / n_h an unbiased stratified estimate gives its label.
+
+    References
+    ----------
+    W. G. Cochran, *Sampling Techniques*, 3rd ed. (1977), 5.1-5.3 (stratified random
+    sampling); A. Fisch et al., "Stratified prediction-powered inference for hybrid language
+    model evaluation", NeurIPS 2024 (strata by the judge's verdict).
+
+    Examples
+    --------
+    >>> from evalkit.stats import draw_for_labels
+    >>> verdicts = {f"e{i}": i % 5 != 0 for i in range(20)}
+    >>> d = draw_for_labels(verdicts, 6, seed=7)
+    >>> d.entries, len(d.of(True)), len(d.of(False))
+    ({True: 16, False: 4}, 3, 3)
+    >>> sorted({e.inclusion_probability for e in d.drawn})
+    [0.1875, 0.75]
     """
     if n < 0:
         raise ValueError(f"cannot draw {n} entries")
@@ -65,7 +87,8 @@ DRAWS_FORMAT = "evalkit.label-draws/1"
 
 @dataclass(frozen=True)
 class LabelDraws:
-    """The draws recorded on a run, by test type (the ``labels/draws.json`` artifact)."""
+    """The draws recorded on a run, by test type (a run's
+    :attr:`~evalkit.records.RunRecord.label_draws`)."""
 
     by_type: Mapping[str, LabelDraw]
 

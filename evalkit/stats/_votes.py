@@ -45,7 +45,12 @@ class Ties(StrEnum):
 
 
 def vote_error(rule: Rule, n: int, p: float, ties: Ties = Ties.WRONG) -> float:
-    """Probability that the verdict aggregated over ``n`` runs under ``rule`` is wrong."""
+    """Probability that the verdict aggregated over ``n`` runs under ``rule`` is wrong (the
+    formulas in the module docstring).
+
+    >>> print(f"{vote_error(Rule.MAJORITY, 3, 0.1):.5f} {vote_error(Rule.UNANIMOUS, 3, 0.1):.4f}")
+    0.02800 0.2710
+    """
     if n < 1:
         raise ValueError("a vote needs at least one run")
     if not 0 <= p <= 1:
@@ -91,6 +96,34 @@ class VoteTable:
 
 
 def vote_table(p: float, target: float, max_n: int = 20) -> VoteTable:
+    """The error of every rule at N = 1..``max_n`` runs, and the fewest runs for ``target``.
+
+    Notes
+    -----
+    With X ~ Binomial(N, p) wrong runs::
+
+        majority (ties wrong) = P(X >= N/2)      majority (ties right) = P(X > N/2)
+        unanimous             = 1 - (1 - p)^N    any-of                = p^N
+
+    ``recommended`` is the smallest N whose error is at most ``target`` (``None`` when no N
+    up to 1000 reaches it: unanimity only gets worse with N).
+
+    References
+    ----------
+    seeds/003, "Three runs is not a sample size: the replication fallacy in AI evaluation
+    and its computable rule" (E(N, p) = P(Binomial(N, p) >= ceil(N/2)), ties as policy).
+
+    Examples
+    --------
+    At p = 0.10 (seeds/003's table: majority 0.02800 at N = 3, 0.00856 at N = 5):
+
+    >>> from evalkit.stats import vote_table
+    >>> t = vote_table(0.10, target=0.01, max_n=5)
+    >>> print([f"{e:.5f}" for e in t.errors["majority (ties right)"]])
+    ['0.10000', '0.01000', '0.02800', '0.00370', '0.00856']
+    >>> t.recommended
+    {'majority (ties wrong)': 5, 'majority (ties right)': 2, 'unanimous': None, 'any-of': 2}
+    """
     columns = {
         f"{Rule.MAJORITY} ({Ties.WRONG})": (Rule.MAJORITY, Ties.WRONG),
         f"{Rule.MAJORITY} ({Ties.RIGHT})": (Rule.MAJORITY, Ties.RIGHT),
@@ -124,10 +157,26 @@ def disagreement(source: str, answers: Iterable[Sequence[Hashable]]) -> Disagree
     """p from groups of answers that should agree (an entry's repeats, an item's verdicts
     across replicates): the share of answers that differ from their group's majority answer.
 
-    A group of t answers whose most common answer occurs c times contributes t - c; a tie
-    between two answers counts half the group either way, so no tie policy is needed. Groups
-    of one answer carry no information and are skipped. The interval is Wilson over all
-    answers (treating them as independent, which repeats of one entry are not quite).
+    Notes
+    -----
+    p = sum_g (t_g - c_g) / sum_g t_g over the groups g of t_g >= 2 answers, c_g the count of
+    the group's most common answer: a group of t answers whose most common answer occurs c
+    times contributes t - c; a tie between two answers counts half the group either way, so
+    no tie policy is needed. Groups of one answer carry no information and are skipped. The
+    interval is Wilson over all answers (treating them as independent, which repeats of one
+    entry are not quite).
+
+    References
+    ----------
+    seeds/003 (p, the per-run disagreement rate a vote's error depends on); E. B. Wilson
+    (1927) for the interval.
+
+    Examples
+    --------
+    >>> from evalkit.stats import disagreement
+    >>> d = disagreement("repeats", [("a", "a", "b"), ("x", "x", "x"), ("y",)])
+    >>> print(d.minority, d.observations, d.groups, f"{d.p:.4f}", f"{d.interval.high:.3f}")
+    1 6 2 0.1667 0.564
     """
     minority = observations = groups = 0
     for group in answers:

@@ -14,6 +14,7 @@ from evalkit.tracking._history import history, render_history
 from evalkit.tracking._import_sources import SOURCE_COLUMNS, is_mlflow_source, mlflow_rows
 from evalkit.tracking._labels import RunLabels, label_assessment, wanted_assessment
 from evalkit.tracking._links import ServedUi, shown_uri, ui_port
+from evalkit.tracking._metric_points import judge_points, type_points
 from evalkit.tracking._raw import RawResults, RawResultsLog, read_raw_results
 from evalkit.tracking._reader import RunReader, resume_commands
 from evalkit.tracking._run import TrackedRun
@@ -22,8 +23,8 @@ from evalkit.tracking._traces import Assessment, answers_of, prompt_use, stabili
 from evalkit.tracking._tracker import Tracker
 
 __all__ = ["SOURCE_COLUMNS", "answers_of", "Assessment", "history", "is_mlflow_source",
-           "label_assessment", "local_store", "mlflow_rows", "prompt_use", "RawResults",
-           "RawResultsLog", "read_raw_results", "render_history", "resume_commands", "RunLabels",
-           "RunReader", "ServedUi", "shown_uri", "source_state", "SourceState",
-           "stability_assessment", "StoredRun", "TrackedRun", "Tracker", "ui_port",
+           "judge_points", "label_assessment", "local_store", "mlflow_rows", "prompt_use",
+           "RawResults", "RawResultsLog", "read_raw_results", "render_history", "resume_commands",
+           "RunLabels", "RunReader", "ServedUi", "shown_uri", "source_state", "SourceState",
+           "stability_assessment", "StoredRun", "TrackedRun", "Tracker", "type_points", "ui_port",
            "wanted_assessment"]
