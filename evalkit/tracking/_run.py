@@ -20,6 +20,7 @@ import json
 import logging
 import time
 from collections.abc import Callable, Collection, Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from types import TracebackType
 from typing import Any
@@ -36,15 +37,28 @@ from evalkit.tracking._table import results_table, table_json
 
 logger = logging.getLogger("evalkit")
 
+
+@dataclass(frozen=True)
+class NewRun:
+    """What a run is started with: the experiment it goes into, its name, params and tags."""
+
+    experiment: str
+    name: str
+    params: Mapping[str, str]
+    tags: Mapping[str, str]
+
+
 OpenChild = Callable[..., "TrackedRun"]
-"""Starts a run of the same series (``run_name, params, tags, raw_dir=, traced=, parent=``)."""
+"""Starts a run of the same series (a :class:`NewRun`, ``raw_dir=, traced=, parent=``)."""
 
 
 class TrackedRun:
     """A run being written (see the module docstring). Made by
     :meth:`evalkit.tracking.Tracker.run` or :meth:`~evalkit.tracking.Tracker.reopen`."""
 
-    def __init__(self, backend: Backend, journal: RunJournal, series: Series,
+    # A run's state, set by its three openers (tracking/_opening.py: start, start offline,
+    # reopen), the optional parts by keyword: a dataclass of them would only repeat its fields.
+    def __init__(self, backend: Backend, journal: RunJournal, series: Series,  # noqa: PLR0913
                  open_child: OpenChild, *, offline: bool = False, files: RunFiles | None = None,
                  traced: bool = False, resumed: bool = False,
                  parent: TrackedRun | None = None) -> None:
@@ -181,8 +195,9 @@ class TrackedRun:
               raw_dir: Path | None = None, traced: bool = False) -> TrackedRun:
         """A nested run of this one (a replicate of a series): it goes on past an outage with
         its parent, and starts offline while the server is down."""
-        return self._open_child(run_name, params, {**tags, names.PARENT_RUN_TAG: self.id},
-                                raw_dir=raw_dir, traced=traced, parent=self)
+        child = NewRun(self.experiment_name, run_name, params,
+                       {**tags, names.PARENT_RUN_TAG: self.id})
+        return self._open_child(child, raw_dir=raw_dir, traced=traced, parent=self)
 
     # --- closing --------------------------------------------------------------------------------
 
