@@ -46,6 +46,7 @@ def start_run(backend: Backend, new: NewRun, series: Series, *, raw_dir: Path | 
     if parent is not None and not backend.answers():  # down mid-series, even between runs
         series.server_down = True
         return _start_offline(backend, new, series, raw_dir, traced, parent)
+
     backend.check_reachable()
     stored: StoredRun | None = None
     try:
@@ -68,6 +69,7 @@ def start_run(backend: Backend, new: NewRun, series: Series, *, raw_dir: Path | 
         raise TrackingError(f"cannot start an MLflow run at {backend.tracking_uri}: "
                             f"{backend.hide_password(str(err))}. Check MLFLOW_TRACKING_URI "
                             f"(unset it to use the local store {LOCAL_STORE})") from err
+
     journal = RunJournal(
         run_id=stored.run_id, run_name=stored.run_name, experiment_id=experiment_id,
         experiment_name=new.experiment, start_time_ms=stored.start_time_ms,
@@ -81,6 +83,7 @@ def start_run(backend: Backend, new: NewRun, series: Series, *, raw_dir: Path | 
                             f"{backend.tracking_uri}: {backend.hide_password(str(err))}. Check "
                             "the server's artifact store (--artifacts-destination) and its "
                             "permissions") from err
+
     return TrackedRun(backend, journal, series, _child_opener(backend, series),
                       files=_new_files(raw_dir, stored.run_id, recorded), traced=traced,
                       parent=parent)
@@ -109,6 +112,7 @@ def reopen_run(backend: Backend, run_id: str, series: Series, *, raw_dir: Path,
     except BaseException:
         lock.release()
         raise
+
     series.supersede_bundle(run_id, backend.tracking_uri)
     files = RunFiles(RawResultsLog(path), lock,
                      {(c.entry_id, c.repeat): c for c in raw.records})

@@ -127,7 +127,8 @@ def _call_spans(context: RunContext, entry: EntryTrace) -> list[Any]:
     nanosecond after the one before it, so that every MLflow release lists them in call
     order (3.14 to 3.16 order spans that start together at random)."""
     start = context.start_time_ms * 1_000_000
-    replicate, seed = context.tags.get(names.REPLICATE_TAG), context.tags.get(names.SEED_TAG)
+    replicate = context.tags.get(names.REPLICATE_TAG)
+    seed = context.tags.get(names.SEED_TAG)
     common = {"inputs": entry.input}
     # the trace is an error when no call gave an output
     failed = entry.calls[0].error if entry.calls and all(c.error for c in entry.calls) else None
