@@ -64,11 +64,12 @@ def test_a_finished_span_is_an_mlflow_span_with_evalkits_ids_and_attributes() ->
     for key in ("INPUTS", "OUTPUTS", "REQUEST_ID", "SPAN_TYPE"):
         assert isinstance(getattr(SpanAttributeKey, key), str), key
     trace_id = trace_id_for("run", "e1")
-    root = private.finished_span(trace_id, "e1", None, 1_000, 9_000, "CHAIN",
-                                 {"inputs": {"q": 1}, "outputs": "a"}, None,
-                                 trace_tags={"evalkit.entry_id": "e1"})
-    call = private.finished_span(trace_id, "call 0", "e1", 1_000, 5_000, "UNKNOWN",
-                                 {"inputs": {"q": 1}, "evalkit.repeat": 0}, "Boom: no")
+    root = private.finished_span(private.EndedSpan(
+        trace_id, "e1", None, 1_000, 9_000, "CHAIN", {"inputs": {"q": 1}, "outputs": "a"}, None,
+        trace_tags={"evalkit.entry_id": "e1"}))
+    call = private.finished_span(private.EndedSpan(
+        trace_id, "call 0", "e1", 1_000, 5_000, "UNKNOWN",
+        {"inputs": {"q": 1}, "evalkit.repeat": 0}, "Boom: no"))
     assert isinstance(root, Span) and isinstance(call, Span)
     assert root.trace_id == call.trace_id == trace_id
     assert root.parent_id is None and call.parent_id == root.span_id
@@ -79,7 +80,8 @@ def test_a_finished_span_is_an_mlflow_span_with_evalkits_ids_and_attributes() ->
     assert root.status.status_code == SpanStatusCode.OK
     assert call.status.status_code == SpanStatusCode.ERROR
     assert [e.attributes["exception.message"] for e in call.events] == ["Boom: no"]
-    again = private.finished_span(trace_id, "call 0", "e1", 1_000, 5_000, "UNKNOWN", {}, None)
+    again = private.finished_span(private.EndedSpan(
+        trace_id, "call 0", "e1", 1_000, 5_000, "UNKNOWN", {}, None))
     assert again.span_id == call.span_id  # written again, found again
 
 
@@ -155,13 +157,13 @@ def new_run(client: Any) -> tuple[str, str]:
 def entry_spans(run_id: str, entry_id: str, error: str | None = None) -> list[Any]:
     trace_id = trace_id_for(run_id, entry_id)
     start = 1_700_000_000_000 * 1_000_000
-    return [private.finished_span(trace_id, entry_id, None, start, start + 5_000_000, "CHAIN",
-                                  {"inputs": {"q": entry_id}, "outputs": "a"}, error,
-                                  trace_tags={"mlflow.traceName": entry_id,
-                                              "evalkit.entry_id": entry_id}),
-            private.finished_span(trace_id, "call 0", entry_id, start, start + 4_000_000,
-                                  "UNKNOWN", {"inputs": {"q": entry_id}, "outputs": "a",
-                                              "evalkit.repeat": 0}, error)]
+    return [private.finished_span(private.EndedSpan(
+                trace_id, entry_id, None, start, start + 5_000_000, "CHAIN",
+                {"inputs": {"q": entry_id}, "outputs": "a"}, error,
+                trace_tags={"mlflow.traceName": entry_id, "evalkit.entry_id": entry_id})),
+            private.finished_span(private.EndedSpan(
+                trace_id, "call 0", entry_id, start, start + 4_000_000, "UNKNOWN",
+                {"inputs": {"q": entry_id}, "outputs": "a", "evalkit.repeat": 0}, error))]
 
 
 @pytest.mark.slow

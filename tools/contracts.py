@@ -6,7 +6,8 @@ the source of the modules in the import graph (``ast``, no import of evalkit's c
 
 - ``process_owner``: only the command line owns the process: nothing else imports ``signal``
   or calls ``os._exit``;
-- ``module_size``: no module of the given packages is longer than a number of lines;
+- ``module_size``: no module of the given packages is longer than a number of lines (the
+  complexity of functions is ruff's to check: C901 and the PLR rules in ``pyproject.toml``);
 - ``single_base``: no class of the given packages inherits from more than one class of the
   root package (composition, not a stack of mixins).
 """

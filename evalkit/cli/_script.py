@@ -115,8 +115,7 @@ def _run(constants: Mapping[str, Any], component: Component, script: str,
     if args.rescore is not None:  # no call is made: no executor
         outcome = rescore(config, args.rescore, **caller)
         _print_outcome(outcome)
-        return _finish(args, started, "evaluation", outcome.run_id, outcome.run_url,
-                       outcome.experiment_name, (outcome,))
+        return _finish(args, started, "evaluation", outcome)
     with executor_for(args, config, constants, component) as executor:
         return _run_calls(config, component, args, {**caller, "executor": executor}, started)
 
@@ -127,14 +126,12 @@ def _run_calls(config: EvalConfig, component: Component, args: argparse.Namespac
     if args.resume is not None:
         outcome = resume(config, component, args.resume, **caller)
         _print_outcome(outcome)
-        return _finish(args, started, "evaluation", outcome.run_id, outcome.run_url,
-                       outcome.experiment_name, (outcome,))
+        return _finish(args, started, "evaluation", outcome)
     selection = Selection.parse(args.test_type, args.groups, args.human_review)
     if args.replicates:
         series = evaluate_replicates(config, component, selection, **caller)
         _print_replicates(series)
-        return _finish(args, started, "replicates", series.parent_run_id, series.run_url,
-                       series.experiment_name, series.replicates)
+        return _finish(args, started, "replicates", series)
     if args.calibrate:
         calibrated = evaluate_calibration(config, component, selection, **caller)
         for point in calibrated.calibration.points:
@@ -145,22 +142,21 @@ def _run_calls(config: EvalConfig, component: Component, args: argparse.Namespac
         print(f"mlflow: calibration run {calibrated.run.run_id} in "
               f"{calibrated.run.experiment_name} ({shown_uri(calibrated.run.tracking_uri)})")
         # A calibration measures; its exit status does not depend on the thresholds.
-        return _finish(args, started, "calibration", calibrated.run.run_id,
-                       calibrated.run.run_url, calibrated.run.experiment_name,
-                       (calibrated.run,), always_ok=True)
+        return _finish(args, started, "calibration", calibrated.run, always_ok=True)
     outcome = evaluate(config, component, selection, **caller)
     _print_outcome(outcome)
-    return _finish(args, started, "evaluation", outcome.run_id, outcome.run_url,
-                   outcome.experiment_name, (outcome,))
+    return _finish(args, started, "evaluation", outcome)
 
 
-def _finish(args: argparse.Namespace, started: float, mode: str, run_id: str,
-            run_url: str, experiment_name: str, runs: tuple[EvaluationOutcome, ...],
-            always_ok: bool = False) -> int:
-    """Print the verdict line, write the CI outputs asked for, return the exit status."""
+def _finish(args: argparse.Namespace, started: float, mode: str,
+            ran: EvaluationOutcome | ReplicatesOutcome, always_ok: bool = False) -> int:
+    """Print the verdict line, write the CI outputs asked for, return the exit status. A
+    series of replicates is named by its parent run."""
+    runs = ran.replicates if isinstance(ran, ReplicatesOutcome) else (ran,)
+    run_id = ran.parent_run_id if isinstance(ran, ReplicatesOutcome) else ran.run_id
     passed = all(meets_threshold(m) for run in runs for m in run.metrics)
     status = ExitStatus.OK if passed or always_ok else ExitStatus.THRESHOLD_FAILED
-    summary = RunSummary(mode, run_id, run_url, experiment_name,
+    summary = RunSummary(mode, run_id, ran.run_url, ran.experiment_name,
                          runs, time.monotonic() - started, int(status))
     if args.json_path is not None:
         write_json(summary, args.json_path)

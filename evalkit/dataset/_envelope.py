@@ -84,14 +84,9 @@ def explain(err: ValidationError) -> tuple[str, str, str]:
         return location(err), "required field is missing", (
             f"add \"{missing}\"" + (" (null is allowed)" if missing == "expected_output" else ""))
     field_name = str(path[0]) if path else ""
-    if field_name == "test_types":
-        if err.validator == "enum":
-            return json_pointer(path), f"unknown test type {err.instance!r}", (
-                "use one of: " + ", ".join(TEST_TYPES))
-        if err.validator == "minItems":
-            return json_pointer(path), "test_types is empty", "list at least one test type"
-        if err.validator == "uniqueItems":
-            return json_pointer(path), "test_types lists a type twice", "list each type once"
+    if field_name == "test_types" and (problem := _test_types_problem(err)) is not None:
+        message, fix = problem
+        return json_pointer(path), message, fix
     if field_name == "group" and err.validator == "pattern":
         return json_pointer(path), f"group {err.instance!r} contains a comma", (
             "remove the comma: --groups splits its value on commas")
@@ -103,6 +98,18 @@ def explain(err: ValidationError) -> tuple[str, str, str]:
         return json_pointer(path), f"must be {wanted}, found {json_type(err.instance)}", (
             f"make {field_name or 'the entry'} {wanted}")
     return json_pointer(path), err.message, "correct the value as the message says"
+
+
+def _test_types_problem(err: ValidationError) -> tuple[str, str] | None:
+    """Message and fix for what the envelope says of ``test_types`` itself (None: a violation
+    phrased as for any field)."""
+    if err.validator == "enum":
+        return f"unknown test type {err.instance!r}", "use one of: " + ", ".join(TEST_TYPES)
+    if err.validator == "minItems":
+        return "test_types is empty", "list at least one test type"
+    if err.validator == "uniqueItems":
+        return "test_types lists a type twice", "list each type once"
+    return None
 
 
 @functools.cache

@@ -102,7 +102,8 @@ def import_rows(source: str, found: Rows | Iterable[tuple[int, Mapping[str, Any]
     target.parent.mkdir(parents=True, exist_ok=True)
     staging = _beside(target, "importing")
     try:
-        inferred = _stage(staging, source, target, documents, mapping, schema, add, problems)
+        inferred = _stage_frame(staging, source, target, documents, mapping, schema, add)
+        _stage_entries(staging, target, documents, mapping, problems)
         named = [(p.line, p.render(source)) for p in problems]
         # lint the rows that were read well too, so that one error names every bad row
         named += _from_lint(lint_dataset(staging).violations, staging, target, documents,
@@ -250,10 +251,11 @@ def _schema_reference(entry_id: str) -> str:
     return "../" * len(PurePosixPath(entry_id).parts) + SCHEMA_FILE
 
 
-def _stage(staging: Path, source: str, target: Path,
-           documents: Mapping[str, tuple[int, dict[str, Any]]], mapping: ColumnMapping,
-           schema: Path | None, add: bool, problems: Problems) -> dict[str, Any] | None:
-    """Write the dataset into ``staging``; return the schema if it was inferred."""
+def _stage_frame(staging: Path, source: str, target: Path,
+                 documents: Mapping[str, tuple[int, dict[str, Any]]], mapping: ColumnMapping,
+                 schema: Path | None, add: bool) -> dict[str, Any] | None:
+    """Begin the dataset in ``staging``: a copy of the one at ``target`` (``add``), or its
+    schema (given or inferred) and README; return the schema if it was inferred."""
     inferred = None
     if add:
         shutil.copytree(target, staging, dirs_exist_ok=True)
@@ -266,6 +268,14 @@ def _stage(staging: Path, source: str, target: Path,
                                                encoding="utf-8")
         (staging / README_FILE).write_text(_readme(target.name, source, mapping),
                                            encoding="utf-8")
+    return inferred
+
+
+def _stage_entries(staging: Path, target: Path,
+                   documents: Mapping[str, tuple[int, dict[str, Any]]], mapping: ColumnMapping,
+                   problems: Problems) -> None:
+    """Write each entry's file into ``staging``; an id the dataset at ``target`` has already
+    is a problem of its row."""
     for entry_id, (line, document) in documents.items():
         file = staging / DATA_DIR / f"{entry_id}.json"
         if file.exists():
@@ -275,7 +285,6 @@ def _stage(staging: Path, source: str, target: Path,
         file.parent.mkdir(parents=True, exist_ok=True)
         file.write_text(json.dumps(document, indent=2, ensure_ascii=False) + "\n",
                         encoding="utf-8")
-    return inferred
 
 
 def infer_schema(name: str, source: str, documents: list[dict[str, Any]]) -> dict[str, Any]:

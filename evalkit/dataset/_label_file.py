@@ -47,9 +47,7 @@ def read_label_file(path: Path, known: Mapping[str, Collection[str]],
     found = rows(path, text, problems, lambda columns: _label_columns(columns, problems)) \
         if text is not None else iter(())
     for line, values in found:
-        for key in (key for key in values if key not in FIELDS):  # a CSV header is checked
-            problems.add(line, None, _unknown(f"unknown key {key!r}", key, FIELDS,
-                                              f"the keys are {', '.join(FIELDS)}"))
+        _check_keys(line, values, problems)
         entry_id = _text(line, values, "entry_id", problems)
         test_type = _text(line, values, "type", problems)
         if test_type is not None and test_type not in known:
@@ -63,10 +61,7 @@ def read_label_file(path: Path, known: Mapping[str, Collection[str]],
                          f"use the id of a {test_type!r} entry")
             problems.add(line, "entry_id", _unknown(what, entry_id, known[test_type], fix)
                          if unknown_ids <= MAX_SUGGESTED else f"{what}: {fix}")
-        verdict = label_verdict(given := _given(values, "verdict"))
-        if verdict is None:
-            what = "empty or missing" if given is None else f"{given!r} is neither pass nor fail"
-            problems.add(line, "verdict", f"{what}: write pass or fail")
+        verdict = _verdict(line, values, problems)
         reviewer = redact(_text(line, values, "reviewer", problems) or default_reviewer)
         comment = _text(line, values, "comment", problems)
         comment = None if comment is None else redact(comment)
@@ -101,6 +96,22 @@ def _label_columns(columns: list[str], problems: Problems) -> list[str] | None:
         problems.add(1, None, f"the header lacks {', '.join(missing)}: the first line must name "
                      f"the columns, e.g. {','.join(FIELDS)}")
     return columns if not missing and len(set(columns)) == len(columns) else None
+
+
+def _check_keys(line: int, values: Mapping[str, Any], problems: Problems) -> None:
+    """Every key of the row is one of the fields (a CSV header is checked)."""
+    for key in (key for key in values if key not in FIELDS):
+        problems.add(line, None, _unknown(f"unknown key {key!r}", key, FIELDS,
+                                          f"the keys are {', '.join(FIELDS)}"))
+
+
+def _verdict(line: int, values: Mapping[str, Any], problems: Problems) -> bool | None:
+    """The row's verdict, True for pass; None if it has none (reported)."""
+    verdict = label_verdict(given := _given(values, "verdict"))
+    if verdict is None:
+        what = "empty or missing" if given is None else f"{given!r} is neither pass nor fail"
+        problems.add(line, "verdict", f"{what}: write pass or fail")
+    return verdict
 
 
 def _given(values: Mapping[str, Any], field: str) -> Any:

@@ -41,33 +41,12 @@ def _refuse(uri: str) -> Resource[Any]:
 
 def load_project_schema(path: Path, found: Collector) -> tuple[bytes | None, Any]:
     """The schema file's bytes (for the digest) and a validator, or None if it is unusable."""
-    if path.is_symlink() and not path.resolve().is_relative_to(path.parent.resolve()):
-        found.add(path, "", "dataset.schema.json is a symlink to a file outside the dataset "
-                  "folder (not read)", "replace the symlink with the schema file itself")
-        return None, None
-    if not path.is_file():
-        found.add(path, "", "dataset.schema.json is missing" if not path.exists() else
-                  "dataset.schema.json is not a regular file",
-                  "add the dataset's JSON Schema next to README.md")
+    if not _readable(path, found):
         return None, None
     raw = path.read_bytes()
     usable, schema = read_document(path, raw, found)
-    if not usable:
-        return raw, None
-    if not isinstance(schema, dict | bool):
-        found.add(path, "", f"not a valid JSON Schema: found {json_type(schema)}",
-                  "make the schema a JSON object, e.g. {\"type\": \"object\"}")
-        return raw, None
-    if isinstance(schema, dict) and not isinstance(schema.get("$schema", ""), str):
-        found.add(path, "/$schema", "not a valid JSON Schema: $schema must be a URI string",
-                  "set it to \"https://json-schema.org/draft/2020-12/schema\"")
-        return raw, None
-    cls = jsonschema.validators.validator_for(schema, default=jsonschema.Draft202012Validator)
-    try:
-        cls.check_schema(schema)
-    except SchemaError as err:
-        found.add(path, json_pointer(err.absolute_path), f"not a valid JSON Schema: {err.message}",
-                  "correct the schema so that it validates against its metaschema")
+    cls = _validator_class(path, schema, found) if usable else None
+    if cls is None:
         return raw, None
     root = Resource.from_contents(schema, default_specification=DRAFT202012)
     registry: Registry[Any] = Registry(  # type: ignore[call-arg]  # attrs alias, unseen by mypy
@@ -84,6 +63,41 @@ def load_project_schema(path: Path, found: Collector) -> tuple[bytes | None, Any
             found.add(path, pointer, *_unresolvable(f"{keyword} {ref!r}", urljoin(base, ref),
                                                     everything, path.parent))
     return raw, None if broken else cls(schema, registry=registry)
+
+
+def _readable(path: Path, found: Collector) -> bool:
+    """Whether the schema file is a regular file of the dataset folder (if not, reported)."""
+    if path.is_symlink() and not path.resolve().is_relative_to(path.parent.resolve()):
+        found.add(path, "", "dataset.schema.json is a symlink to a file outside the dataset "
+                  "folder (not read)", "replace the symlink with the schema file itself")
+        return False
+    if not path.is_file():
+        found.add(path, "", "dataset.schema.json is missing" if not path.exists() else
+                  "dataset.schema.json is not a regular file",
+                  "add the dataset's JSON Schema next to README.md")
+        return False
+    return True
+
+
+def _validator_class(path: Path, schema: Any, found: Collector) -> Any:
+    """The validator class of the schema's draft, if the schema is valid against its
+    metaschema; None if not (reported)."""
+    if not isinstance(schema, dict | bool):
+        found.add(path, "", f"not a valid JSON Schema: found {json_type(schema)}",
+                  "make the schema a JSON object, e.g. {\"type\": \"object\"}")
+        return None
+    if isinstance(schema, dict) and not isinstance(schema.get("$schema", ""), str):
+        found.add(path, "/$schema", "not a valid JSON Schema: $schema must be a URI string",
+                  "set it to \"https://json-schema.org/draft/2020-12/schema\"")
+        return None
+    cls = jsonschema.validators.validator_for(schema, default=jsonschema.Draft202012Validator)
+    try:
+        cls.check_schema(schema)
+    except SchemaError as err:
+        found.add(path, json_pointer(err.absolute_path), f"not a valid JSON Schema: {err.message}",
+                  "correct the schema so that it validates against its metaschema")
+        return None
+    return cls
 
 
 def _refs(schema: Any, base: str, parts: tuple[Any, ...] = ()) -> Iterator[tuple[str, str, str]]:

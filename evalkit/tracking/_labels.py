@@ -26,7 +26,8 @@ class RunLabels:
     """Writes labels and draws to one run of a :class:`Backend`."""
 
     def __init__(self, backend: Backend, run: StoredRun) -> None:
-        self._backend, self._run = backend, run
+        self._backend = backend
+        self._run = run
         self._context = RunContext(run.run_id, run.experiment_id, run.start_time_ms,
                                    run.params, run.tags)
         self._traces: set[str] | None = None

@@ -31,6 +31,7 @@ from __future__ import annotations
 import hashlib
 import json
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 
@@ -60,15 +61,34 @@ def log_spans(tracing: Any, experiment_id: str, spans: list[Any]) -> None:
         tracing.log_spans(experiment_id, spans)
 
 
-def finished_span(trace_id: str, name: str, parent: str | None, start_ns: int, end_ns: int,
-                  kind: str, attributes: Mapping[str, Any], error: str | None,
-                  trace_tags: Mapping[str, str] | None = None) -> Any:
+@dataclass(frozen=True)
+class EndedSpan:
+    """A span of a trace that has ended, as evalkit describes it (:func:`finished_span` makes
+    MLflow's entity of it)."""
+
+    trace_id: str
+    name: str
+    """Unique in its trace: the span's id is derived from it."""
+    parent: str | None
+    """The parent span's name; None for the root span."""
+    start_ns: int
+    end_ns: int
+    kind: str
+    """MLflow's span type (``CHAIN``, ``LLM``, ``CHAT_MODEL``, ...)."""
+    attributes: Mapping[str, Any]
+    """MLflow span attributes by their short names: ``inputs``, ``outputs``, or any other key
+    as it is."""
+    error: str | None
+    trace_tags: Mapping[str, str] | None = None
+    """The trace's tags, carried by its root span."""
+
+
+def finished_span(span: EndedSpan) -> Any:
     """An ``mlflow.entities.Span`` that has ended, built from an OpenTelemetry
-    ``ReadableSpan``: trace and span ids derived from ``trace_id`` and the span's name, so
-    writing it again finds it. ``attributes`` are MLflow span attributes (JSON-encoded here)
-    by their short names: ``inputs``, ``outputs``, or any other key as it is. A root span
-    carries its trace's tags as ``mlflow.traceTag.<key>`` attributes, which the store turns
-    into the trace's tags when it creates the trace row."""
+    ``ReadableSpan``: trace and span ids derived from its ``trace_id`` and name, so writing it
+    again finds it. Its attributes are JSON-encoded here. A root span carries its trace's tags
+    as ``mlflow.traceTag.<key>`` attributes, which the store turns into the trace's tags when
+    it creates the trace row."""
     from mlflow.entities import Span
     from mlflow.tracing.constant import SpanAttributeKey
     from mlflow.tracing.utils import build_otel_context
@@ -76,20 +96,24 @@ def finished_span(trace_id: str, name: str, parent: str | None, start_ns: int, e
     from opentelemetry.sdk.trace import Event, ReadableSpan
     from opentelemetry.trace import Status, StatusCode
 
+    trace_id = span.trace_id
     otel_trace = int(trace_id.removeprefix("tr-"), 16)
     keys = {"inputs": SpanAttributeKey.INPUTS, "outputs": SpanAttributeKey.OUTPUTS}
+    tags = span.trace_tags or {}
     encoded = {SpanAttributeKey.REQUEST_ID: _dumps(trace_id),
-               SpanAttributeKey.SPAN_TYPE: _dumps(kind),
-               **{keys.get(k, k): _dumps(v) for k, v in attributes.items()},
-               **{f"mlflow.traceTag.{k}": _dumps(v) for k, v in (trace_tags or {}).items()}}
+               SpanAttributeKey.SPAN_TYPE: _dumps(span.kind),
+               **{keys.get(k, k): _dumps(v) for k, v in span.attributes.items()},
+               **{f"mlflow.traceTag.{k}": _dumps(v) for k, v in tags.items()}}
+    error = span.error
     events = () if error is None else (Event("exception", {"exception.message": error},
-                                             timestamp=end_ns),)
+                                             timestamp=span.end_ns),)
+    parent = None if span.parent is None else build_otel_context(
+        otel_trace, span_id(trace_id, span.parent))
     return Span(ReadableSpan(
-        name=name, context=build_otel_context(otel_trace, span_id(trace_id, name)),
-        parent=None if parent is None else build_otel_context(otel_trace,
-                                                              span_id(trace_id, parent)),
-        start_time=start_ns, end_time=end_ns, resource=Resource.get_empty(), events=events,
-        attributes=encoded, status=Status(StatusCode.ERROR if error else StatusCode.OK, error)))
+        name=span.name, context=build_otel_context(otel_trace, span_id(trace_id, span.name)),
+        parent=parent, start_time=span.start_ns, end_time=span.end_ns,
+        resource=Resource.get_empty(), events=events, attributes=encoded,
+        status=Status(StatusCode.ERROR if error else StatusCode.OK, error)))
 
 
 def span_id(trace_id: str, name: str) -> int:

@@ -28,7 +28,7 @@ from evalkit.tracking._raw import (
     repair_raw_results,
     write_atomically,
 )
-from evalkit.tracking._run import OpenChild, TrackedRun
+from evalkit.tracking._run import NewRun, OpenChild, TrackedRun
 
 logger = logging.getLogger("evalkit")
 
@@ -36,44 +36,44 @@ MAX_PARAM_LENGTH = 6000
 """The longest param value MLflow keeps."""
 
 
-def start_run(backend: Backend, experiment: str, run_name: str, params: Mapping[str, str],
-              tags: Mapping[str, str], series: Series, *, raw_dir: Path | None = None,
+def start_run(backend: Backend, new: NewRun, series: Series, *, raw_dir: Path | None = None,
               traced: bool = False, parent: TrackedRun | None = None,
               recorded: Sequence[CallRecord] = ()) -> TrackedRun:
     """A new run with its params and tags; its raw results (and their lock) under
     ``raw_dir/<run id>/`` when given, starting with the ``recorded`` calls (another run's,
     reused: a rescore)."""
-    _check_params(params)
+    _check_params(new.params)
     if parent is not None and not backend.answers():  # down mid-series, even between runs
         series.server_down = True
-        return _start_offline(backend, experiment, run_name, params, tags, series, raw_dir,
-                              traced, parent)
+        return _start_offline(backend, new, series, raw_dir, traced, parent)
+
     backend.check_reachable()
     stored: StoredRun | None = None
     try:
-        experiment_id = backend.experiment_id(experiment)
+        experiment_id = backend.experiment_id(new.experiment)
         assert experiment_id is not None
         # the user is set at creation: MLflow takes the run's user from that tag only then
-        stored = backend.create_run(experiment_id, run_name, {
-            k: v for k, v in tags.items() if k == names.USER_TAG})
-        backend.log_batch(stored.run_id, params=params, tags=tags)
-        backend.log_dataset_input(stored.run_id, params)
+        stored = backend.create_run(experiment_id, new.name, {
+            k: v for k, v in new.tags.items() if k == names.USER_TAG})
+        backend.log_batch(stored.run_id, params=new.params, tags=new.tags)
+        backend.log_dataset_input(stored.run_id, new.params)
     except BaseException as err:
         if stored is not None:  # never left RUNNING, with nothing in it, for ever
             _end_quietly(backend, stored.run_id,
                          "KILLED" if isinstance(err, KeyboardInterrupt) else "FAILED")
         if isinstance(err, TrackingError) or not isinstance(err, Exception):
             raise
-        if refused := backend.refusal(err, experiment, "EDIT"):  # the run is to be written
+        if refused := backend.refusal(err, new.experiment, "EDIT"):  # the run is to be written
             raise refused from None
         # any other failure here means MLflow is unusable: say where
         raise TrackingError(f"cannot start an MLflow run at {backend.tracking_uri}: "
                             f"{backend.hide_password(str(err))}. Check MLFLOW_TRACKING_URI "
                             f"(unset it to use the local store {LOCAL_STORE})") from err
+
     journal = RunJournal(
         run_id=stored.run_id, run_name=stored.run_name, experiment_id=experiment_id,
-        experiment_name=experiment, start_time_ms=stored.start_time_ms,
-        tracking_uri=backend.tracking_uri, params=dict(params), tags=dict(tags))
+        experiment_name=new.experiment, start_time_ms=stored.start_time_ms,
+        tracking_uri=backend.tracking_uri, params=dict(new.params), tags=dict(new.tags))
     try:
         backend.log_artifact(stored.run_id, names.PROBE_ARTIFACT,
                              (json.dumps({"run_id": stored.run_id}) + "\n").encode())
@@ -83,7 +83,8 @@ def start_run(backend: Backend, experiment: str, run_name: str, params: Mapping[
                             f"{backend.tracking_uri}: {backend.hide_password(str(err))}. Check "
                             "the server's artifact store (--artifacts-destination) and its "
                             "permissions") from err
-    return TrackedRun(backend, journal, series, _child_opener(backend, experiment, series),
+
+    return TrackedRun(backend, journal, series, _child_opener(backend, series),
                       files=_new_files(raw_dir, stored.run_id, recorded), traced=traced,
                       parent=parent)
 
@@ -111,33 +112,32 @@ def reopen_run(backend: Backend, run_id: str, series: Series, *, raw_dir: Path,
     except BaseException:
         lock.release()
         raise
+
     series.supersede_bundle(run_id, backend.tracking_uri)
     files = RunFiles(RawResultsLog(path), lock,
                      {(c.entry_id, c.repeat): c for c in raw.records})
-    return TrackedRun(backend, journal, series,
-                      _child_opener(backend, journal.experiment_name, series), files=files,
+    return TrackedRun(backend, journal, series, _child_opener(backend, series), files=files,
                       traced=traced, resumed=True)
 
 
-def _start_offline(backend: Backend, experiment: str, run_name: str,
-                   params: Mapping[str, str], tags: Mapping[str, str], series: Series,
-                   raw_dir: Path | None, traced: bool, parent: TrackedRun) -> TrackedRun:
+def _start_offline(backend: Backend, new: NewRun, series: Series, raw_dir: Path | None,
+                   traced: bool, parent: TrackedRun) -> TrackedRun:
     """A run of a series begun while its server is down: journaled only, under an id of its
     own; ``evalkit sync`` creates it (tagged ``evalkit.synced_from_run``)."""
     run_id = uuid.uuid4().hex
     journal = RunJournal(
-        run_id=run_id, run_name=run_name, experiment_id=parent.experiment_id,
-        experiment_name=experiment, start_time_ms=int(time.time() * 1000),
-        tracking_uri=backend.tracking_uri, params=dict(params), tags=dict(tags))
+        run_id=run_id, run_name=new.name, experiment_id=parent.experiment_id,
+        experiment_name=new.experiment, start_time_ms=int(time.time() * 1000),
+        tracking_uri=backend.tracking_uri, params=dict(new.params), tags=dict(new.tags))
     logger.warning("tracking server %s still unreachable: run %s starts offline and will be "
-                   "saved as a local bundle", backend.tracking_uri, run_name)
-    return TrackedRun(backend, journal, series, _child_opener(backend, experiment, series),
+                   "saved as a local bundle", backend.tracking_uri, new.name)
+    return TrackedRun(backend, journal, series, _child_opener(backend, series),
                       offline=True, files=_new_files(raw_dir, run_id), traced=traced,
                       parent=parent)
 
 
-def _child_opener(backend: Backend, experiment: str, series: Series) -> OpenChild:
-    return partial(start_run, backend, experiment, series=series)
+def _child_opener(backend: Backend, series: Series) -> OpenChild:
+    return partial(start_run, backend, series=series)
 
 
 def _new_files(raw_dir: Path | None, run_id: str,

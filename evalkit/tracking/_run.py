@@ -20,6 +20,7 @@ import json
 import logging
 import time
 from collections.abc import Callable, Collection, Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from types import TracebackType
 from typing import Any
@@ -36,15 +37,28 @@ from evalkit.tracking._table import results_table, table_json
 
 logger = logging.getLogger("evalkit")
 
+
+@dataclass(frozen=True)
+class NewRun:
+    """What a run is started with: the experiment it goes into, its name, params and tags."""
+
+    experiment: str
+    name: str
+    params: Mapping[str, str]
+    tags: Mapping[str, str]
+
+
 OpenChild = Callable[..., "TrackedRun"]
-"""Starts a run of the same series (``run_name, params, tags, raw_dir=, traced=, parent=``)."""
+"""Starts a run of the same series (a :class:`NewRun`, ``raw_dir=, traced=, parent=``)."""
 
 
 class TrackedRun:
     """A run being written (see the module docstring). Made by
     :meth:`evalkit.tracking.Tracker.run` or :meth:`~evalkit.tracking.Tracker.reopen`."""
 
-    def __init__(self, backend: Backend, journal: RunJournal, series: Series,
+    # A run's state, set by its three openers (tracking/_opening.py: start, start offline,
+    # reopen), the optional parts by keyword: a dataclass of them would only repeat its fields.
+    def __init__(self, backend: Backend, journal: RunJournal, series: Series,  # noqa: PLR0913
                  open_child: OpenChild, *, offline: bool = False, files: RunFiles | None = None,
                  traced: bool = False, resumed: bool = False,
                  parent: TrackedRun | None = None) -> None:
@@ -57,6 +71,7 @@ class TrackedRun:
         self._files = files
         self._resumed = resumed
         self._parent = parent
+
         self.traces: RunTraces | NoTraces = (
             RunTraces(self, backend, resumed=resumed) if traced else NoTraces())
 
@@ -100,13 +115,15 @@ class TrackedRun:
 
     def log(self, points: Sequence[MetricPoint] = (),
             tags: Mapping[str, str] | None = None) -> None:
-        """Metric points and tags in one batch (split below MLflow's request limits; a
-        ``mlflow.runName`` tag renames the run). Points a resumed run holds are not logged again."""
+        """Metric points and tags in one batch (MLflow splits it below its request limits); a
+        ``mlflow.runName`` tag renames the run. Points a resumed run already holds are not
+        logged twice."""
         timestamp = int(time.time() * 1000)
         fresh = [LoggedPoint(p.key, float(p.value), p.step, timestamp) for p in points]
         self.journal.metrics += fresh
         self.journal.tags.update(tags or {})
         self.journal.run_name = self.journal.tags.get(names.RUN_NAME_TAG, self.journal.run_name)
+
         self.write(lambda: self._backend.log_batch(
             self.id, metrics=self._unlogged(fresh), tags=tags))
 
@@ -125,9 +142,10 @@ class TrackedRun:
 
     def log_evaluation(self, scored: ScoredRun) -> None:
         """Every scored item (``evaluation.json``) and the per-entry table of the UI."""
-        table = results_table(scored)
         self.log_text(names.EVALUATION_ARTIFACT,
                       json.dumps(scored.to_json(), ensure_ascii=False, indent=1))
+
+        table = results_table(scored)
         self.journal.artifacts[names.TABLE_ARTIFACT] = table_json(table).encode("utf-8")
         self.write(lambda: self._backend.log_table(self.id, names.TABLE_ARTIFACT, table))
 
@@ -156,8 +174,9 @@ class TrackedRun:
                            "stay in the run's params", err)
 
     def record(self) -> RunRecord:
-        """The run as it has written itself, for its reports: what the journal holds is what
-        the store took (``evalkit report`` renders the same bytes), not downloaded back."""
+        """The run as it has written itself, whole, for its reports: what the journal holds
+        is what the store took (``evalkit report`` renders the same bytes from the store),
+        without downloading it back."""
         return journal_record(self.journal)
 
     def write(self, action: Callable[[], object]) -> None:
@@ -173,7 +192,8 @@ class TrackedRun:
             logger.warning("tracking server %s unreachable (%s); the run goes on and will be "
                            "saved as a local bundle", self.tracking_uri,
                            self._backend.hide_password(str(err)))
-            self.offline = self._series.server_down = True
+            self.offline = True
+            self._series.server_down = True
 
     # --- a series -------------------------------------------------------------------------------
 
@@ -181,8 +201,9 @@ class TrackedRun:
               raw_dir: Path | None = None, traced: bool = False) -> TrackedRun:
         """A nested run of this one (a replicate of a series): it goes on past an outage with
         its parent, and starts offline while the server is down."""
-        return self._open_child(run_name, params, {**tags, names.PARENT_RUN_TAG: self.id},
-                                raw_dir=raw_dir, traced=traced, parent=self)
+        child = NewRun(self.experiment_name, run_name, params,
+                       {**tags, names.PARENT_RUN_TAG: self.id})
+        return self._open_child(child, raw_dir=raw_dir, traced=traced, parent=self)
 
     # --- closing --------------------------------------------------------------------------------
 
@@ -200,6 +221,7 @@ class TrackedRun:
         :class:`TrackingOffline` for a finished run)."""
         try:
             final, failure = self._final_uploads(status)
+
             self.journal.status = final
             self.write(lambda: self._backend.set_status(self.id, final))
             self._end_offline(final)
@@ -238,11 +260,13 @@ class TrackedRun:
                 logger.warning("the tracking server at %s is unreachable: run %s (%s) is saved "
                                "as a local bundle; upload it once the server is back: evalkit "
                                "sync %s", self.tracking_uri, self.id, status, bundle)
+
         if self._parent is None and status == "FINISHED" and self._series.bundles:
             raise TrackingOffline(list(self._series.bundles), self.tracking_uri)
 
     def _unlogged(self, points: Sequence[LoggedPoint]) -> list[LoggedPoint]:
-        """``points`` minus those a resumed run holds already (no history gets one twice)."""
+        """``points`` minus those a resumed run holds already (logging them again would
+        double its metric histories)."""
         if not self._resumed:
             return list(points)
         held = {(p.key, p.step, p.value) for key in {p.key for p in points}

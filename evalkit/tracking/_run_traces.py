@@ -90,7 +90,8 @@ class RunTraces:
         worker process for a large run on a local store) and register the dataset (entry id
         -> input and expected output, as the traces show them) as an evaluation dataset."""
         self._run.journal.tags[names.TRACES_TAG] = "true"
-        self._entries, self._expected = entries, calls_per_entry
+        self._entries = entries
+        self._expected = calls_per_entry
         self._writer.submit(self._store.prepare, sum(calls_per_entry.values()))
         self._writer.submit(self._register_dataset)
 

@@ -29,8 +29,10 @@ def upload_bundle(backend: Backend, folder: Path) -> str:
         raise TrackingError(f"run {known.run_id} was resumed and finished after the bundle in "
                             f"{folder} was saved: the bundle is out of date and was not "
                             "uploaded (the run holds all of it); delete the folder")
+
     if known is not None:
-        run_id, held = known.run_id, dict(known.params)
+        run_id = known.run_id
+        held = dict(known.params)
         start_time_ms = known.start_time_ms
     else:
         experiment_id = backend.experiment_id(journal.experiment_name)
@@ -38,26 +40,33 @@ def upload_bundle(backend: Backend, folder: Path) -> str:
         created = backend.create_run(experiment_id, journal.run_name,
                                      {names.SYNCED_FROM_TAG: journal.run_id},
                                      start_time_ms=journal.start_time_ms)
-        run_id, held, start_time_ms = created.run_id, {}, created.start_time_ms
+        run_id = created.run_id
+        held = {}
+        start_time_ms = created.start_time_ms
+
     clashes = {k for k, v in journal.params.items() if k in held and held[k] != v}
     if clashes:
         raise TrackingError(f"run {run_id} already holds different values for "
                             f"{', '.join(sorted(clashes))}: not the run of this bundle")
     backend.log_batch(run_id, params={k: v for k, v in journal.params.items() if k not in held},
                       tags=journal.tags)
+
     logged = {(p.key, p.step, p.value) for key in {p.key for p in journal.metrics}
               for p in backend.metric_history(run_id, key)} if held else set()
     backend.log_batch(run_id, metrics=[p for p in journal.metrics
                                        if (p.key, p.step, p.value) not in logged])
+
     for path in journal.artifacts:
         if path == names.TABLE_ARTIFACT:
             backend.log_table(run_id, path, table_from_json(journal.artifact_bytes(path)))
         else:
             backend.log_artifact(run_id, path, folder / "artifacts" / path)
+
     if names.TRACES_TAG in journal.tags and names.EVALUATION_ARTIFACT in journal.artifacts:
         experiment_id = backend.run(run_id).experiment_id
         _upload_traces(backend, journal, RunContext(run_id, experiment_id, start_time_ms,
                                                     journal.params, journal.tags))
+
     backend.set_status(run_id, journal.status if journal.status != "RUNNING" else "FAILED")
     mark_synced(folder, run_id, backend.tracking_uri)
     return run_id

@@ -127,19 +127,20 @@ def _call_spans(context: RunContext, entry: EntryTrace) -> list[Any]:
     nanosecond after the one before it, so that every MLflow release lists them in call
     order (3.14 to 3.16 order spans that start together at random)."""
     start = context.start_time_ms * 1_000_000
-    replicate, seed = context.tags.get(names.REPLICATE_TAG), context.tags.get(names.SEED_TAG)
+    replicate = context.tags.get(names.REPLICATE_TAG)
+    seed = context.tags.get(names.SEED_TAG)
     common = {"inputs": entry.input}
     # the trace is an error when no call gave an output
     failed = entry.calls[0].error if entry.calls and all(c.error for c in entry.calls) else None
-    spans = [private.finished_span(
+    spans = [private.finished_span(private.EndedSpan(
         entry.trace_id, entry.entry_id, None, start, _root_end(start, entry), "CHAIN",
         {**common, "outputs": response_of(entry)}, failed,
         trace_tags={names.TRACE_NAME_TAG: entry.entry_id,
-                    names.ENTRY_ID_TRACE_TAG: entry.entry_id})]
+                    names.ENTRY_ID_TRACE_TAG: entry.entry_id}))]
     prices = prices_from_param(context.params.get(names.PRICES_PARAM))
     for order, call in enumerate(entry.calls, 1):
         # a call that reported tokens made LLM requests: an LLM span, as MLflow counts them
-        spans.append(private.finished_span(
+        spans.append(private.finished_span(private.EndedSpan(
             entry.trace_id, f"call {call.repeat}", entry.entry_id, start + order,
             start + order + int(call.latency_ms * 1_000_000),
             "LLM" if call.usage else "UNKNOWN", {
@@ -147,7 +148,7 @@ def _call_spans(context: RunContext, entry: EntryTrace) -> list[Any]:
                 names.SPAN_SEED: seed, names.SPAN_LATENCY_MS: round(call.latency_ms, 3),
                 names.SPAN_ERROR: call.error, **_usage_attributes(call.usage, prices),
                 **({} if call.error else {"outputs": call.output})},
-            call.error))
+            call.error)))
     return spans
 
 
@@ -160,7 +161,7 @@ def _judge_spans(context: RunContext, entry: EntryTrace) -> list[Any]:
     first = start + len(entry.calls) + 1
     model = context.params.get(names.JUDGE_MODEL_PARAM)
     prices = prices_from_param(context.params.get(names.PRICES_PARAM))
-    return [private.finished_span(
+    return [private.finished_span(private.EndedSpan(
         entry.trace_id, judge.name, entry.entry_id, first + index, max(end, first + index),
         "CHAT_MODEL", {
             "inputs": entry.input if judge.messages is None else {
@@ -169,7 +170,7 @@ def _judge_spans(context: RunContext, entry: EntryTrace) -> list[Any]:
             names.SPAN_JUDGE_MODEL: model, names.SPAN_PROMPT_USE: prompt_use(judge.test_type),
             **_usage_attributes(() if judge.call.usage is None else (judge.call.usage,),
                                 prices),
-            "outputs": judge.call.reply}, judge.call.error)
+            "outputs": judge.call.reply}, judge.call.error))
         for index, judge in enumerate(entry.judge_calls)]
 
 

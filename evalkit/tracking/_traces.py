@@ -16,18 +16,20 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from evalkit.dataset import COMPARATIVE_TYPES
 from evalkit.records import (
+    HumanReviewItem,
     ItemCell,
     ItemResult,
     JudgeCall,
     ScoredRun,
     TokenUsage,
     TypeNames,
+    TypeResult,
     as_text,
     names,
 )
@@ -127,46 +129,62 @@ def build_traces(context: RunContext, evaluation: ScoredRun,
         return traces[entry_id]
 
     for call in calls:
-        if "input" in call:
-            trace(call["entry_id"]).input = call["input"]
-        trace(call["entry_id"]).calls.append(CallSpan(
-            call["repeat"], call.get("output"), call.get("error"), float(call["latency_ms"]),
-            tuple(TokenUsage.from_json(u) for u in call.get("usage", ()))))
+        _add_call(trace(call["entry_id"]), call)
     for entry in traces.values():  # calls arrive in the order they finish
         entry.calls.sort(key=lambda c: c.repeat)
-    judge_model = context.params.get(names.JUDGE_MODEL_PARAM, "llm judge")
     repeats = int(context.params.get(names.JUDGE_REPEATS_PARAM, "1"))
     for result in evaluation.types:
-        judged = result.scorer == "llm_judge"
         for item in result.items:
-            # one output of an entry's calls judged: the first (README "entry-first")
-            of_calls = 1 if result.test_type in COMPARATIVE_TYPES else len(trace(item.id).calls)
-            verdict = Assessment(
-                name=result.test_type, value=item.passed,  # a verdict is named for its type
-                rationale=verdict_rationale(result.test_type, item, context.params, of_calls),
-                source_type="LLM_JUDGE" if judged else "CODE",
-                source_id=judge_model if judged else names.code_source(result.scorer))
-            for entry_id in item.entry_ids:
-                entry = trace(entry_id)
-                if entry.input is None and len(item.entry_ids) == 1:
-                    entry.input = item.input
-                entry.assessments.append(verdict)
-                if judged:
-                    entry.judge_calls += _judge_spans(result.test_type, item, repeats,
-                                                      of_calls)
-            if item.expected is not None and len(item.entry_ids) == 1:
-                entry = trace(item.id)
-                if not any(a.expectation for a in entry.assessments):
-                    entry.assessments.append(Assessment(
-                        names.EXPECTATION_ASSESSMENT, item.expected, None, "HUMAN",
-                        names.GOLDEN_SOURCE, expectation=True))
+            _assess(trace, result, item, context.params, repeats)
     for review in evaluation.human_review:
-        entry = trace(review.id)
-        entry.input = review.input if entry.input is None else entry.input
-        # a tag, not feedback: the human_review feedback is the reviewer's own (Boolean)
-        entry.tags[names.REVIEW_TRACE_TAG] = shortened(
-            review.instructions or "see report-human-review.md", names.TRACE_TAG_VALUE_LIMIT)
+        _flag_for_review(trace(review.id), review)
     return list(traces.values())
+
+
+def _add_call(entry: EntryTrace, call: Mapping[str, Any]) -> None:
+    """A call of the entry (a line of its raw results) as a span; its input, if it has one."""
+    if "input" in call:
+        entry.input = call["input"]
+    entry.calls.append(CallSpan(
+        call["repeat"], call.get("output"), call.get("error"), float(call["latency_ms"]),
+        tuple(TokenUsage.from_json(u) for u in call.get("usage", ()))))
+
+
+def _assess(trace: Callable[[str], EntryTrace], result: TypeResult, item: ItemResult,
+            params: Mapping[str, str], repeats: int) -> None:
+    """The item's verdict on the trace of each of its entries (with the judge calls that
+    gave it, when an LLM judged it), and its expected output as the entry's expectation."""
+    judged = result.scorer == "llm_judge"
+    # one output of an entry's calls judged: the first (README "entry-first")
+    of_calls = 1 if result.test_type in COMPARATIVE_TYPES else len(trace(item.id).calls)
+    verdict = Assessment(
+        name=result.test_type, value=item.passed,  # a verdict is named for its type
+        rationale=verdict_rationale(result.test_type, item, params, of_calls),
+        source_type="LLM_JUDGE" if judged else "CODE",
+        source_id=(params.get(names.JUDGE_MODEL_PARAM, "llm judge") if judged
+                   else names.code_source(result.scorer)))
+    for entry_id in item.entry_ids:
+        entry = trace(entry_id)
+        if entry.input is None and len(item.entry_ids) == 1:
+            entry.input = item.input
+        entry.assessments.append(verdict)
+        if judged:
+            entry.judge_calls += _judge_spans(result.test_type, item, repeats, of_calls)
+    if item.expected is not None and len(item.entry_ids) == 1:
+        entry = trace(item.id)
+        if not any(a.expectation for a in entry.assessments):
+            entry.assessments.append(Assessment(
+                names.EXPECTATION_ASSESSMENT, item.expected, None, "HUMAN",
+                names.GOLDEN_SOURCE, expectation=True))
+
+
+def _flag_for_review(entry: EntryTrace, review: HumanReviewItem) -> None:
+    """An entry for human review: its input, if the trace has none yet, and a tag holding
+    the reviewer's instructions."""
+    entry.input = review.input if entry.input is None else entry.input
+    # a tag, not feedback: the human_review feedback is the reviewer's own (Boolean)
+    entry.tags[names.REVIEW_TRACE_TAG] = shortened(
+        review.instructions or "see report-human-review.md", names.TRACE_TAG_VALUE_LIMIT)
 
 
 def _judge_spans(test_type: str, item: ItemResult, repeats: int,

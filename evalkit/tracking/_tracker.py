@@ -20,7 +20,7 @@ from evalkit.tracking._memory import MemoryBackend
 from evalkit.tracking._mlflow import MlflowBackend
 from evalkit.tracking._opening import reopen_run, start_run
 from evalkit.tracking._reader import RunReader
-from evalkit.tracking._run import TrackedRun
+from evalkit.tracking._run import NewRun, TrackedRun
 from evalkit.tracking._sync import upload_bundle
 
 
@@ -61,7 +61,7 @@ class Tracker:
         calls of another run from the start (:attr:`TrackedRun.recorded`: a rescore reuses
         them all); its calls traced when ``traced``. Use it as a context manager: the exit
         sets its final status."""
-        return start_run(self.backend, experiment, run_name, params, tags,
+        return start_run(self.backend, NewRun(experiment, run_name, params, tags),
                          Series(self.bundles_dir), raw_dir=raw_dir, traced=traced,
                          recorded=recorded)
 
