@@ -177,20 +177,21 @@ dev-mlflow-server: install
 
 # docs, docs-build: the documentation site (mkdocs.yml, docs/), MkDocs Material with the API
 # reference read from the docstrings by mkdocstrings. The docs extra goes into .venv on first
-# use (the stamp), not with make install: make test does not need it. The build is offline.
-DOCS_STAMP := .cache/docs/.installed
+# use (the stamp, inside .venv so that make clean takes it too), not with make install: make
+# test does not need it. The build is offline.
+DOCS_STAMP := $(VENV)/.docs-installed
 
-$(DOCS_STAMP): pyproject.toml
+$(DOCS_STAMP): $(STAMP)
 	$(BIN)/python -m pip install --quiet -e '.[docs]'
-	mkdir -p $(@D) && touch $@
+	touch $@
 
 # NO_MKDOCS_2_WARNING: Material's end-of-life banner (May 2027; noted in mkdocs.yml) on every build.
 MKDOCS := NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs
 
-docs: install $(DOCS_STAMP)
+docs: $(DOCS_STAMP)
 	$(MKDOCS) serve --dev-addr 127.0.0.1:8000
 
-docs-build: install $(DOCS_STAMP)
+docs-build: $(DOCS_STAMP)
 	$(MKDOCS) build --strict
 
 clean:
