@@ -10,7 +10,8 @@ DATASETS := $(wildcard datasets/*/)
 MLFLOW_PORT ?=
 
 .PHONY: help install lint eval eval-replicates eval-calibrate run test test-slow test-all \
-	test-llm test-adoption test-ui test-ray test-mlflow-versions mutation dev-mlflow dev-mlflow-server clean
+	test-llm test-adoption test-ui test-ray test-mlflow-versions mutation dev-mlflow dev-mlflow-server \
+	docs docs-build clean
 
 help:
 	@echo "make eval               lint the datasets, then evaluate every test type (python eval.py --type=all)"
@@ -36,6 +37,8 @@ help:
 	@echo "                        (evalkit ui: the port run links name, 5000 at first; MLFLOW_PORT=N)"
 	@echo "make dev-mlflow-server  a throwaway team server (PostgreSQL + MLflow) on loopback; Ctrl-C stops it"
 	@echo "                        (AUTH=1: behind MLflow's basic auth, with an editor and a reader)"
+	@echo "make docs               the documentation site (docs/) on http://127.0.0.1:8000, rebuilt on edit"
+	@echo "make docs-build         build the site into .cache/site with --strict: a broken link fails (CI)"
 	@echo "make install            create .venv and install evalkit (done by every target)"
 	@echo "make clean              remove .venv and caches (keeps mlflow.db, mlruns/ and reports/)"
 
@@ -171,6 +174,25 @@ dev-mlflow: install
 # AUTH=1: behind MLflow's basic auth, with an editor and a reader of eval.py's experiment.
 dev-mlflow-server: install
 	$(BIN)/python tools/team_server.py .cache/team-server $(if $(AUTH),--auth)
+
+# docs, docs-build: the documentation site (mkdocs.yml, docs/), MkDocs Material with the API
+# reference read from the docstrings by mkdocstrings. The docs extra goes into .venv on first
+# use (the stamp, inside .venv so that make clean takes it too), not with make install: make
+# test does not need it. The build is offline.
+DOCS_STAMP := $(VENV)/.docs-installed
+
+$(DOCS_STAMP): $(STAMP)
+	$(BIN)/python -m pip install --quiet -e '.[docs]'
+	touch $@
+
+# NO_MKDOCS_2_WARNING: Material's end-of-life banner (May 2027; noted in mkdocs.yml) on every build.
+MKDOCS := NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs
+
+docs: $(DOCS_STAMP)
+	$(MKDOCS) serve --dev-addr 127.0.0.1:8000
+
+docs-build: $(DOCS_STAMP)
+	$(MKDOCS) build --strict
 
 clean:
 	rm -rf $(VENV) build *.egg-info .pytest_cache .hypothesis .ruff_cache

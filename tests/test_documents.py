@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import math
+from pathlib import Path
 
 import pytest
 from hypothesis import given
@@ -143,26 +144,70 @@ def test_nan_free_documents() -> None:
     assert not any(isinstance(v, float) and math.isnan(v) for v in summary.to_json().values())
 
 
-def test_the_readme_architecture_says_what_lint_imports_enforces() -> None:
-    import tomllib
-    from pathlib import Path
+ROOT = Path(__file__).resolve().parents[1]
+DOCUMENTS = (ROOT / "README.md", *sorted((ROOT / "docs").rglob("*.md")))
+"""The README and every page of the documentation site: their commands are checked below."""
+README_MAX_LINES = 200
+"""The README is the front door (what evalkit is, the two commands, the install line, the
+first run, links into the site); everything else lives in docs/."""
 
-    root = Path(__file__).resolve().parents[1]
-    contracts = tomllib.loads((root / "pyproject.toml").read_text(encoding="utf-8"))[
-        "tool"]["importlinter"]["contracts"]
+
+def test_the_readme_is_a_front_door_into_the_site() -> None:
+    import re
+
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    assert len(readme.splitlines()) <= README_MAX_LINES
+    assert "make eval" in readme and "make test" in readme
+    # every page it links to exists (mkdocs build --strict checks the links inside docs/)
+    links = re.findall(r"\]\((docs/[^)#]+)(?:#[^)]*)?\)", readme)
+    assert links and [link for link in links if not (ROOT / link).is_file()] == []
+
+
+def test_the_architecture_page_shows_what_lint_imports_enforces() -> None:
+    import tomllib
+
+    pyproject = (ROOT / "pyproject.toml").read_text(encoding="utf-8")
+    contracts = tomllib.loads(pyproject)["tool"]["importlinter"]["contracts"]
     layers = next(c for c in contracts if c["type"] == "layers")["layers"]
+    page = (ROOT / "docs" / "contributing" / "architecture.md").read_text(encoding="utf-8")
+    # The page shows the layer list itself, included from pyproject.toml at build time.
+    assert '--8<-- "pyproject.toml:layers"' in page
+    shown = pyproject.split("# --8<-- [start:layers]", 1)[1].split("# --8<-- [end:layers]")[0]
+    assert tomllib.loads(shown.split("\n", 1)[1])["layers"] == layers
     services = layers.index("reports | tracking | scorers")  # independent: no imports between
-    assert layers[services - 1:services + 2] == ["run", "reports | tracking | scorers", "stats"]
+    assert layers[services + 1] == "stats"
     pure = next(c for c in contracts if c.get("source_modules") == ["evalkit.stats"])
     assert set(pure["forbidden_modules"]) == {"evalkit.config", "evalkit.dataset",
                                               "evalkit._secrets"}
-    prose = " ".join((root / "README.md").read_text(encoding="utf-8").split())
-    assert ("the run drives scoring, tracking and reports, which never import each other; "
-            "those three use statistics, which imports nothing of evalkit but its records and "
-            "errors;") in prose
+    prose = " ".join(page.split())
+    assert ("scoring, tracking and reports, which never import each other; those use "
+            "statistics, which imports nothing of evalkit but its records and errors;") in prose
 
 
-# --- The README's commands, checked against the real parsers and Makefiles (cheap drift) ---
+def test_the_entries_on_writing_datasets_obey_the_rules_they_illustrate(tmp_path: Path) -> None:
+    import re
+
+    from evalkit import lint_dataset
+
+    page = (ROOT / "docs" / "datasets.md").read_text(encoding="utf-8")
+    entries = [json.loads(block) for block in re.findall(r"^```json\n(.*?)^```", page,
+                                                         flags=re.M | re.S)
+               if '"$schema"' in block]
+    assert len(entries) >= 5
+    for number, entry in enumerate(entries):
+        root = tmp_path / f"dataset-{number}"
+        folder = root / "data" / Path(*["x"] * (entry["$schema"].count("../") - 1))
+        folder.mkdir(parents=True)
+        (root / "README.md").write_text("# example\n", encoding="utf-8")
+        (root / "dataset.schema.json").write_text('{"type": "object"}', encoding="utf-8")
+        variants = ("a", "b") if "bias" in entry["test_types"] else ("a",)  # a group of two
+        for variant in variants:
+            (folder / f"{variant}.json").write_text(json.dumps(entry), encoding="utf-8")
+        report = lint_dataset(root)
+        assert report.ok, report.render()
+
+
+# --- The commands of the README and the site, checked against the real parsers and Makefiles ---
 
 class _ParserCaught(Exception):
     def __init__(self, parser: object) -> None:
@@ -201,17 +246,20 @@ def _commands(parser: object, path: tuple[str, ...] = ()) -> dict[tuple[str, ...
     return found
 
 
-def _readme_code() -> list[str]:
-    """The README's fenced code lines and inline code spans, each a piece of shell."""
+def _documents_code() -> list[str]:
+    """The fenced code lines and inline code spans of the README and of every page of the
+    site, each a piece of shell."""
     import re
-    from pathlib import Path
 
-    text = (Path(__file__).resolve().parents[1] / "README.md").read_text(encoding="utf-8")
-    fenced = re.findall(r"^```[^\n]*\n(.*?)^```", text, flags=re.M | re.S)
-    lines = [line for block in fenced for line in block.replace("\\\n", " ").splitlines()]
-    prose = re.sub(r"^```[^\n]*\n.*?^```", "", text, flags=re.M | re.S)
-    spans = re.findall(r"`([^`\n]+)`", prose)
-    return [*lines, *spans]
+    pieces = []
+    for document in DOCUMENTS:
+        text = document.read_text(encoding="utf-8")
+        fenced = re.findall(r"^ *```[^\n]*\n(.*?)^ *```", text, flags=re.M | re.S)
+        pieces += [line for block in fenced
+                   for line in block.replace("\\\n", " ").splitlines()]
+        prose = re.sub(r"^ *```[^\n]*\n.*?^ *```", "", text, flags=re.M | re.S)
+        pieces += re.findall(r"`([^`\n]+)`", prose)
+    return pieces
 
 
 def _words_after(piece: str, command: str) -> list[list[str]]:
@@ -238,12 +286,12 @@ def _options_in(words: list[str]) -> list[str]:
             if (m := re.match(r"[\[(]?(--?[A-Za-z][\w-]*)", word))]
 
 
-def _readme_evalkit_commands() -> list[str]:
+def _evalkit_commands() -> list[str]:
     from evalkit.cli import main
 
     commands = _commands(_parser_of(lambda: main([])))
     wrong = []
-    for piece in _readme_code():
+    for piece in _documents_code():
         for words in _words_after(piece, "evalkit"):
             path: tuple[str, ...] = ()
             rest = list(words)
@@ -257,29 +305,27 @@ def _readme_evalkit_commands() -> list[str]:
     return wrong
 
 
-def _readme_script_options() -> list[str]:
+def _script_options() -> list[str]:
     from evalkit.cli import run_eval_script
 
     options = _commands(_parser_of(lambda: run_eval_script({}, lambda e, c: None, [])))[()]
-    return [f"`{piece}`: eval.py has no {option}" for piece in _readme_code()
+    return [f"`{piece}`: eval.py has no {option}" for piece in _documents_code()
             for words in _words_after(piece, "eval.py")
             for option in _options_in(words) if option not in options]
 
 
-def _readme_make_targets() -> list[str]:
-    """Targets and variables of ``make`` in the README that neither evalkit's Makefile nor
+def _make_targets() -> list[str]:
+    """Targets and variables of ``make`` in the documents that neither evalkit's Makefile nor
     the scaffold's (evalkit init) defines; ``eval-%`` takes a test type or a placeholder."""
     import re
-    from pathlib import Path
 
     from evalkit.dataset import TEST_TYPES
 
-    root = Path(__file__).resolve().parents[1]
     makefiles = "\n".join(p.read_text(encoding="utf-8") for p in (
-        root / "Makefile", root / "evalkit" / "cli" / "templates" / "Makefile.tmpl"))
+        ROOT / "Makefile", ROOT / "evalkit" / "cli" / "templates" / "Makefile.tmpl"))
     targets = set(re.findall(r"^([\w%-]+):", makefiles, flags=re.M))
     wrong = []
-    for piece in _readme_code():
+    for piece in _documents_code():
         for words in _words_after(piece, "make"):
             for word in (w.rstrip("'\"") for w in words):
                 if word.startswith(("-", "'", '"', ".", "[")) or not re.match(r"[\w<]", word):
@@ -298,25 +344,33 @@ def _readme_make_targets() -> list[str]:
     return wrong
 
 
-def test_every_command_and_option_the_readme_names_exists() -> None:
-    assert _readme_evalkit_commands() == []
-    assert _readme_script_options() == []
-    assert _readme_make_targets() == []
+def test_every_command_and_option_the_readme_and_the_site_name_exists() -> None:
+    assert _evalkit_commands() == []
+    assert _script_options() == []
+    assert _make_targets() == []
 
 
-def test_the_readme_check_notices_a_made_up_option(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_the_documents_check_reads_the_site() -> None:
+    # commands shown only on pages of the site, not in the README
+    pieces = _documents_code()
+    assert ".venv/bin/evalkit plan A --against B --half-width 0.02   # plus intervals for A - B" \
+        in pieces
+    assert "make docs-build    # build it into .cache/site with --strict, as CI does" in pieces
+
+
+def test_the_documents_check_notices_a_made_up_option(monkeypatch: pytest.MonkeyPatch) -> None:
     import tests.test_documents as this
 
     invented = ["evalkit compare A B --noise-floor 3", "python eval.py --type=all --fast",
                 "evalkit frobnicate X", "make eval-everything", "make eval NOSUCHVAR=1",
                 "make deploy"]
-    monkeypatch.setattr(this, "_readme_code", lambda: invented)
-    assert _readme_evalkit_commands() == [
+    monkeypatch.setattr(this, "_documents_code", lambda: invented)
+    assert _evalkit_commands() == [
         "`evalkit compare A B --noise-floor 3`: evalkit compare has no --noise-floor",
         "`evalkit frobnicate X`: no command 'frobnicate'"]
-    assert _readme_script_options() == [
+    assert _script_options() == [
         "`python eval.py --type=all --fast`: eval.py has no --fast"]
-    assert _readme_make_targets() == [
+    assert _make_targets() == [
         "`make eval-everything`: no make target 'eval-everything'",
         "`make eval NOSUCHVAR=1`: no Makefile uses NOSUCHVAR",
         "`make deploy`: no make target 'deploy'"]

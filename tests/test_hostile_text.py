@@ -53,7 +53,7 @@ def test_entries_without_a_bias_group_have_no_bias_id(tmp_path: Path) -> None:
 
 @pytest.mark.parametrize(("name", "value", "redacted"), [
     ("DB_PASSWORD", "4821", True),  # the shortest value redacted
-    ("DB_PASSWORD", "482", False),  # too short to redact safely (README)
+    ("DB_PASSWORD", "482", False),  # too short to redact safely (docs/running.md)
     ("PROVIDER_API_KEY", "sk-" + "x" * 40, True),
     ("SERVICE_TOKEN", "abcdefg", True),  # under the former 8-character floor
     ("TOKENIZERS_PARALLELISM", "false", False),  # a flag word, whatever its case
@@ -67,11 +67,12 @@ def test_which_values_are_redacted(name: str, value: str, redacted: bool) -> Non
     assert (redactor.text(text) == text) is not redacted
 
 
-def test_redaction_rule_constants_match_the_readme() -> None:
-    readme = (Path(__file__).resolve().parents[1] / "README.md").read_text(encoding="utf-8")
-    assert f"values\nshorter than {MIN_SECRET_LENGTH} characters" in readme
+def test_redaction_rule_constants_match_the_documentation() -> None:
+    page = (Path(__file__).resolve().parents[1] / "docs" / "running.md").read_text(
+        encoding="utf-8")
+    assert f"values\nshorter than {MIN_SECRET_LENGTH} characters" in page
     for word in FLAG_VALUES:
-        assert f"`{word}`" in readme
+        assert f"`{word}`" in page
 
 
 # --- control characters in reports ----------------------------------------------------------------

@@ -28,11 +28,11 @@ _HINT = re.compile(r"pip install\b([^`\"\n#;&)]*)")
 
 def sources() -> list[Path]:
     """What evalkit prints and documents: its code (the scaffold's templates included), the
-    example eval scripts and the README."""
+    example eval scripts, the README and the documentation site."""
     package = [p for p in (ROOT / "evalkit").rglob("*")
                if p.is_file() and "__pycache__" not in p.parts]
     return [*package, ROOT / "eval.py", *sorted((ROOT / "examples").rglob("*.py")),
-            ROOT / "README.md"]
+            ROOT / "README.md", *sorted((ROOT / "docs").rglob("*.md"))]
 
 
 def hints(text: str) -> list[str]:
@@ -75,7 +75,7 @@ def wrong(arguments: str) -> list[str]:
     return [d for d in named if d != OURS and d not in THIRD_PARTY and not d.startswith("path:")]
 
 
-def test_every_install_hint_in_code_and_readme_installs_evalkit_mlflow_or_a_known_project(
+def test_every_install_hint_in_code_and_documents_installs_evalkit_mlflow_or_a_known_project(
         ) -> None:
     found = {(str(path.relative_to(ROOT)), arguments)
              for path in sources()

@@ -130,7 +130,8 @@ def envelope_validator() -> Any:
 
 
 def check_rules(file: Path, doc: dict[str, Any], found: Collector) -> None:
-    """Rules A-D of the spec, enforced whatever the dataset's own schema allows."""
+    """Rules A-D (spelled out in docs/datasets.md), enforced whatever the dataset's own schema
+    allows."""
     listed = doc.get("test_types")
     types = [t for t in listed if t in TEST_TYPES] if isinstance(listed, list) else []
     has_bias = BIAS in types
