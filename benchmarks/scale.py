@@ -22,7 +22,8 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
 from evalkit import Call, Entry, EvalConfig, Selection  # noqa: E402
-from evalkit.run import Evaluation, prepare  # noqa: E402
+from evalkit.evaluation._evaluation import Evaluation
+from evalkit.evaluation._prepare import prepare
 from evalkit.tracking import Tracker  # noqa: E402
 from tests.builders import entry, write_dataset  # noqa: E402
 

@@ -1,6 +1,6 @@
 """evalkit: evaluate AI components against a golden dataset, repeatability first, in MLflow.
 
-The public surface. The wings (dataset, config, run, scorers, stats, tracking, reports,
+The public surface. The wings (dataset, config, calls, evaluation, review, scorers, stats, tracking, reports,
 records, cli) each name what they offer in their own __init__; modules starting with an
 underscore are private.
 """
@@ -26,19 +26,8 @@ from evalkit.dataset import (
     load_dataset,
 )
 from evalkit.records import CallRecord, Threshold
-from evalkit.run import (
-    Call,
-    Component,
-    EvaluationOutcome,
-    Progress,
-    Selection,
-    Stop,
-    evaluate,
-    evaluate_calibration,
-    evaluate_replicates,
-    rescore,
-    resume,
-)
+from evalkit.calls import Call, Component, Progress, Selection, Stop
+from evalkit.evaluation import EvaluationOutcome, evaluate, evaluate_calibration, evaluate_replicates, rescore, resume
 from evalkit.scorers import ChatEndpoint, ProviderError, RetryPolicy, ScoreResult
 from evalkit.stats import (
     ConfusionMatrix,

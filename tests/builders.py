@@ -15,7 +15,7 @@ from typing import Any
 
 from evalkit import Call, Entry, EvalConfig, Selection
 from evalkit.dataset import load_dataset
-from evalkit.run import RunPlan, plan_run
+from evalkit.calls import RunPlan, plan_run
 
 REPO = Path(__file__).resolve().parents[1]
 PERMISSIVE_SCHEMA = {"$schema": "https://json-schema.org/draft/2020-12/schema", "type": "object"}

@@ -19,7 +19,7 @@ from evalkit.cli._outputs import RunSummary, write_json, write_junit
 from evalkit.cli._ui import serve_ui
 from evalkit.reports import render_reports
 from evalkit.reports._common import TEXT_LIMIT, distinct
-from evalkit.run import evaluate_replicates
+from evalkit.evaluation import evaluate_replicates
 from evalkit.tracking import ServedUi, Tracker, run_url, shown_uri, ui_base, ui_port
 from tests.builders import config_for, entry, write_dataset
 

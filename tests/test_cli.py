@@ -28,7 +28,8 @@ import pytest
 from evalkit import EvalConfig, NotFound, RunInterrupted, Selection, Stop, evaluate
 from evalkit.cli._signals import stopping_on_signals
 from evalkit.records import names
-from evalkit.run import build_plan, evaluate_calibration, evaluate_replicates, record_plan
+from evalkit.evaluation import evaluate_calibration, evaluate_replicates
+from evalkit.review import build_plan, record_plan
 from evalkit.tracking import Tracker
 from tests.builders import REPO, RecordingComponent, entry, write_dataset, write_eval_script
 from tests.commands import eval_script, evalkit_command
@@ -169,7 +170,7 @@ def test_resuming_an_unknown_run_is_a_usage_error(
         tmp_path: Path, tracker: Tracker, monkeypatch: pytest.MonkeyPatch,
         capsys: pytest.CaptureFixture[str]) -> None:
     write_dataset(tmp_path / "ds", {"a": entry("functional")})
-    monkeypatch.setattr("evalkit.run._evaluate.Tracker", lambda *args, **kwargs: tracker)
+    monkeypatch.setattr("evalkit.evaluation._evaluate.Tracker", lambda *args, **kwargs: tracker)
     component = RecordingComponent()
     assert eval_script(CONSTANTS, component, "--resume", "f" * 32) == 2
     assert f"error: run {'f' * 32} not found at memory" in capsys.readouterr().err
@@ -183,7 +184,7 @@ def test_a_missed_threshold_exits_1_with_its_verdict_usage_and_failing_ids(
     slow tier's fresh process checks the same status without the terminal's other lines."""
     write_dataset(tmp_path / "ds", {"right": entry("functional"), "wrong": entry("functional"),
                                     "wrong2": entry("functional", expected="b")})
-    monkeypatch.setattr("evalkit.run._evaluate.Tracker", lambda *args, **kwargs: tracker)
+    monkeypatch.setattr("evalkit.evaluation._evaluate.Tracker", lambda *args, **kwargs: tracker)
 
     def metered(item: Any, call: Any) -> Any:
         call.record_usage(input_tokens=100, output_tokens=50, model="m")
@@ -361,7 +362,7 @@ def test_evalkit_resume_imports_the_scripts_own_modules_from_its_folder(
             return answer(entry)
         """)
     _, run_id = interrupted_run(tracker, constants, "project/eval.py")
-    monkeypatch.setattr("evalkit.run._evaluate.Tracker", lambda *args, **kwargs: tracker)
+    monkeypatch.setattr("evalkit.evaluation._evaluate.Tracker", lambda *args, **kwargs: tracker)
     path_before = list(sys.path)
     assert evalkit_command("resume", run_id, "--script", "project/eval.py") == 0
     assert sys.path == path_before

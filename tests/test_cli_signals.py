@@ -12,7 +12,7 @@ import signal
 import pytest
 
 from evalkit.cli._signals import stopping_on_signals
-from evalkit.run import Stop
+from evalkit.calls import Stop
 
 
 @pytest.mark.parametrize("number", [signal.SIGINT, signal.SIGTERM])

@@ -18,7 +18,7 @@ import numpy as np
 import pytest
 
 from evalkit import Call, Entry, Selection
-from evalkit.run import evaluate_replicates
+from evalkit.evaluation import evaluate_replicates
 from evalkit.tracking import Tracker
 from tests.builders import config_for, entry, write_dataset
 

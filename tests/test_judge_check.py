@@ -14,7 +14,7 @@ from evalkit import ConfigError, Selection, evaluate
 from evalkit.dataset import LabelFileInvalid
 from evalkit.records import HumanLabel, ItemResult, MetricPoint, ScoredRun, TypeResult, names
 from evalkit.reports import render_reports
-from evalkit.run import LabelSession, build_plan, compare, import_labels, load_side, record_plan
+from evalkit.review import LabelSession, build_plan, compare, import_labels, load_side, record_plan
 from evalkit.stats import (
     DrawnEntry,
     LabelDraw,

@@ -17,7 +17,7 @@ import pytest
 from evalkit import Call, ChatEndpoint, ConfigError, Entry, EvalConfig, Selection, evaluate
 from evalkit.records import ItemResult, ScoredRun, TypeResult, names
 from evalkit.reports import render_reports
-from evalkit.run import LabelSession
+from evalkit.review import LabelSession
 from evalkit.scorers import Case, JudgeOptions, JudgePrompt, LLMJudgeScorer, ScorerVerdict
 from evalkit.scorers._llm_judge import majority
 from evalkit.tracking import Tracker

@@ -16,7 +16,8 @@ import pytest
 
 from evalkit import ConfigError, Selection, evaluate
 from evalkit.records import TypeNames, names
-from evalkit.run import EvaluationOutcome, LabelSession, feedback_taken_in, import_labels
+from evalkit.evaluation import EvaluationOutcome
+from evalkit.review import LabelSession, feedback_taken_in, import_labels
 from evalkit.tracking import Assessment, MemoryBackend, Tracker
 from evalkit.tracking._traces import RunContext, trace_id_for
 from tests.builders import RecordingComponent, config_for, entry, write_dataset

@@ -26,7 +26,7 @@ from evalkit.records import (
     names,
     usd,
 )
-from evalkit.run import load_side
+from evalkit.review import load_side
 from evalkit.tracking import MemoryBackend, StoredRun, Tracker, history, render_history
 from evalkit.tracking._history import _usage as series_usage
 from evalkit.tracking._trace_writer import _judge_spans

@@ -21,7 +21,7 @@ import pytest
 
 from evalkit import Selection, evaluate
 from evalkit.reports import render_reports
-from evalkit.run import EvaluationOutcome
+from evalkit.evaluation import EvaluationOutcome
 from evalkit.tracking import Tracker
 from tests.builders import (
     MIXED_ENTRIES,

@@ -21,14 +21,9 @@ from evalkit import (
     evaluate,
 )
 from evalkit.reports import render_reports
-from evalkit.run import (
-    Stop,
-    build_plan,
-    evaluate_calibration,
-    evaluate_replicates,
-    record_plan,
-    resume,
-)
+from evalkit.calls import Stop
+from evalkit.evaluation import evaluate_calibration, evaluate_replicates, resume
+from evalkit.review import build_plan, record_plan
 from evalkit.tracking import Tracker
 from tests.builders import entry, write_dataset
 from tests.commands import evalkit_command

@@ -18,15 +18,10 @@ import pytest
 from evalkit import Call, Entry, EvalConfig, RunInterrupted, Selection, Stop
 from evalkit.records import Mode, names
 from evalkit.reports import render_reports
-from evalkit.run import (
-    ComparisonVerdict,
-    ReplicatesOutcome,
-    compare,
-    evaluate,
-    evaluate_replicates,
-    load_side,
-)
-from evalkit.run._replicates import LOCK_FILE, SeedLock, seeds_for
+from evalkit.evaluation import ReplicatesOutcome, evaluate, evaluate_replicates
+from evalkit.review import compare, load_side
+from evalkit.review._compare import ComparisonVerdict
+from evalkit.evaluation._replicates import LOCK_FILE, SeedLock, seeds_for
 from evalkit.stats import replicate_seed
 from evalkit.tracking import MemoryBackend, Tracker, history, render_history
 from tests.builders import entry, write_dataset

@@ -17,7 +17,7 @@ import pytest
 
 from evalkit import Call, ConfigError, Entry, EvalConfig, Selection, evaluate, rescore
 from evalkit.records import names
-from evalkit.run import evaluate_replicates
+from evalkit.evaluation import evaluate_replicates
 from evalkit.tracking import Tracker, history, render_history
 from tests.builders import (
     REPO,
@@ -52,7 +52,7 @@ class Counted:
 def never_called(monkeypatch: pytest.MonkeyPatch) -> Counted:
     """The component a rescore hands the call window, counting instead of raising."""
     counted = Counted()
-    monkeypatch.setattr("evalkit.run._rescore._never_called", counted)
+    monkeypatch.setattr("evalkit.evaluation._rescore._never_called", counted)
     return counted
 
 

@@ -11,7 +11,7 @@ import pytest
 
 from evalkit import EvalConfig, Selection
 from evalkit.records import names
-from evalkit.run import evaluate, evaluate_replicates
+from evalkit.evaluation import evaluate, evaluate_replicates
 from evalkit.tracking import Tracker
 from tests.builders import entry, write_dataset
 

@@ -26,7 +26,7 @@ from evalkit.cli._label import reviewer_name
 from evalkit.dataset import read_label_file
 from evalkit.records import HumanLabel, names
 from evalkit.reports import render_reports
-from evalkit.run import import_labels
+from evalkit.review import import_labels
 from evalkit.tracking import Tracker
 from tests.builders import RecordingComponent, config_for, entry, write_dataset
 from tests.commands import eval_script, evalkit_command

@@ -9,7 +9,7 @@ import pytest
 
 from evalkit import ConfigError, EvalConfig, Selection
 from evalkit.dataset import TEST_TYPES, load_dataset
-from evalkit.run import plan_run
+from evalkit.calls import plan_run
 from tests.builders import entry, plan_of, write_dataset
 
 ENTRIES = {

@@ -25,7 +25,8 @@ import pytest
 from evalkit import Call, ConfigError, Entry, EvalConfig, RunInterrupted, Selection, evaluate
 from evalkit._errors import TrackingError
 from evalkit.reports import render_reports
-from evalkit.run import Stop, resume
+from evalkit.calls import Stop
+from evalkit.evaluation import resume
 from evalkit.tracking import MemoryBackend, Tracker, TrackingOffline, history
 from evalkit.tracking._memory import MemoryTraceStore
 from tests.builders import entry, write_dataset, write_eval_script
@@ -398,7 +399,7 @@ def command(capsys: pytest.CaptureFixture[str]) -> Any:
 def test_a_full_evaluation_against_the_team_server(
         tmp_path: Path, team_up: TeamServer, command: Any,
         monkeypatch: pytest.MonkeyPatch) -> None:
-    from evalkit.run import evaluate_replicates
+    from evalkit.evaluation import evaluate_replicates
 
     config = project_config(tmp_path, "team/full", REPLICATES=2)
     monkeypatch.setenv("MLFLOW_TRACKING_URI", team_up.tracking_uri)  # as its users export it

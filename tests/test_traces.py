@@ -21,7 +21,7 @@ import pytest
 from evalkit import Call, Entry, EvalConfig, Selection, evaluate
 from evalkit.records import ItemCell, ItemResult, ReviewerVerdict, ScoredRun, TypeResult, names
 from evalkit.reports import render_reports
-from evalkit.run import evaluate_replicates
+from evalkit.evaluation import evaluate_replicates
 from evalkit.tracking import MemoryBackend, Tracker, stability_assessment
 from evalkit.tracking._traces import (
     Assessment,

@@ -20,7 +20,7 @@ import pytest
 
 from evalkit import Call, Entry, EvalConfig, Selection, evaluate
 from evalkit.cli._common import _PROCESS_DEFAULTS
-from evalkit.run import evaluate_replicates
+from evalkit.evaluation import evaluate_replicates
 from evalkit.tracking import Tracker, TrackingOffline
 from tests.builders import entry, write_dataset
 from tests.commands import evalkit_command

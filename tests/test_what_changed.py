@@ -21,7 +21,8 @@ import pytest
 
 from evalkit import ConfigError, EvalConfig, Selection, evaluate
 from evalkit.records import names
-from evalkit.run import Difference, RecordedSource, differences
+from evalkit.review import Difference
+from evalkit.review._differences import RecordedSource, differences
 from evalkit.tracking import Tracker, history, render_history, source_state
 from evalkit.tracking._source import component_source_sha256
 from tests.builders import RecordingComponent, config_for, entry, write_dataset

@@ -8,15 +8,7 @@ import re
 import sys
 
 from evalkit._errors import ExitStatus
-from evalkit.run import (
-    FLOOR_MULTIPLE,
-    Difference,
-    MetricComparison,
-    Side,
-    compare,
-    load_side,
-    what_differs,
-)
+from evalkit.review import Difference, FLOOR_MULTIPLE, MetricComparison, Side, compare, load_side, what_differs
 from evalkit.tracking import RunReader
 
 COMPARE_EPILOG = (

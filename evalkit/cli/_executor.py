@@ -13,15 +13,7 @@ from typing import Any
 from evalkit._distribution import RAY_EXTRA_COMMAND
 from evalkit._errors import ConfigError
 from evalkit.config import EvalConfig, resource_amounts
-from evalkit.run import (
-    SETUP_HOOK,
-    Component,
-    Executor,
-    InProcess,
-    RayPool,
-    RaySettings,
-    require_ray,
-)
+from evalkit.calls import Component, Executor, InProcess, RayPool, RaySettings, SETUP_HOOK, require_ray
 
 logger = logging.getLogger("evalkit")
 

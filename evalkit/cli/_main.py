@@ -33,7 +33,7 @@ from evalkit.cli._ui import serve_ui
 from evalkit.dataset import lint_dataset
 from evalkit.records import RunRecord, names
 from evalkit.reports import plan_summary, render_charts, render_reports
-from evalkit.run import build_plan, feedback_taken_in, record_plan
+from evalkit.review import build_plan, feedback_taken_in, record_plan
 from evalkit.stats import judge_checks
 from evalkit.tracking import Tracker, history, render_history
 

@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from evalkit.records import ItemResult, RunUsage, TypeResult, as_text
-from evalkit.run import EvaluationOutcome
+from evalkit.evaluation import EvaluationOutcome
 from evalkit.stats import TypeMetrics
 
 _REASON_LIMIT = 500

@@ -18,19 +18,8 @@ from evalkit.cli._parser import Parser
 from evalkit.cli._signals import end_now, stopping_on_signals
 from evalkit.config import EvalConfig
 from evalkit.dataset import TEST_TYPES
-from evalkit.run import (
-    ALL_TYPES,
-    Component,
-    EvaluationOutcome,
-    ReplicatesOutcome,
-    Selection,
-    Stop,
-    evaluate,
-    evaluate_calibration,
-    evaluate_replicates,
-    rescore,
-    resume,
-)
+from evalkit.calls import ALL_TYPES, Component, Selection, Stop
+from evalkit.evaluation import EvaluationOutcome, ReplicatesOutcome, evaluate, evaluate_calibration, evaluate_replicates, rescore, resume
 from evalkit.tracking import shown_uri
 
 

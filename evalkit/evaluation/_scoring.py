@@ -26,10 +26,10 @@ from typing import Any
 
 from evalkit.dataset import BIAS, REPEATABILITY, BiasKey
 from evalkit.records import HumanReviewItem, ItemResult, ScoredRun, SkippedGroup, TypeResult
-from evalkit.run._books import EntryOutputs
-from evalkit.run._compared import absent_fields_problem, compared_part
-from evalkit.run._scorers import Scorers
-from evalkit.run._stop import Stop
+from evalkit.calls import EntryOutputs
+from evalkit.evaluation._compared import absent_fields_problem, compared_part
+from evalkit.evaluation._scorers import Scorers
+from evalkit.calls import Stop
 from evalkit.scorers import Case, LLMJudgeScorer, OutputGroup, Scorer, ScorerVerdict
 
 logger = logging.getLogger("evalkit")

@@ -30,27 +30,11 @@ from typing import Any
 from evalkit._errors import RunInterrupted
 from evalkit._secrets import Redactor
 from evalkit.records import CallRecord
-from evalkit.run._books import (
-    EntryCompletion,
-    EntryOutputs,
-    FollowUps,
-    Task,
-    entry_outputs,
-    reused_calls,
-    run_follow_up,
-)
-from evalkit.run._call import Call, Component, timed_out
-from evalkit.run._executors import (
-    INTERRUPT,
-    CallExecutor,
-    Crashed,
-    Executor,
-    InProcess,
-    Lost,
-    ThreadWorkers,
-)
-from evalkit.run._selection import RunPlan
-from evalkit.run._stop import Stop
+from evalkit.calls._books import EntryCompletion, EntryOutputs, FollowUps, Task, entry_outputs, reused_calls, run_follow_up
+from evalkit.calls._call import Call, Component, timed_out
+from evalkit.calls._executors import CallExecutor, Crashed, Executor, INTERRUPT, InProcess, Lost, ThreadWorkers
+from evalkit.calls._selection import RunPlan
+from evalkit.calls._stop import Stop
 from evalkit.tracking import RawResultsLog
 
 logger = logging.getLogger("evalkit")

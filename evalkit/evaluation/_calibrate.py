@@ -17,15 +17,15 @@ from typing import Any
 from evalkit.config import EvalConfig
 from evalkit.dataset import REPEATABILITY
 from evalkit.records import CallRecord, Mode, names
-from evalkit.run._call import Component
-from evalkit.run._evaluate import RUNS_DIR, warn_unsynced
-from evalkit.run._evaluation import Evaluation
-from evalkit.run._executors import Executor
-from evalkit.run._outcome import EvaluationOutcome
-from evalkit.run._prepare import RunRole, prepare
-from evalkit.run._progress import ProgressCallback
-from evalkit.run._selection import Selection
-from evalkit.run._stop import Stop
+from evalkit.calls import Component
+from evalkit.evaluation._evaluate import RUNS_DIR, warn_unsynced
+from evalkit.evaluation._evaluation import Evaluation
+from evalkit.calls import Executor
+from evalkit.evaluation._outcome import EvaluationOutcome
+from evalkit.evaluation._prepare import RunRole, prepare
+from evalkit.calls import ProgressCallback
+from evalkit.calls import Selection
+from evalkit.calls import Stop
 from evalkit.scorers import OutputGroup, Scorer
 from evalkit.stats import Calibration, CalibrationPoint
 from evalkit.tracking import Tracker

@@ -25,14 +25,14 @@ from evalkit._errors import ConfigError
 from evalkit.config import EvalConfig
 from evalkit.dataset import REPEATABILITY, Entry
 from evalkit.records import Mode, names
-from evalkit.run._call import Call
-from evalkit.run._evaluate import RUNS_DIR, recorded_selection
-from evalkit.run._evaluation import Evaluation
-from evalkit.run._outcome import EvaluationOutcome
-from evalkit.run._prepare import PreparedEvaluation, RunRole, prepare
-from evalkit.run._progress import ProgressCallback
-from evalkit.run._recorded import recorded_calls
-from evalkit.run._stop import Stop
+from evalkit.calls import Call
+from evalkit.evaluation._evaluate import RUNS_DIR, recorded_selection
+from evalkit.evaluation._evaluation import Evaluation
+from evalkit.evaluation._outcome import EvaluationOutcome
+from evalkit.evaluation._prepare import PreparedEvaluation, RunRole, prepare
+from evalkit.calls import ProgressCallback
+from evalkit.evaluation._recorded import recorded_calls
+from evalkit.calls import Stop
 from evalkit.tracking import StoredRun, Tracker
 
 logger = logging.getLogger("evalkit")

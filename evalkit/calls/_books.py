@@ -15,7 +15,7 @@ from dataclasses import dataclass
 
 from evalkit.dataset import Entry
 from evalkit.records import CallRecord
-from evalkit.run._selection import PlannedEntry, RunPlan
+from evalkit.calls._selection import PlannedEntry, RunPlan
 
 logger = logging.getLogger("evalkit")
 

@@ -12,13 +12,7 @@ from evalkit._errors import ConfigError
 from evalkit.dataset import BIAS, REPEATABILITY
 from evalkit.records import HumanLabel, RunRecord, TypeNames, TypeResult, names
 from evalkit.reports import render_reports
-from evalkit.run._labelling import (
-    description_tags,
-    draw_entries,
-    label_order,
-    labellable_types,
-    read_labels,
-)
+from evalkit.review._labelling import description_tags, draw_entries, label_order, labellable_types, read_labels
 from evalkit.scorers import JudgePrompt
 from evalkit.stats import (
     JudgeCheck,

@@ -1,13 +1,13 @@
 """Calls on a Ray cluster: :class:`RayPool`, the executor a run leaves one machine with.
 
-The pool starts the run's Ray driver as a process of its own (:mod:`evalkit.run._ray_bridge`:
+The pool starts the run's Ray driver as a process of its own (:mod:`evalkit.calls.ray._bridge`:
 Ray ends its driver's process when the cluster goes away, and this process must live to close
 the run) and gives each call window a :class:`RayCalls`. The run stays here: the window, the
 raw-results journal, MLflow, scoring and reports. Each record a worker sends back is redacted
 again with this process's secrets before it is kept.
 
 A bridge that ends, or reports that no worker is left, is a cluster lost: every call in flight
-is delivered :class:`~evalkit.run._executors.Lost`, and the window stops the run as on a
+is delivered :class:`~evalkit.calls._executors.Lost`, and the window stops the run as on a
 second stop request (KILLED, every kept call kept, ``--resume`` makes the rest, on Ray or not).
 """
 
@@ -31,17 +31,17 @@ from evalkit._errors import ConfigError
 from evalkit._secrets import Redactor
 from evalkit.dataset import Entry
 from evalkit.records import CallRecord
-from evalkit.run._books import Task
-from evalkit.run._call import Call, Component
-from evalkit.run._executors import INTERRUPT, Crashed, Deliver, Lost, ThreadWorkers
-from evalkit.run._ray_settings import RaySettings, require_ray
-from evalkit.run._ray_worker import INTERRUPTED
+from evalkit.calls._books import Task
+from evalkit.calls._call import Call, Component
+from evalkit.calls._executors import Crashed, Deliver, INTERRUPT, Lost, ThreadWorkers
+from evalkit.calls.ray._settings import RaySettings, require_ray
+from evalkit.calls.ray._worker import INTERRUPTED
 
 LOG_DIR = Path(".evalkit") / "ray"
 """Where the bridge's output (Ray's own messages) goes: ``bridge-<pid>.log``."""
 _CLOSE_S = 30.0
 _ENDING_S = 5.0
-_BRIDGE = "import sys; from evalkit.run._ray_bridge import main; sys.exit(main(int(sys.argv[1])))"
+_BRIDGE = "import sys; from evalkit.calls.ray._bridge import main; sys.exit(main(int(sys.argv[1])))"
 
 class RayPool:
     """Worker slots on a Ray cluster for every call window of one run (a replicate series or

@@ -14,14 +14,14 @@ from pathlib import Path
 from evalkit._errors import ConfigError
 from evalkit.config import EvalConfig
 from evalkit.records import Mode, names
-from evalkit.run._call import Component
-from evalkit.run._evaluation import Evaluation
-from evalkit.run._executors import Executor
-from evalkit.run._outcome import EvaluationOutcome
-from evalkit.run._prepare import PreparedEvaluation, prepare
-from evalkit.run._progress import ProgressCallback
-from evalkit.run._selection import Selection
-from evalkit.run._stop import Stop
+from evalkit.calls import Component
+from evalkit.evaluation._evaluation import Evaluation
+from evalkit.calls import Executor
+from evalkit.evaluation._outcome import EvaluationOutcome
+from evalkit.evaluation._prepare import PreparedEvaluation, prepare
+from evalkit.calls import ProgressCallback
+from evalkit.calls import Selection
+from evalkit.calls import Stop
 from evalkit.tracking import StoredRun, Tracker
 
 logger = logging.getLogger("evalkit")

@@ -17,7 +17,7 @@ from pathlib import Path
 
 from evalkit._errors import ConfigError, EvalkitError, TrackingError
 from evalkit.records import CallRecord, names
-from evalkit.run._selection import RunPlan
+from evalkit.calls import RunPlan
 from evalkit.tracking import (
     RawResults,
     RawResultsDamaged,

@@ -14,9 +14,9 @@ from evalkit._secrets import Redactor
 from evalkit.config import EvalConfig, prompt_sha256
 from evalkit.dataset import Dataset, load_dataset
 from evalkit.records import HumanLabel, Threshold, TypeNames, names
-from evalkit.run._labelling import known_entries, read_labels
-from evalkit.run._scorers import Scorers
-from evalkit.run._selection import RunPlan, Selection, plan_run
+from evalkit.review import known_entries, read_labels
+from evalkit.evaluation._scorers import Scorers
+from evalkit.calls import RunPlan, Selection, plan_run
 from evalkit.stats import threshold_params
 from evalkit.tracking import SourceState, TrackedRun, source_state
 

@@ -29,18 +29,18 @@ from evalkit.records import (
     TypeNames,
     names,
 )
-from evalkit.run._books import EntryOutputs
-from evalkit.run._call import Component
-from evalkit.run._executors import Executor, InProcess
-from evalkit.run._labelling import description_tags, label_new_run
-from evalkit.run._outcome import EvaluationOutcome
-from evalkit.run._prepare import PreparedEvaluation, RunRole
-from evalkit.run._progress import ProgressCallback, ProgressCounter
-from evalkit.run._publishing import publish_reports
-from evalkit.run._scoring import EarlyJudging, score_run
-from evalkit.run._stop import Stop
-from evalkit.run._usage import usage_metrics
-from evalkit.run._window import CallWindow
+from evalkit.calls import EntryOutputs
+from evalkit.calls import Component
+from evalkit.calls import Executor, InProcess
+from evalkit.review import description_tags, label_new_run
+from evalkit.evaluation._outcome import EvaluationOutcome
+from evalkit.evaluation._prepare import PreparedEvaluation, RunRole
+from evalkit.calls import ProgressCallback, ProgressCounter
+from evalkit.evaluation._publishing import publish_reports
+from evalkit.evaluation._scoring import EarlyJudging, score_run
+from evalkit.calls import Stop
+from evalkit.evaluation._usage import usage_metrics
+from evalkit.calls import CallWindow
 from evalkit.stats import (
     JudgeCheck,
     LabelDraws,
@@ -187,7 +187,7 @@ class Evaluation:
     def publish(self, local: Collection[str] | None = None) -> EvaluationOutcome:
         """Render the reports from what the run holds, log them, write them to the reports
         folder (those named in ``local``, or all of them unless the run is a replicate's;
-        see :mod:`evalkit.run._publishing`), and describe the run."""
+        see :mod:`evalkit.evaluation._publishing`), and describe the run."""
         self.stop.raise_if_requested()
         record = replace(self.run.record(), labels=self.labels)
         folder = self.prepared.config.reports_dir if self.role.local_reports or local else None
