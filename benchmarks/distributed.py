@@ -64,8 +64,8 @@ from distributed_component import invoke_component, spin  # noqa: E402
 
 from evalkit import Entry, Selection  # noqa: E402
 from evalkit._secrets import Redactor  # noqa: E402
-from evalkit.calls import CallWindow, Executor, InProcess, RayPool, RaySettings, RunPlan
-from evalkit.calls._selection import PlannedEntry
+from evalkit.calls import CallWindow, Executor, InProcess, RayPool, RaySettings, RunPlan  # noqa: E402
+from evalkit.calls._selection import PlannedEntry  # noqa: E402
 from evalkit.tracking import RawResultsLog  # noqa: E402
 
 SPEEDUP_TARGET = 1.7

@@ -1,8 +1,8 @@
 """evalkit: evaluate AI components against a golden dataset, repeatability first, in MLflow.
 
-The public surface. The wings (dataset, config, calls, evaluation, review, scorers, stats, tracking, reports,
-records, cli) each name what they offer in their own __init__; modules starting with an
-underscore are private.
+The public surface. The wings (dataset, config, calls, evaluation, review, scorers, stats,
+tracking, reports, records, cli) each name what they offer in their own __init__; modules
+starting with an underscore are private.
 """
 
 from evalkit._errors import (
@@ -14,6 +14,7 @@ from evalkit._errors import (
     RunInterrupted,
     TrackingError,
 )
+from evalkit.calls import Call, Component, Progress, Selection, Stop
 from evalkit.cli import ProgressDisplay, run_eval_script
 from evalkit.config import EvalConfig
 from evalkit.dataset import (
@@ -25,9 +26,16 @@ from evalkit.dataset import (
     lint_dataset,
     load_dataset,
 )
+from evalkit.evaluation import (
+    EvaluationOutcome,
+    RunContext,
+    evaluate,
+    evaluate_calibration,
+    evaluate_replicates,
+    rescore,
+    resume,
+)
 from evalkit.records import CallRecord, Threshold
-from evalkit.calls import Call, Component, Progress, Selection, Stop
-from evalkit.evaluation import EvaluationOutcome, evaluate, evaluate_calibration, evaluate_replicates, rescore, resume
 from evalkit.scorers import ChatEndpoint, ProviderError, RetryPolicy, ScoreResult
 from evalkit.stats import (
     ConfusionMatrix,
@@ -47,6 +55,6 @@ __all__ = [
     "evaluate_calibration", "evaluate_replicates", "EvaluationOutcome", "ExitStatus",
     "lint_dataset", "LintReport", "LintViolation", "load_dataset", "NotFound", "Progress",
     "ProgressDisplay", "ProviderError", "rescore", "resume", "RetryPolicy", "run_eval_script",
-    "RunInterrupted", "ScoreResult", "Selection", "Stop", "Threshold", "TrackingError",
-    "wilson_interval", "WilsonInterval",
+    "RunContext", "RunInterrupted", "ScoreResult", "Selection", "Stop", "Threshold",
+    "TrackingError", "wilson_interval", "WilsonInterval",
 ]

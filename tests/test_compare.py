@@ -10,9 +10,8 @@ import pytest
 
 from evalkit.records import ItemCell
 from evalkit.review import FLOOR_MULTIPLE, MetricComparison, Side, compare
-from evalkit.review._compare import noise_gate
 from evalkit.review._compare import ComparisonVerdict as Verdict
-from evalkit.review._compare import _majority
+from evalkit.review._compare import _majority, noise_gate
 
 
 def test_noise_gate() -> None:

@@ -15,11 +15,10 @@ import pytest
 from evalkit import Call, EvalConfig, run_eval_script
 from evalkit._errors import ConfigError, RunInterrupted
 from evalkit._secrets import Redactor
-from evalkit.dataset import Entry, load_dataset
 from evalkit.calls import CallWindow, InProcess, RaySettings, Selection, plan_run
-from evalkit.calls._executors import Lost
 from evalkit.calls._books import Task
-from evalkit.calls._executors import Deliver
+from evalkit.calls._executors import Deliver, Lost
+from evalkit.dataset import Entry, load_dataset
 from evalkit.tracking import RawResultsLog, read_raw_results
 from tests.builders import RecordingComponent, entry, write_dataset
 

@@ -21,8 +21,8 @@ import pytest
 
 from evalkit import Call, Entry, RunInterrupted
 from evalkit._secrets import Redactor
-from evalkit.records import CallRecord
 from evalkit.calls import CallWindow, EntryOutputs, Stop
+from evalkit.records import CallRecord
 from evalkit.tracking import RawResultsLog
 from tests.builders import entry, plan_of
 

@@ -22,9 +22,9 @@ from functools import partial
 from typing import Any, Protocol
 
 from evalkit._secrets import Redactor
-from evalkit.dataset import Entry
 from evalkit.calls._books import Task
 from evalkit.calls._call import Call, Component, failed_call, invoke, settled_call, with_fresh_mocks
+from evalkit.dataset import Entry
 
 INTERRUPT = object()
 """Delivered instead of a record when a component raised ``KeyboardInterrupt``: a stop."""

@@ -8,7 +8,15 @@ import re
 import sys
 
 from evalkit._errors import ExitStatus
-from evalkit.review import Difference, FLOOR_MULTIPLE, MetricComparison, Side, compare, load_side, what_differs
+from evalkit.review import (
+    FLOOR_MULTIPLE,
+    Difference,
+    MetricComparison,
+    Side,
+    compare,
+    load_side,
+    what_differs,
+)
 from evalkit.tracking import RunReader
 
 COMPARE_EPILOG = (

@@ -12,8 +12,16 @@ from typing import Any
 
 from evalkit._distribution import RAY_EXTRA_COMMAND
 from evalkit._errors import ConfigError
+from evalkit.calls import (
+    SETUP_HOOK,
+    Component,
+    Executor,
+    InProcess,
+    RayPool,
+    RaySettings,
+    require_ray,
+)
 from evalkit.config import EvalConfig, resource_amounts
-from evalkit.calls import Component, Executor, InProcess, RayPool, RaySettings, SETUP_HOOK, require_ray
 
 logger = logging.getLogger("evalkit")
 

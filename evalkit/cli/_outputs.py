@@ -16,8 +16,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from evalkit.records import ItemResult, RunUsage, TypeResult, as_text
 from evalkit.evaluation import EvaluationOutcome
+from evalkit.records import ItemResult, RunUsage, TypeResult, as_text
 from evalkit.stats import TypeMetrics
 
 _REASON_LIMIT = 500

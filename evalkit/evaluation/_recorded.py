@@ -16,8 +16,8 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from evalkit._errors import ConfigError, EvalkitError, TrackingError
-from evalkit.records import CallRecord, names
 from evalkit.calls import RunPlan
+from evalkit.records import CallRecord, names
 from evalkit.tracking import (
     RawResults,
     RawResultsDamaged,

@@ -18,19 +18,15 @@ from pathlib import Path
 from typing import Any
 
 from evalkit._errors import RunInterrupted
+from evalkit.calls import Component, EntryOutputs, Selection
 from evalkit.config import EvalConfig
-from evalkit.records import MetricPoint, Mode, RunUsage, SeriesItems, TypeNames, names
-from evalkit.reports import render_reports
-from evalkit.calls import EntryOutputs
-from evalkit.calls import Component
-from evalkit.evaluation._evaluate import RUNS_DIR, warn_unsynced
-from evalkit.evaluation._evaluation import Evaluation
-from evalkit.calls import Executor
+from evalkit.evaluation._context import RunContext
+from evalkit.evaluation._evaluate import warn_unsynced
+from evalkit.evaluation._evaluation import evaluation_in
 from evalkit.evaluation._outcome import EvaluationOutcome
 from evalkit.evaluation._prepare import PreparedEvaluation, RunRole, prepare
-from evalkit.calls import ProgressCallback
-from evalkit.calls import Selection
-from evalkit.calls import Stop
+from evalkit.records import MetricPoint, Mode, RunUsage, SeriesItems, TypeNames, names
+from evalkit.reports import render_reports
 from evalkit.stats import (
     SEED_DERIVATION,
     ReplicateStability,
@@ -39,7 +35,7 @@ from evalkit.stats import (
     replicate_seed,
     replicate_stability,
 )
-from evalkit.tracking import Assessment, Tracker, answers_of, stability_assessment
+from evalkit.tracking import Assessment, answers_of, stability_assessment
 
 logger = logging.getLogger("evalkit")
 
@@ -111,14 +107,12 @@ class ReplicatesOutcome:
         return not self.failures
 
 
-def evaluate_replicates(config: EvalConfig, component: Component, selection: Selection, *,
-                        tracker: Tracker | None = None, runs_dir: Path = RUNS_DIR,
-                        stop: Stop | None = None, progress: ProgressCallback | None = None,
-                        executor: Executor | None = None) -> ReplicatesOutcome:
+def evaluate_replicates(config: EvalConfig, component: Component, selection: Selection,
+                        context: RunContext | None = None) -> ReplicatesOutcome:
     """Run the selection ``config.replicates`` times under one parent MLflow run."""
+    context = context or RunContext()
     prepared = prepare(config, selection)
-    tracker = tracker or Tracker()
-    stop = stop or Stop()
+    tracker = context.store
     lock_path = config.reports_dir / LOCK_FILE
     seeds = seeds_for(config.experiment_name, config.root_seed, config.replicates,
                       SeedLock.load(lock_path))
@@ -130,28 +124,27 @@ def evaluate_replicates(config: EvalConfig, component: Component, selection: Sel
               **{names.seed_param(r): str(seed) for r, seed in enumerate(seeds.seeds)}}
     warn_unsynced(tracker)
     with tracker.run(config.experiment_name, prepared.run_name(f"×{config.replicates} "), params,
-                     tags, traced=config.trace_calls) as parent, stop.open_run():
+                     tags, traced=config.trace_calls) as parent, context.stop.open_run():
         prepared.record_source(parent)
         logger.info("replicates: parent MLflow run %s, %d replicates, seeds %s", parent.id,
                     config.replicates, ", ".join(map(str, seeds.seeds)))
         children: list[EvaluationOutcome] = []
         calls: list[list[EntryOutputs]] = []  # each replicate's, by entry: the parent's traces
         for replicate, seed in enumerate(seeds.seeds):
-            if stop.requested:
+            if context.stop.requested:
                 raise RunInterrupted(f"interrupted: replicate series {parent.id} marked KILLED; "
                                      f"{_RERUN}")
             role = RunRole(tags={names.REPLICATE_TAG: str(replicate), names.SEED_TAG: str(seed)},
                            name_prefix=f"r{replicate}", seed=seed, replicate=replicate,
                            local_reports=False, rerun=_RERUN)
-            with parent.child(role.name_prefix, prepared.params(),
-                              {**prepared.tags(), **role.tags}, raw_dir=runs_dir,
-                              traced=config.trace_calls) as child:
-                evaluation = Evaluation(child, prepared, component, role, stop=stop,
-                                        progress=progress, executor=executor)
+            opening = parent.child(role.name_prefix, prepared.params(),
+                                   {**prepared.tags(), **role.tags}, raw_dir=context.runs_dir,
+                                   traced=config.trace_calls)
+            with evaluation_in(opening, prepared, component, context, role) as evaluation:
                 children.append(evaluation.complete())
                 calls.append(evaluation.outputs)
                 if replicate == len(seeds.seeds) - 1:  # the run that completes the series
-                    child.traces.add_assessments(_stability_assessments(children))
+                    evaluation.run.traces.add_assessments(_stability_assessments(children))
         parent.traces.write_series(_answers(prepared, calls), _stability_assessments(children))
         stability = _stability_of(prepared, children)
         document = StabilityDocument(seeds.pack_id, seeds.root_seed, seeds.seeds,

@@ -12,9 +12,11 @@ from evalkit.records._labels import (
     FAIL_VALUES,
     PASS_VALUES,
     HumanLabel,
+    ReviewerVerdict,
     label_names,
     label_verdict,
     labels_in,
+    review_verdicts,
 )
 from evalkit.records._results import (
     FORMAT,
@@ -29,7 +31,7 @@ from evalkit.records._results import (
     as_object,
     as_text,
 )
-from evalkit.records._run import MODE_DOCUMENTS, WITHOUT_EVALUATION, ReviewerVerdict, RunRecord
+from evalkit.records._run import MODE_DOCUMENTS, WITHOUT_EVALUATION, RunRecord
 from evalkit.records._series import ItemCell, SeriesItems
 from evalkit.records._usage import (
     Cost,
@@ -55,6 +57,6 @@ __all__ = [
     "Mode", "ReviewerVerdict", "RunRecord",
     "ScoredRun", "SeriesItems", "SkippedGroup", "Threshold", "TypeNames", "TypeResult",
     "as_object", "as_text", "checked_usage", "cost_of", "label_names", "label_verdict",
-    "labels_in", "merged", "names",
+    "labels_in", "merged", "names", "review_verdicts",
     "prices_from_param", "usage_attribute", "usage_of", "usd",
 ]

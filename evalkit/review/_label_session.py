@@ -9,10 +9,17 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from evalkit._errors import ConfigError
+from evalkit.config import prompt_use
 from evalkit.dataset import BIAS, REPEATABILITY
 from evalkit.records import HumanLabel, RunRecord, TypeNames, TypeResult, names
 from evalkit.reports import render_reports
-from evalkit.review._labelling import description_tags, draw_entries, label_order, labellable_types, read_labels
+from evalkit.review._labelling import (
+    description_tags,
+    draw_entries,
+    label_order,
+    labellable_types,
+    read_labels,
+)
 from evalkit.scorers import JudgePrompt
 from evalkit.stats import (
     JudgeCheck,
@@ -97,7 +104,7 @@ class LabelSession:
         source = params.get(n.judge_prompt, "").split(" sha256:")[0]
         if not source:
             return said
-        use = self.test_type if self.test_type == REPEATABILITY else "expected"
+        use = prompt_use(self.test_type)
         try:  # the shipped prompt, or the user's file if it is still where the run found it
             prompt = JudgePrompt.load(use, None if source.startswith("evalkit/") else source)
         except (ConfigError, OSError):

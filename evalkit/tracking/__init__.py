@@ -20,12 +20,12 @@ from evalkit.tracking._raw import RawResults, RawResultsDamaged, RawResultsLog, 
 from evalkit.tracking._reader import RunReader, journal_record, resume_commands
 from evalkit.tracking._run import TrackedRun
 from evalkit.tracking._source import SourceState, source_state
-from evalkit.tracking._traces import Assessment, answers_of, prompt_use, stability_assessment
+from evalkit.tracking._traces import Assessment, answers_of, stability_assessment
 from evalkit.tracking._tracker import Tracker
 
 __all__ = ["BUNDLES_DIR", "SOURCE_COLUMNS", "answers_of", "Assessment", "Backend", "history",
            "HistoryRow", "is_mlflow_source", "journal_record", "label_assessment", "local_store",
-           "MemoryBackend", "mlflow_rows", "prompt_use", "RawResults", "RawResultsDamaged",
+           "MemoryBackend", "mlflow_rows", "RawResults", "RawResultsDamaged",
            "RawResultsLog", "read_raw_results", "render_history", "resume_commands", "run_url",
            "RunJournal", "RunLabels", "RunReader", "ServedUi",
            "shown_uri", "source_state", "SourceState", "stability_assessment", "StoredRun",

@@ -29,13 +29,13 @@ from typing import Any
 
 from evalkit._errors import ConfigError
 from evalkit._secrets import Redactor
-from evalkit.dataset import Entry
-from evalkit.records import CallRecord
 from evalkit.calls._books import Task
 from evalkit.calls._call import Call, Component
-from evalkit.calls._executors import Crashed, Deliver, INTERRUPT, Lost, ThreadWorkers
+from evalkit.calls._executors import INTERRUPT, Crashed, Deliver, Lost, ThreadWorkers
 from evalkit.calls.ray._settings import RaySettings, require_ray
 from evalkit.calls.ray._worker import INTERRUPTED
+from evalkit.dataset import Entry
+from evalkit.records import CallRecord
 
 LOG_DIR = Path(".evalkit") / "ray"
 """Where the bridge's output (Ray's own messages) goes: ``bridge-<pid>.log``."""

@@ -23,11 +23,11 @@ from functools import partial
 from typing import Any
 
 from evalkit._secrets import Redactor
-from evalkit.dataset import Entry
-from evalkit.records import CallRecord
 from evalkit.calls._books import Task
 from evalkit.calls._call import Call, invoke
-from evalkit.calls._executors import AsyncCalls, Crashed, INTERRUPT, is_async
+from evalkit.calls._executors import INTERRUPT, AsyncCalls, Crashed, is_async
+from evalkit.dataset import Entry
+from evalkit.records import CallRecord
 
 SETUP_HOOK = "setup_component"
 """The optional function of ``eval.py`` run once per worker before its first call (load a
