@@ -152,14 +152,22 @@ def test_the_readme_architecture_says_what_lint_imports_enforces() -> None:
         "tool"]["importlinter"]["contracts"]
     layers = next(c for c in contracts if c["type"] == "layers")["layers"]
     services = layers.index("reports | tracking | scorers")  # independent: no imports between
-    assert layers[services - 1:services + 2] == ["run", "reports | tracking | scorers", "stats"]
+    assert layers[services - 2:services + 2] == [
+        "evaluation", "calls | review", "reports | tracking | scorers", "stats"]
     pure = next(c for c in contracts if c.get("source_modules") == ["evalkit.stats"])
     assert set(pure["forbidden_modules"]) == {"evalkit.config", "evalkit.dataset",
                                               "evalkit._secrets"}
+    engine = next(c for c in contracts if c.get("source_modules") == ["evalkit.calls"])
+    assert set(engine["forbidden_modules"]) == {"evalkit.evaluation", "evalkit.review",
+                                                "evalkit.tracking"}
+    readers = next(c for c in contracts if c.get("source_modules") == ["evalkit.review"])
+    assert readers["forbidden_modules"] == ["evalkit.calls"]
     prose = " ".join((root / "README.md").read_text(encoding="utf-8").split())
-    assert ("the run drives scoring, tracking and reports, which never import each other; "
-            "those three use statistics, which imports nothing of evalkit but its records and "
-            "errors;") in prose
+    assert ("the after-the-run readers (`review/`: compare, plan, labels), which never import "
+            "each other; those use scoring, tracking and reports, which never import each "
+            "other either; those three use statistics, which imports nothing of evalkit but its "
+            "records and errors;") in prose
+    assert "The engine knows neither the modes, the readers nor tracking" in prose
 
 
 # --- The README's commands, checked against the real parsers and Makefiles (cheap drift) ---

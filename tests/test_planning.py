@@ -24,7 +24,7 @@ from evalkit import (
 from evalkit.calls import Stop
 from evalkit.evaluation import evaluate_calibration, evaluate_replicates, resume
 from evalkit.reports import render_reports
-from evalkit.review import build_plan, record_plan
+from evalkit.review import PlanOptions, build_plan, record_plan
 from evalkit.tracking import Tracker
 from tests.builders import entry, write_dataset
 from tests.commands import evalkit_command
@@ -150,7 +150,7 @@ def test_plan_measures_p_from_repeats_and_replicates(tmp_path: Path,
     series = evaluate_replicates(EvalConfig.from_constants(base, "eval.py"), seeded,
                                  Selection("functional"),
                                  RunContext(tracker=tracker, runs_dir=runs_dir))
-    plan = build_plan(tracker, "plan/p", target_error=0.01)
+    plan = build_plan(tracker, "plan/p", PlanOptions(target_error=0.01))
     repeats, replicates = plan.measured
     assert (repeats.disagreement.minority, repeats.disagreement.observations) == (4, 15)
     seeds = [int(tracker.reader.stored(c.run_id).tags["seed"]) for c in series.replicates]
@@ -216,7 +216,7 @@ def test_contrast_between_two_systems_over_replicates(tmp_path: Path,
             "eval.py")
         evaluate_replicates(config, system(skill), Selection("all"),
                             RunContext(tracker=tracker, runs_dir=tmp_path / "runs"))
-    plan = build_plan(tracker, "plan/sys-a", against="plan/sys-b", half_width=0.05)
+    plan = build_plan(tracker, "plan/sys-a", PlanOptions(against="plan/sys-b", half_width=0.05))
     (contrast,) = plan.contrasts
     # Each system gets exactly `skill` of 8 items right in every replicate: A_r = (6-3)/8.
     assert contrast.differences == pytest.approx((0.375, 0.375, 0.375))
@@ -251,7 +251,7 @@ def test_plan_reads_a_series_named_by_its_id_and_refuses_a_series_against_itself
         ).parent_run_id for _ in range(2)]
     older_a, latest_a = series["plan/ids-a"]
     # A run id prefix reads that series, not the experiment's latest; B by prefix too.
-    plan = build_plan(tracker, older_a[:8], against=series["plan/ids-b"][0][:6])
+    plan = build_plan(tracker, older_a[:8], PlanOptions(against=series["plan/ids-b"][0][:6]))
     assert plan.experiment == "plan/ids-a" and plan.allocation_run == older_a
     (contrast,) = plan.contrasts
     assert contrast.differences == pytest.approx((0.5, 0.5))  # (5 - 2) / 6 in each replicate

@@ -130,7 +130,10 @@ class _WindowPass:
                  recorded: Mapping[tuple[str, int], CallRecord], follow_ups: FollowUps | None,
                  on_call: Callable[[CallRecord], None] | None,
                  call_of: Callable[..., Call]) -> None:
-        self._window, self._plan, self._raw, self._on_call = window, plan, raw, on_call
+        self._window = window
+        self._plan = plan
+        self._raw = raw
+        self._on_call = on_call
         self._call_of = call_of
         self.records, pending = reused_calls(plan, recorded)
         self._tasks = iter(pending)
@@ -148,7 +151,8 @@ class _WindowPass:
     def drive(self, failure: list[BaseException], done: threading.Event) -> None:
         """The window's work, on its own thread: what it raises goes to ``failure``."""
         self.began.set()
-        window, stop = self._window, self._window.stop
+        window = self._window
+        stop = window.stop
         try:
             try:
                 with stop.waking(lambda: self._finished.put(_WAKE)):

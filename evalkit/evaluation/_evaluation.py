@@ -125,24 +125,29 @@ class Evaluation:
     def make_calls(self) -> list[EntryOutputs]:
         """Every call the plan still needs (an earlier attempt's are reused), judging each
         entry as soon as its calls are in."""
-        config, plan, run = self.prepared.config, self.prepared.plan, self.run
+        config = self.prepared.config
+        plan = self.prepared.plan
+        run = self.run
         recorded = run.recorded
         missing = {p.entry.id: sum((p.entry.id, r) not in recorded for r in range(p.calls))
                    for p in plan.items}
+        outstanding = {entry_id: n for entry_id, n in missing.items() if n}
         logger.info("MLflow run %s in experiment %s (%s); %d entries, %d calls; raw results: %s",
                     run.id, config.experiment_name, shown_uri(run.tracking_uri),
                     len(plan.items), sum(missing.values()), run.raw.path)
+
+        scorers = self.prepared.scorers
         run.register_prompts({p.registry_name: p.registry_template()
-                              for p in self.prepared.scorers.judge_prompts.values()})
+                              for p in scorers.judge_prompts.values()})
         self.prepared.record_source(run)
         run.log(tags={names.EXECUTOR_TAG: self.context.executor.where})
-        scorers = self.prepared.scorers
         scorers.reset_judge_stats()
-        progress = ProgressCounter({e: n for e, n in missing.items() if n}, self.context.progress,
+
+        progress = ProgressCounter(outstanding, self.context.progress,
                                    retries=scorers.judge_retries)
         redact = self.prepared.redactor.value  # what traces show: redacted once per entry
         run.traces.begin({p.entry.id: (redact(p.entry.input), redact(p.entry.expected_output))
-                          for p in plan.items}, {e: n for e, n in missing.items() if n})
+                          for p in plan.items}, outstanding)
         if scorers.judge is not None:
             logger.info("judging with %s, each entry as soon as its calls are in",
                         scorers.judge.model)
@@ -197,7 +202,8 @@ class Evaluation:
     def _check_against_labels(self) -> None:
         """Give the run people's labels (``LABELS_PATH``, ``LABEL_SAMPLE``), check each
         scorer against them, and correct the metrics by what the checks found."""
-        prepared, run = self.prepared, self.run
+        prepared = self.prepared
+        run = self.run
         if prepared.config.trace_calls and not run.offline:
             self.labels, self.draws = label_new_run(run, self.scored, prepared.labels,
                                                    prepared.config.label_sample)
@@ -236,7 +242,8 @@ class Evaluation:
         self._clock = now
 
     def _run_metrics(self) -> list[MetricPoint]:
-        plan, scored = self.prepared.plan, self.scored
+        plan = self.prepared.plan
+        scored = self.scored
         typed = [p for m in self.metrics for p in m.to_mlflow()]
         accuracies = {TypeNames.of(m.test_type).accuracy for m in self.metrics}
         # first: MLflow's run lists show metric columns in the order they were logged

@@ -14,11 +14,17 @@ from evalkit.review._label_session import (
     feedback_taken_in,
     import_labels,
 )
-from evalkit.review._labelling import description_tags, known_entries, label_new_run, read_labels
-from evalkit.review._planning import build_plan, record_plan
+from evalkit.review._labelling import (
+    description_tags,
+    known_entries,
+    label_new_run,
+    read_labels,
+)
+from evalkit.review._planning import PlanOptions, build_plan, record_plan
 
 __all__ = [
-    "FLOOR_MULTIPLE", "Difference", "LabelOutcome", "LabelSession", "MetricComparison", "Side",
-    "build_plan", "compare", "description_tags", "feedback_taken_in", "import_labels",
-    "known_entries", "label_new_run", "load_side", "read_labels", "record_plan", "what_differs",
+    "FLOOR_MULTIPLE", "Difference", "LabelOutcome", "LabelSession", "MetricComparison",
+    "PlanOptions", "Side", "build_plan", "compare", "description_tags", "feedback_taken_in",
+    "import_labels", "known_entries", "label_new_run", "load_side", "read_labels", "record_plan",
+    "what_differs",
 ]

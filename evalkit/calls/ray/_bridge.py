@@ -41,7 +41,9 @@ class Bridge:
 
     def __init__(self, conn: Connection, settings: RaySettings) -> None:
         import ray  # only here: the run's process never imports Ray
-        self._ray, self._conn, self._settings = ray, conn, settings
+        self._ray = ray
+        self._conn = conn
+        self._settings = settings
         self._lock = threading.RLock()
         self._live: list[Worker] = []
         self._starting = 0
@@ -56,7 +58,8 @@ class Bridge:
 
     def open(self) -> tuple[int, str]:
         """Connect, start the workers and wait for them; the slots and where they run."""
-        s, ray = self._settings, self._ray
+        s = self._settings
+        ray = self._ray
         runtime_env = {"working_dir": s.working_dir, "excludes": EXCLUDED}
         local: dict[str, Any] = {"include_dashboard": False} if s.address is None else {}
         ray.init(address=s.address or "local", runtime_env=runtime_env, log_to_driver=False,
@@ -66,7 +69,8 @@ class Bridge:
             self._start_worker()
         # Every worker, or the first and a minute for the rest: the first calls would all
         # queue on the one worker ready first, the others idle as long as the run is short.
-        deadline, first = time.monotonic() + 600, None
+        deadline = time.monotonic() + 600
+        first: float | None = None  # when the first worker was ready
         while self._starting and (first is None or time.monotonic() - first < 60):
             if self._failure is not None or time.monotonic() > deadline:
                 raise RuntimeError(self._failure or "no Ray worker was ready within 10 minutes")

@@ -93,7 +93,8 @@ class RayPool:
             self.close()
             raise ConfigError(f"the run's calls cannot run on Ray: {reply[1]} (Ray's own "
                               f"messages: {self.log_path})")
-        self.slots, self.where = reply[1], reply[2]
+        self.slots = reply[1]
+        self.where = reply[2]
         threading.Thread(target=self._read, name="evalkit-ray-results", daemon=True).start()
 
     def close(self) -> None:
@@ -183,7 +184,8 @@ class RayCalls:
     """One call window's calls on a :class:`RayPool`."""
 
     def __init__(self, pool: RayPool, redactor: Redactor) -> None:
-        self._pool, self._redactor = pool, redactor
+        self._pool = pool
+        self._redactor = redactor
         self._ids: dict[Task, int] = {}
 
     def start(self, task: Task, entry: Entry, call: Call, deliver: Deliver) -> None:
