@@ -46,6 +46,7 @@ from evalkit import (  # noqa: E402
     Component,
     Entry,
     EvalConfig,
+    RunContext,
     Selection,
     evaluate,
 )
@@ -87,8 +88,8 @@ def main() -> None:
 
         tracker = Tracker(f"sqlite:///{folder / 'mlflow.db'}")
         started, cpu = time.perf_counter(), time.process_time()
-        outcome = evaluate(config, component, Selection("repeatability"), tracker=tracker,
-                           runs_dir=folder / "runs")
+        outcome = evaluate(config, component, Selection("repeatability"),
+                           RunContext(tracker=tracker, runs_dir=folder / "runs"))
         wall, cpu = time.perf_counter() - started, time.process_time() - cpu
 
     component_calls = args.entries * args.repeats

@@ -64,15 +64,8 @@ from distributed_component import invoke_component, spin  # noqa: E402
 
 from evalkit import Entry, Selection  # noqa: E402
 from evalkit._secrets import Redactor  # noqa: E402
-from evalkit.run import (  # noqa: E402
-    CallWindow,
-    Executor,
-    InProcess,
-    PlannedEntry,
-    RayPool,
-    RaySettings,
-    RunPlan,
-)
+from evalkit.calls import CallWindow, Executor, InProcess, RayPool, RaySettings, RunPlan  # noqa: E402
+from evalkit.calls._selection import PlannedEntry  # noqa: E402
 from evalkit.tracking import RawResultsLog  # noqa: E402
 
 SPEEDUP_TARGET = 1.7
@@ -308,7 +301,7 @@ def _role(command: str) -> str:
     """Which part of the Ray started for the benchmark a process is, by its command line."""
     if "CallWorker" in command:
         return WORKERS
-    return BRIDGE if "evalkit.run._ray_bridge" in command else REST_OF_RAY
+    return BRIDGE if "evalkit.calls.ray._bridge" in command else REST_OF_RAY
 
 
 def cpu_use(before: CpuSnapshot, after: CpuSnapshot) -> dict[str, float]:

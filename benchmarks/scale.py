@@ -21,8 +21,9 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
-from evalkit import Call, Entry, EvalConfig, Selection  # noqa: E402
-from evalkit.run import Evaluation, prepare  # noqa: E402
+from evalkit import Call, Entry, EvalConfig, RunContext, Selection  # noqa: E402
+from evalkit.evaluation._evaluation import Evaluation  # noqa: E402
+from evalkit.evaluation._prepare import prepare  # noqa: E402
 from evalkit.tracking import Tracker  # noqa: E402
 from tests.builders import entry, write_dataset  # noqa: E402
 
@@ -60,7 +61,7 @@ def main() -> None:
         with tracker.run(config.experiment_name, prepared.run_name(), prepared.params(),
                          prepared.tags(), raw_dir=folder / "runs",
                          traced=config.trace_calls) as run:
-            outcome = Evaluation(run, prepared, component).complete()
+            outcome = Evaluation(run, prepared, component, RunContext()).complete()
         total = time.perf_counter() - clock
         report = (folder / "reports" / "report-functional.md").read_text()
 

@@ -24,8 +24,8 @@ sys.path.insert(0, str(REPO))
 
 from evalkit import EvalConfig, LabelFileInvalid, Selection  # noqa: E402
 from evalkit.dataset import load_dataset, read_label_file  # noqa: E402
-from evalkit.run._labelling import known_entries  # noqa: E402
-from evalkit.run._prepare import prepare  # noqa: E402
+from evalkit.evaluation._prepare import prepare  # noqa: E402
+from evalkit.review._labelling import known_entries  # noqa: E402
 from tests.builders import entry, write_dataset  # noqa: E402
 
 

@@ -5,9 +5,9 @@ This face is the user's API, everything an eval script, a notebook or a service 
 - running an evaluation: :func:`evaluate`, :func:`evaluate_replicates`,
   :func:`evaluate_calibration`, :func:`resume` and :func:`rescore`, configured by an
   :class:`EvalConfig` (the constants of ``eval.py``), over a :class:`Selection` of the dataset,
-  stopped by a :class:`Stop`, followed through a :class:`Progress` callback
-  (:class:`ProgressDisplay` draws it), recorded by a :class:`Tracker`, returning an
-  :class:`EvaluationOutcome`;
+  given a :class:`RunContext` (where it is recorded, a :class:`Tracker`; how it is stopped, a
+  :class:`Stop`; followed through a :class:`Progress` callback, which :class:`ProgressDisplay`
+  draws), returning an :class:`EvaluationOutcome`;
 - writing the component: a :data:`Component` takes an :class:`Entry` and a :class:`Call`;
   :class:`ChatEndpoint` (with its :class:`RetryPolicy`) calls an OpenAI-compatible endpoint;
   a scorer function of your own returns a :class:`ScoreResult`;
@@ -20,9 +20,9 @@ This face is the user's API, everything an eval script, a notebook or a service 
   :func:`cumulative_series`, :func:`chart_points`;
 - the errors, all under :class:`EvalkitError` (the tree is drawn in :mod:`evalkit._errors`).
 
-The wings (dataset, config, run, scorers, stats, tracking, reports, records, cli) each name in
-their own ``__init__`` what the other wings use; modules starting with an underscore are
-private.
+The wings (dataset, config, calls, evaluation, review, scorers, stats, tracking, reports,
+records, cli) each name in their own ``__init__`` what the other wings use; modules starting
+with an underscore are private.
 """
 
 from evalkit._errors import (
@@ -37,6 +37,7 @@ from evalkit._errors import (
     TrackingError,
     TrackingOffline,
 )
+from evalkit.calls import Call, Component, Progress, Selection, Stop
 from evalkit.cli import ExitStatus, ProgressDisplay, run_eval_script
 from evalkit.config import EvalConfig
 from evalkit.dataset import (
@@ -48,20 +49,16 @@ from evalkit.dataset import (
     lint_dataset,
     load_dataset,
 )
-from evalkit.records import CallRecord, Threshold
-from evalkit.run import (
-    Call,
-    Component,
+from evalkit.evaluation import (
     EvaluationOutcome,
-    Progress,
-    Selection,
-    Stop,
+    RunContext,
     evaluate,
     evaluate_calibration,
     evaluate_replicates,
     rescore,
     resume,
 )
+from evalkit.records import CallRecord, Threshold
 from evalkit.scorers import ChatEndpoint, RetryPolicy, ScoreResult
 from evalkit.stats import (
     ConfusionMatrix,
@@ -82,7 +79,7 @@ __all__ = [
     "evaluate_calibration", "evaluate_replicates", "EvaluationOutcome", "ExitStatus",
     "ImportInvalid", "LabelFileInvalid", "lint_dataset", "LintReport", "LintViolation",
     "load_dataset", "NotFound", "Progress", "ProgressDisplay", "ProviderError", "rescore",
-    "resume", "RetryPolicy", "run_eval_script", "RunInterrupted", "ScoreResult", "Selection",
-    "Stop", "Threshold", "Tracker", "TrackingError", "TrackingOffline", "wilson_interval",
-    "WilsonInterval",
+    "resume", "RetryPolicy", "run_eval_script", "RunContext", "RunInterrupted", "ScoreResult",
+    "Selection", "Stop", "Threshold", "Tracker", "TrackingError", "TrackingOffline",
+    "wilson_interval", "WilsonInterval",
 ]

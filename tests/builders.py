@@ -13,9 +13,9 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from evalkit import Call, Entry, EvalConfig, Selection
+from evalkit import Call, Entry, EvalConfig, RunContext, Selection
+from evalkit.calls import RunPlan, plan_run
 from evalkit.dataset import load_dataset
-from evalkit.run import RunPlan, plan_run
 
 REPO = Path(__file__).resolve().parents[1]
 PERMISSIVE_SCHEMA = {"$schema": "https://json-schema.org/draft/2020-12/schema", "type": "object"}
@@ -138,8 +138,8 @@ def evaluation_with_a_secret(tmp_path: Path, tracker: Any, secret: str) -> Any:
     dataset = write_dataset(tmp_path / "ds", {"e": entry("functional"),
                                               "boom": entry("functional")})
     config = config_for(tmp_path, dataset, COMPONENT_PARAMS={"key": secret})
-    return evaluate(config, leak, Selection.parse("all", None, False), tracker=tracker,
-                    runs_dir=tmp_path / ".evalkit" / "runs")
+    return evaluate(config, leak, Selection.parse("all", None, False),
+                    RunContext(tracker=tracker, runs_dir=tmp_path / ".evalkit" / "runs"))
 
 
 def local_texts(tmp_path: Path, outcome: Any) -> list[str]:

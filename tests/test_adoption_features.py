@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 
-from evalkit import ConfigError, EvalConfig, Selection, evaluate
+from evalkit import ConfigError, EvalConfig, RunContext, Selection, evaluate
 from evalkit._distribution import SEMANTIC_EXTRA_COMMAND, VERSION
 from evalkit.cli._exit import exit_status_of
 from evalkit.tracking import Tracker
@@ -40,7 +40,7 @@ def test_semantic_run_without_the_extra_fails_before_any_run_or_call(
     calls: list[str] = []
     with pytest.raises(ConfigError) as raised:
         evaluate(config, lambda e, c: calls.append(e.id) or "a", Selection("repeatability"),
-                 tracker=tracker, runs_dir=tmp_path / "runs")
+                 RunContext(tracker=tracker, runs_dir=tmp_path / "runs"))
     assert SEMANTIC_EXTRA_COMMAND in str(raised.value)
     assert "sentence_transformers not installed" in str(raised.value)
     assert exit_status_of(raised.value) == 2
@@ -86,8 +86,8 @@ def test_constants_a_selection_needs_are_all_reported_together(tmp_path: Path,
                                         "DATASET_PATH": str(dataset),
                                         "SCORER_FUNCTIONAL": "llm_judge"}, "eval.py")
     with pytest.raises(ConfigError) as raised:
-        evaluate(config, lambda e, c: "a", Selection("all"), tracker=tracker,
-                 runs_dir=tmp_path / "runs")
+        evaluate(config, lambda e, c: "a", Selection("all"),
+                 RunContext(tracker=tracker, runs_dir=tmp_path / "runs"))
     message = str(raised.value)
     assert "4 problems" in message
     for expected in ("REPEAT_COUNT is missing", "EVAL_MIN_ACCURACY_REPEATABILITY is missing",
@@ -162,8 +162,8 @@ def test_init_scaffolds_a_runnable_evaluation(
     # The scaffold's eval.py runs as it is: its stub passes every type of its dataset.
     monkeypatch.chdir(repo)
     scaffold = runpy.run_path(str(repo / "eval.py"), run_name="scaffold")
-    outcome = evaluate(EvalConfig.from_constants(scaffold, "eval.py"),
-                       scaffold["invoke_component"], Selection("all"), tracker=tracker)
+    outcome = evaluate(EvalConfig.from_constants(scaffold, "eval.py"), scaffold["invoke_component"],
+                       Selection("all"), RunContext(tracker=tracker))
     assert outcome.passed
     accuracy = {m.test_type: m.accuracy for m in outcome.metrics}
     assert accuracy == {"bias": 1.0, "functional": 1.0, "smoke": 1.0, "repeatability": 1.0}

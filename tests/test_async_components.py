@@ -16,7 +16,17 @@ from typing import Any
 
 import pytest
 
-from evalkit import Call, Entry, EvalConfig, Progress, RunInterrupted, Selection, Stop, evaluate
+from evalkit import (
+    Call,
+    Entry,
+    EvalConfig,
+    Progress,
+    RunContext,
+    RunInterrupted,
+    Selection,
+    Stop,
+    evaluate,
+)
 from evalkit import resume as resume_run
 from evalkit.tracking import Tracker
 from tests.builders import config_for, entry, write_dataset
@@ -53,8 +63,8 @@ def test_async_calls_exact_counts_bounded_on_one_thread(tmp_path: Path,
         "EVAL_MIN_ACCURACY": 0.5, "REPEAT_COUNT": 4, "EVAL_MIN_ACCURACY_REPEATABILITY": 0.5,
         "MAX_CONCURRENCY": 5}, "eval.py")
     component = AsyncComponent()
-    outcome = evaluate(config, component, Selection("all"), tracker=tracker,
-                       runs_dir=tmp_path / "runs")
+    outcome = evaluate(config, component, Selection("all"),
+                       RunContext(tracker=tracker, runs_dir=tmp_path / "runs"))
 
     expected_calls = {(f"f{i:02d}", 0) for i in range(30)} | {("boom", 0)} | {
         ("r", k) for k in range(4)}
@@ -81,7 +91,7 @@ def test_async_component_inside_a_running_event_loop(tmp_path: Path, tracker: Tr
 
     async def notebook() -> Any:  # evaluate() called from code that already runs a loop
         return evaluate(config, component, Selection("functional"),
-                        tracker=tracker, runs_dir=tmp_path / "runs")
+                        RunContext(tracker=tracker, runs_dir=tmp_path / "runs"))
 
     outcome = asyncio.run(notebook())
     assert outcome.passed and sum(component.calls.values()) == 6
@@ -116,8 +126,9 @@ def test_async_stop_keeps_every_finished_call_and_resume_makes_the_rest(
 
     first = SlowAsync()
     with pytest.raises(RunInterrupted, match=r"marked KILLED.*--resume") as raised:
-        evaluate(config, first, Selection("all"), tracker=tracker, runs_dir=tmp_path / "runs",
-                 stop=stop, progress=stop_after_four)
+        evaluate(config, first, Selection("all"),
+                 RunContext(tracker=tracker, runs_dir=tmp_path / "runs", stop=stop,
+                            progress=stop_after_four))
     (run,) = tracker.reader.runs(config.experiment_name)
     assert run.status == "KILLED" and run.run_id in str(raised.value)
     # At the stop 4 calls were kept and 3 were in flight (the 4th's place was not refilled):
@@ -130,7 +141,8 @@ def test_async_stop_keeps_every_finished_call_and_resume_makes_the_rest(
     assert uploaded == raw.read_text()
 
     second = SlowAsync()
-    outcome = resume_run(config, second, run.run_id, tracker=tracker, runs_dir=tmp_path / "runs")
+    outcome = resume_run(config, second, run.run_id,
+                         RunContext(tracker=tracker, runs_dir=tmp_path / "runs"))
     assert set(second.calls) == set(everything[7:]) and set(second.calls.values()) == {1}
     after = [(r["entry_id"], r["repeat"]) for r in map(json.loads, raw.read_text().splitlines())]
     assert after == everything  # each call exactly once over both attempts, in dataset order

@@ -15,7 +15,8 @@ from typing import Any
 import pytest
 
 from evalkit._secrets import Redactor
-from evalkit.run import CallExecutor, InProcess, ThreadWorkers
+from evalkit.calls import InProcess
+from evalkit.calls._executors import CallExecutor, ThreadWorkers
 from tests.builders import REPO
 
 BENCHMARKS = REPO / "benchmarks"
@@ -84,7 +85,7 @@ def test_a_process_of_the_ray_started_for_the_benchmark_is_known_by_its_command_
         ) -> None:
     bench = benchmark()
     assert bench._role("ray::CallWorker.call") == "Ray workers"
-    assert bench._role("python -c import sys; from evalkit.run._ray_bridge import main; "
+    assert bench._role("python -c import sys; from evalkit.calls.ray._bridge import main; "
                        "sys.exit(main(int(sys.argv[1]))) 7") == "Ray bridge"
     assert bench._role("/ray/core/src/ray/raylet/raylet --raylet_socket_name=x") == \
         "rest of Ray"

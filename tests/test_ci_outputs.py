@@ -13,12 +13,12 @@ from typing import Any, NamedTuple
 
 import pytest
 
-from evalkit import Call, Entry, EvaluationOutcome, ExitStatus, Selection, evaluate
+from evalkit import Call, Entry, EvaluationOutcome, ExitStatus, RunContext, Selection, evaluate
 from evalkit.cli._outputs import RunSummary, write_json, write_junit
 from evalkit.cli._ui import serve_ui
+from evalkit.evaluation import evaluate_replicates
 from evalkit.reports import render_reports
 from evalkit.reports._common import TEXT_LIMIT, distinct
-from evalkit.run import evaluate_replicates
 from evalkit.tracking import ServedUi, Tracker, shown_uri, ui_port
 from evalkit.tracking._links import run_url, ui_base
 from tests.builders import config_for, entry, write_dataset
@@ -57,8 +57,8 @@ def project(tmp_path_factory: pytest.TempPathFactory) -> Project:
     config = config_for(folder, dataset, EXPERIMENT_NAME="ci/glance", EVAL_MIN_ACCURACY_BIAS=0.0,
                         EVAL_MIN_ACCURACY_REPEATABILITY=0.0)
     tracker = Tracker.in_memory(folder / ".evalkit" / "bundles")
-    outcome = evaluate(config, component, Selection("all"), tracker=tracker,
-                       runs_dir=folder / "runs")
+    outcome = evaluate(config, component, Selection("all"),
+                       RunContext(tracker=tracker, runs_dir=folder / "runs"))
     summary = RunSummary("evaluation", outcome.run_id, outcome.run_url, outcome.experiment_name,
                          (outcome,), 12.34, 1)
     write_json(summary, folder / "out" / "summary.json")
@@ -238,7 +238,7 @@ def test_a_run_ended_while_no_ui_served_links_where_evalkit_ui_serves_next(
     ServedUi(tracker.tracking_uri, "127.0.0.1", 5741, NO_SUCH_PID).record()
     dataset = write_dataset(tmp_path / "ds", {"right": entry("functional")})
     outcome = evaluate(config_for(tmp_path, dataset), component, Selection("all"),
-                       tracker=tracker, runs_dir=tmp_path / "runs")
+                       RunContext(tracker=tracker, runs_dir=tmp_path / "runs"))
     assert outcome.run_url.startswith("http://127.0.0.1:5741/#/experiments/")
     started: list[list[str]] = []
 
@@ -267,7 +267,7 @@ def test_the_run_url_tag_and_summary_link_follow_the_served_ui(tmp_path: Path,
     ServedUi(tracker.tracking_uri, "127.0.0.1", 5741, os.getpid()).record()
     dataset = write_dataset(tmp_path / "ds", {"right": entry("functional")})
     outcome = evaluate(config_for(tmp_path, dataset), component, Selection("all"),
-                       tracker=tracker, runs_dir=tmp_path / "runs")
+                       RunContext(tracker=tracker, runs_dir=tmp_path / "runs"))
     stored = tracker.reader.stored(outcome.run_id)
     url = f"http://127.0.0.1:5741/#/experiments/{stored.experiment_id}/runs/{outcome.run_id}"
     assert outcome.run_url == stored.tags["run_url"] == url
@@ -282,7 +282,8 @@ def test_over_replicates_the_outputs_hold_each_replicate(tmp_path: Path, tracker
         return "a" if item.id == "right" or call.replicate == 0 else "b"
 
     series = evaluate_replicates(config_for(tmp_path, dataset, REPLICATES=2), flaky,
-                                 Selection("all"), tracker=tracker, runs_dir=tmp_path / "runs")
+                                 Selection("all"),
+                                 RunContext(tracker=tracker, runs_dir=tmp_path / "runs"))
     summary = RunSummary("replicates", series.parent_run_id, series.run_url,
                          series.experiment_name, series.replicates, 3.0, 0)
     verdict, url = summary.verdict_lines()

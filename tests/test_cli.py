@@ -25,11 +25,12 @@ from typing import Any
 
 import pytest
 
-from evalkit import EvalConfig, NotFound, RunInterrupted, Selection, Stop, evaluate
+from evalkit import EvalConfig, NotFound, RunContext, RunInterrupted, Selection, Stop, evaluate
 from evalkit.cli._exit import exit_status_of
 from evalkit.cli._signals import stopping_on_signals
+from evalkit.evaluation import evaluate_calibration, evaluate_replicates
 from evalkit.records import names
-from evalkit.run import build_plan, evaluate_calibration, evaluate_replicates, record_plan
+from evalkit.review import build_plan, record_plan
 from evalkit.tracking import Tracker
 from tests.builders import REPO, RecordingComponent, entry, write_dataset, write_eval_script
 from tests.commands import eval_script, evalkit_command
@@ -121,8 +122,8 @@ def test_a_run_reference_resolves_by_id_prefix_or_experiment_and_refuses_the_unk
     dataset = write_dataset(tmp_path / "ds", {"f": entry("functional")})
     config = EvalConfig.from_constants({**CONSTANTS, "DATASET_PATH": str(dataset),
                                         "REPORTS_DIR": str(tmp_path / "reports")}, "eval.py")
-    outcome = evaluate(config, RecordingComponent(), Selection("functional"), tracker=tracker,
-                       runs_dir=tmp_path / "runs")
+    outcome = evaluate(config, RecordingComponent(), Selection("functional"),
+                       RunContext(tracker=tracker, runs_dir=tmp_path / "runs"))
     reader = tracker.reader
     for reference in (outcome.run_id, outcome.run_id[:8], "cli/tests"):
         assert reader.resolve(reference) == outcome.run_id
@@ -155,8 +156,8 @@ def test_an_unknown_experiment_run_or_prefix_is_a_usage_error(
     dataset = write_dataset(tmp_path / "ds", {"f": entry("functional")})
     config = EvalConfig.from_constants({**CONSTANTS, "DATASET_PATH": str(dataset),
                                         "REPORTS_DIR": str(tmp_path / "reports")}, "eval.py")
-    evaluate(config, RecordingComponent(), Selection("functional"), tracker=tracker,
-             runs_dir=tmp_path / "runs")
+    evaluate(config, RecordingComponent(), Selection("functional"),
+             RunContext(tracker=tracker, runs_dir=tmp_path / "runs"))
     (tmp_path / "labels.csv").write_text("entry_id,test_type,verdict\n", encoding="utf-8")
     monkeypatch.setattr("evalkit.cli._main.Tracker", lambda *args, **kwargs: tracker)
     capsys.readouterr()
@@ -170,7 +171,7 @@ def test_resuming_an_unknown_run_is_a_usage_error(
         tmp_path: Path, tracker: Tracker, monkeypatch: pytest.MonkeyPatch,
         capsys: pytest.CaptureFixture[str]) -> None:
     write_dataset(tmp_path / "ds", {"a": entry("functional")})
-    monkeypatch.setattr("evalkit.run._evaluate.Tracker", lambda *args, **kwargs: tracker)
+    monkeypatch.setattr("evalkit.evaluation._context.Tracker", lambda *args, **kwargs: tracker)
     component = RecordingComponent()
     assert eval_script(CONSTANTS, component, "--resume", "f" * 32) == 2
     assert f"error: run {'f' * 32} not found at memory" in capsys.readouterr().err
@@ -184,7 +185,7 @@ def test_a_missed_threshold_exits_1_with_its_verdict_usage_and_failing_ids(
     slow tier's fresh process checks the same status without the terminal's other lines."""
     write_dataset(tmp_path / "ds", {"right": entry("functional"), "wrong": entry("functional"),
                                     "wrong2": entry("functional", expected="b")})
-    monkeypatch.setattr("evalkit.run._evaluate.Tracker", lambda *args, **kwargs: tracker)
+    monkeypatch.setattr("evalkit.evaluation._context.Tracker", lambda *args, **kwargs: tracker)
 
     def metered(item: Any, call: Any) -> Any:
         call.record_usage(input_tokens=100, output_tokens=50, model="m")
@@ -220,8 +221,8 @@ def test_report_writes_each_run_into_a_folder_of_its_own(
     dataset = write_dataset(tmp_path / "ds", {"f": entry("functional")})
     config = EvalConfig.from_constants({**CONSTANTS, "DATASET_PATH": str(dataset),
                                         "REPORTS_DIR": str(tmp_path / "latest")}, "eval.py")
-    runs = [evaluate(config, RecordingComponent(answers={"f": answer}),
-                     Selection("functional"), tracker=tracker, runs_dir=tmp_path / "runs")
+    runs = [evaluate(config, RecordingComponent(answers={"f": answer}), Selection("functional"),
+                     RunContext(tracker=tracker, runs_dir=tmp_path / "runs"))
             for answer in ("a", "wrong")]
     monkeypatch.setattr("evalkit.cli._main.Tracker", lambda *args, **kwargs: tracker)
     for outcome in runs:
@@ -249,8 +250,8 @@ def test_report_refuses_a_destination_it_cannot_write_before_writing_anything(
     dataset = write_dataset(tmp_path / "ds", {"f": entry("functional")})
     config = EvalConfig.from_constants({**CONSTANTS, "DATASET_PATH": str(dataset),
                                         "REPORTS_DIR": str(tmp_path / "latest")}, "eval.py")
-    run_id = evaluate(config, RecordingComponent(), Selection("functional"), tracker=tracker,
-                      runs_dir=tmp_path / "runs").run_id
+    run_id = evaluate(config, RecordingComponent(), Selection("functional"),
+                      RunContext(tracker=tracker, runs_dir=tmp_path / "runs")).run_id
     monkeypatch.setattr("evalkit.cli._main.Tracker", lambda *args, **kwargs: tracker)
     (tmp_path / "a-file").write_text("not a folder")
     (tmp_path / "a-folder").mkdir()
@@ -289,8 +290,8 @@ def test_history_and_plan_take_the_experiment_of_the_eval_script_here(
     dataset = write_dataset(tmp_path / "ds", {"f": entry("functional")})
     outcome = evaluate(EvalConfig.from_constants({**CONSTANTS, "DATASET_PATH": str(dataset),
                                                   "REPORTS_DIR": str(tmp_path / "r")}, "eval.py"),
-                       RecordingComponent(), Selection("functional"), tracker=tracker,
-                       runs_dir=tmp_path / "runs")
+                       RecordingComponent(), Selection("functional"),
+                       RunContext(tracker=tracker, runs_dir=tmp_path / "runs"))
     monkeypatch.setattr("evalkit.cli._main.Tracker", lambda *args, **kwargs: tracker)
     capsys.readouterr()
     assert evalkit_command("history") == 2
@@ -329,7 +330,7 @@ def interrupted_run(tracker: Tracker, constants: dict[str, Any],
 
     with pytest.raises(RunInterrupted) as stopped:
         evaluate(EvalConfig.from_constants(constants, script), first_then_stop,
-                 Selection("functional"), tracker=tracker, stop=stop)
+                 Selection("functional"), RunContext(tracker=tracker, stop=stop))
     (run,) = tracker.reader.runs(constants["EXPERIMENT_NAME"])
     assert run.status == "KILLED"
     return str(stopped.value), run.run_id
@@ -362,7 +363,7 @@ def test_evalkit_resume_imports_the_scripts_own_modules_from_its_folder(
             return answer(entry)
         """)
     _, run_id = interrupted_run(tracker, constants, "project/eval.py")
-    monkeypatch.setattr("evalkit.run._evaluate.Tracker", lambda *args, **kwargs: tracker)
+    monkeypatch.setattr("evalkit.evaluation._context.Tracker", lambda *args, **kwargs: tracker)
     path_before = list(sys.path)
     assert evalkit_command("resume", run_id, "--script", "project/eval.py") == 0
     assert sys.path == path_before
@@ -506,7 +507,7 @@ def test_evalkit_report_renders_a_run_again_byte_for_byte(
         **CONSTANTS, "EXPERIMENT_NAME": experiment, "DATASET_PATH": str(dataset),
         "REPEAT_COUNT": 3, "EVAL_MIN_ACCURACY_REPEATABILITY": 0.5}, "eval.py")
     outcome = evaluate(config, RecordingComponent({"b": {"k": "v|w"}}), Selection("all"),
-                       tracker=Tracker(tracking_uri), runs_dir=tmp_path / "runs")
+                       RunContext(tracker=Tracker(tracking_uri), runs_dir=tmp_path / "runs"))
     reports = tmp_path / "reports"
     original = {p.name: p.read_bytes() for p in reports.iterdir()}
     # five reports and summary.md, each chart's SVG beside its report
@@ -557,7 +558,7 @@ def test_example_repeatability_run_writes_only_its_report(
         example: tuple[Path, Tracker, Any]) -> None:
     folder, tracker, script = example
     outcome = evaluate(example_config(script), script["invoke_component"],
-                       Selection.parse("repeatability"), tracker=tracker)
+                       Selection.parse("repeatability"), RunContext(tracker=tracker))
     assert sorted(p.name for p in (folder / "reports").iterdir()) == [
         "convergence-repeatability.svg", "report-repeatability.md", "summary.md"]
     report = (folder / "reports" / "report-repeatability.md").read_text()
@@ -579,8 +580,8 @@ def test_example_repeatability_run_writes_only_its_report(
 def test_example_full_run_reports_every_type(example: tuple[Path, Tracker, Any]) -> None:
     folder, tracker, script = example
     shutil.rmtree(folder / "reports", ignore_errors=True)
-    outcome = evaluate(example_config(script), script["invoke_component"],
-                       Selection.parse("all"), tracker=tracker)
+    outcome = evaluate(example_config(script), script["invoke_component"], Selection.parse("all"),
+                       RunContext(tracker=tracker))
     names_written = sorted(p.name for p in (folder / "reports").iterdir())
     stored = tracker.reader.stored(outcome.run_id)
     types = stored.tags["test_types"].split(",")
@@ -603,7 +604,7 @@ def test_example_calibration_replicates_and_plan(example: tuple[Path, Tracker, A
     folder, tracker, script = example
     config, component = example_config(script), script["invoke_component"]
     calibrated = evaluate_calibration(config, component, Selection.parse("repeatability"),
-                                      tracker=tracker)
+                                      RunContext(tracker=tracker))
     raw = calibrated.run.raw_results.read_text().splitlines()
     calls = [json.loads(line)["entry_id"] for line in raw]
     per_entry = {calls.count(entry_id) for entry_id in set(calls)}
@@ -613,8 +614,8 @@ def test_example_calibration_replicates_and_plan(example: tuple[Path, Tracker, A
     assert "**Recommended REPEAT_COUNT:** " in report
     assert "recommended k = " in (folder / "reports" / "calibration.svg").read_text()
 
-    evaluate(config, component, Selection.parse("all"), tracker=tracker)
-    evaluate_replicates(config, component, Selection.parse("all"), tracker=tracker)
+    evaluate(config, component, Selection.parse("all"), RunContext(tracker=tracker))
+    evaluate_replicates(config, component, Selection.parse("all"), RunContext(tracker=tracker))
     # ROOT_SEED = 0 seeds every draw: the example's replicates disagree on some items.
     stability = json.loads((folder / "reports" / "stability.json").read_text())
     assert sum(m["unstable_items"] for m in stability["metrics"]) >= 1

@@ -11,8 +11,8 @@ import signal
 
 import pytest
 
+from evalkit.calls import Stop
 from evalkit.cli._signals import stopping_on_signals
-from evalkit.run import Stop
 
 
 @pytest.mark.parametrize("number", [signal.SIGINT, signal.SIGTERM])

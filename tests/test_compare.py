@@ -9,9 +9,9 @@ from __future__ import annotations
 import pytest
 
 from evalkit.records import ItemCell
-from evalkit.run import FLOOR_MULTIPLE, MetricComparison, Side, compare, noise_gate
-from evalkit.run import ComparisonVerdict as Verdict
-from evalkit.run._compare import _majority
+from evalkit.review import FLOOR_MULTIPLE, MetricComparison, Side, compare
+from evalkit.review._compare import ComparisonVerdict as Verdict
+from evalkit.review._compare import _majority, noise_gate
 
 
 def test_noise_gate() -> None:

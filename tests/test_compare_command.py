@@ -11,7 +11,7 @@ import pytest
 
 from evalkit.cli._compare import compare_status, render_comparison
 from evalkit.records import SeriesItems, names
-from evalkit.run._compare import CorrectedGap, MetricComparison, Side
+from evalkit.review._compare import CorrectedGap, MetricComparison, Side
 from evalkit.stats import StabilityDocument
 from evalkit.tracking import Tracker
 from tests.commands import evalkit_command

@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 
 from evalkit.records import ItemCell, ItemResult, ScoredRun, SeriesItems, TypeResult, names
-from evalkit.run import Side, load_side
+from evalkit.review import Side, load_side
 from evalkit.stats import StabilityDocument, StabilitySummary
 from evalkit.stats._stability import PairDisagreement
 from evalkit.stats._stability_document import FlipCounts

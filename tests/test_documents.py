@@ -175,13 +175,22 @@ def test_the_architecture_page_shows_what_lint_imports_enforces() -> None:
     shown = pyproject.split("# --8<-- [start:layers]", 1)[1].split("# --8<-- [end:layers]")[0]
     assert tomllib.loads(shown.split("\n", 1)[1])["layers"] == layers
     services = layers.index("reports | tracking | scorers")  # independent: no imports between
-    assert layers[services + 1] == "stats"
+    assert layers[services - 2:services + 2] == [
+        "evaluation", "calls | review", "reports | tracking | scorers", "stats"]
     pure = next(c for c in contracts if c.get("source_modules") == ["evalkit.stats"])
     assert set(pure["forbidden_modules"]) == {"evalkit.config", "evalkit.dataset",
                                               "evalkit._secrets"}
+    engine = next(c for c in contracts if c.get("source_modules") == ["evalkit.calls"])
+    assert set(engine["forbidden_modules"]) == {"evalkit.evaluation", "evalkit.review",
+                                                "evalkit.tracking"}
+    readers = next(c for c in contracts if c.get("source_modules") == ["evalkit.review"])
+    assert readers["forbidden_modules"] == ["evalkit.calls"]
     prose = " ".join(page.split())
-    assert ("scoring, tracking and reports, which never import each other; those use "
+    assert ("the after-the-run readers (`review/`: compare, plan, labels; a mode labels the run "
+            "it just made through them), which never import each other; those use scoring, "
+            "tracking and reports, which never import each other either; those three use "
             "statistics, which imports nothing of evalkit but its records and errors;") in prose
+    assert "The engine knows neither the modes, the readers nor tracking" in prose
 
 
 def test_the_entries_on_writing_datasets_obey_the_rules_they_illustrate(tmp_path: Path) -> None:

@@ -9,7 +9,16 @@ from pathlib import Path
 
 import pytest
 
-from evalkit import Call, ChatEndpoint, Component, Entry, EvalConfig, Selection, evaluate
+from evalkit import (
+    Call,
+    ChatEndpoint,
+    Component,
+    Entry,
+    EvalConfig,
+    RunContext,
+    Selection,
+    evaluate,
+)
 from evalkit.tracking import Tracker
 from tests.builders import entry, write_dataset
 from tests.openai_stub import OpenAIStub, RecordedRequest, Reply, ok
@@ -70,7 +79,7 @@ def test_judging_overlaps_the_calls_within_the_concurrency_bound(
             "SCORER": "llm_judge", "JUDGE_MODEL": "judge", "MAX_CONCURRENCY": CONCURRENCY,
             "TRACE_CALLS": False}, "test_eval.py")
         outcome = evaluate(config, component, Selection.parse("all"),
-                           tracker=tracker, runs_dir=tmp_path / "runs")
+                           RunContext(tracker=tracker, runs_dir=tmp_path / "runs"))
 
     assert responder.peak == CONCURRENCY  # calls and judge requests share the bound
     assert responder.arrivals.count("judge") == 1 + 13  # the preflight, then one per entry

@@ -17,8 +17,8 @@ from typing import Any
 import numpy as np
 import pytest
 
-from evalkit import Call, Entry, Selection
-from evalkit.run import evaluate_replicates
+from evalkit import Call, Entry, RunContext, Selection
+from evalkit.evaluation import evaluate_replicates
 from evalkit.tracking import Tracker
 from tests.builders import config_for, entry, write_dataset
 
@@ -72,8 +72,8 @@ def test_a_replicate_series_loads_the_model_once(tmp_path: Path, tracker: Tracke
             return f"answer seeded {call.seed}"
         return f"answer {call.repeat} of replicate {call.replicate}"
 
-    series = evaluate_replicates(config, answer, Selection("all"), tracker=tracker,
-                                 runs_dir=tmp_path / "runs")
+    series = evaluate_replicates(config, answer, Selection("all"),
+                                 RunContext(tracker=tracker, runs_dir=tmp_path / "runs"))
     assert len(series.replicates) == 3
     (model,) = counting_model.built  # one model for the three runs
     assert Path(model.path).name == "model"  # the packaged all-MiniLM-L6-v2, loaded offline

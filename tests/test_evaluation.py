@@ -18,7 +18,8 @@ from typing import Any
 
 import pytest
 
-from evalkit import Call, ConfigError, Entry, EvalConfig, Selection, evaluate
+from evalkit import Call, ConfigError, Entry, EvalConfig, RunContext, Selection, evaluate
+from evalkit.calls import InProcess
 from evalkit.records import CallRecord
 from evalkit.reports import render_reports
 from evalkit.tracking import RawResultsLog, Tracker
@@ -37,7 +38,7 @@ from tests.builders import (
 def run(tmp_path: Path, tracker: Tracker, config: EvalConfig, component: Any,
         test_type: str = "all", groups: str | None = None, human_review: bool = False) -> Any:
     return evaluate(config, component, Selection.parse(test_type, groups, human_review),
-                    tracker=tracker, runs_dir=tmp_path / ".evalkit" / "runs")
+                    RunContext(tracker=tracker, runs_dir=tmp_path / ".evalkit" / "runs"))
 
 
 def test_entry_first_and_repeat_counts_at_the_component(tmp_path: Path, tracker: Tracker) -> None:
@@ -362,5 +363,23 @@ def test_resume_takes_a_run_id_prefix_as_report_and_compare_do(tmp_path: Path,
     outcome = run(tmp_path, tracker, config, RecordingComponent())
     # the prefix found the run: the refusal names it in full
     with pytest.raises(ConfigError, match=f"run {outcome.run_id} finished: there is nothing"):
-        resume(config, RecordingComponent(), outcome.run_id[:6], tracker=tracker,
-               runs_dir=tmp_path / "runs")
+        resume(config, RecordingComponent(), outcome.run_id[:6],
+               RunContext(tracker=tracker, runs_dir=tmp_path / "runs"))
+
+
+def test_a_run_context_applies_its_defaults_once_and_opens_its_store_when_first_needed(
+        tracker: Tracker, monkeypatch: pytest.MonkeyPatch) -> None:
+    opened: list[Tracker] = []
+
+    def open_store() -> Tracker:
+        opened.append(tracker)
+        return tracker
+
+    monkeypatch.setattr("evalkit.evaluation._context.Tracker", open_store)
+    context = RunContext()
+    assert opened == []  # opening a local store creates it: not before a mode needs it
+    assert context.store is tracker and context.store is tracker and len(opened) == 1
+    assert isinstance(context.executor, InProcess) and not context.stop.requested
+    assert context.runs_dir == Path(".evalkit") / "runs" and context.progress is None
+    given = RunContext(tracker=tracker)
+    assert given.store is tracker and len(opened) == 1

@@ -15,10 +15,10 @@ import pytest
 from evalkit import Call, EvalConfig, run_eval_script
 from evalkit._errors import ConfigError, RunInterrupted
 from evalkit._secrets import Redactor
+from evalkit.calls import CallWindow, InProcess, RaySettings, Selection, plan_run
+from evalkit.calls._books import Task
+from evalkit.calls._executors import Deliver, Lost
 from evalkit.dataset import Entry, load_dataset
-from evalkit.run import CallWindow, InProcess, Lost, RaySettings, Selection, plan_run
-from evalkit.run._books import Task
-from evalkit.run._executors import Deliver
 from evalkit.tracking import RawResultsLog, read_raw_results
 from tests.builders import RecordingComponent, entry, write_dataset
 

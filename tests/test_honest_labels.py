@@ -12,8 +12,9 @@ from scipy.stats import t as student_t
 
 from evalkit.records import RunRecord
 from evalkit.records.names import STABILITY_ARTIFACT
-from evalkit.run import ComparisonVerdict as Verdict
-from evalkit.run import Side, compare, shared_item_floors
+from evalkit.review import Side, compare
+from evalkit.review._compare import ComparisonVerdict as Verdict
+from evalkit.review._compare import shared_item_floors
 from evalkit.stats import (
     WHOLE_REPLICATE_BOOTSTRAP_COVERAGE,
     ContrastInterval,

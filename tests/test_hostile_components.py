@@ -24,7 +24,7 @@ from typing import Any
 
 import pytest
 
-from evalkit import Call, Entry, RunInterrupted, Selection, evaluate
+from evalkit import Call, Entry, RunContext, RunInterrupted, Selection, evaluate
 from evalkit.cli._exit import exit_status_of
 from evalkit.records import names
 from evalkit.tracking import Tracker
@@ -227,8 +227,8 @@ def test_every_hostile_behaviour_is_that_calls_error_and_the_run_finishes(
     behaviours = [*ERRORS, *KEPT]
     config = config_for(tmp_path, corpus_dataset(tmp_path, behaviours), EVAL_MIN_ACCURACY=0.0,
                         MAX_CONCURRENCY=8, CALL_TIMEOUT=2)
-    outcome = evaluate(config, hostile, Selection("functional"), tracker=tracker,
-                       runs_dir=tmp_path / "runs")
+    outcome = evaluate(config, hostile, Selection("functional"),
+                       RunContext(tracker=tracker, runs_dir=tmp_path / "runs"))
     assert outcome.passed  # EVAL_MIN_ACCURACY is 0: nothing else fails it
     assert "Traceback" not in caplog.text and SECRET not in caplog.text
 
@@ -262,8 +262,8 @@ def test_an_interrupt_raised_by_the_component_stays_an_interrupt(
     config = config_for(tmp_path, corpus_dataset(tmp_path, ["ok-a", "ok-b", "zz-interrupt"]),
                         EVAL_MIN_ACCURACY=0.0, MAX_CONCURRENCY=1)
     with pytest.raises(RunInterrupted) as raised:
-        evaluate(config, hostile, Selection("functional"), tracker=tracker,
-                 runs_dir=tmp_path / "runs")
+        evaluate(config, hostile, Selection("functional"),
+                 RunContext(tracker=tracker, runs_dir=tmp_path / "runs"))
     assert exit_status_of(raised.value) == 130
     (run,) = tracker.reader.runs(config.experiment_name)
     assert run.status == "KILLED"

@@ -207,8 +207,8 @@ def test_symlink_inside_the_dataset_is_followed_and_called(tmp_path: Path,
     calls: list[str] = []
     config = config_for(tmp_path, root)
     outcome = evalkit.evaluate(config, lambda e, c: calls.append(e.id) or "a",
-                               evalkit.Selection("functional"), tracker=tracker,
-                               runs_dir=tmp_path / "runs")
+                               evalkit.Selection("functional"),
+                               evalkit.RunContext(tracker=tracker, runs_dir=tmp_path / "runs"))
     assert sorted(calls) == ["alias", "ok"]
     assert outcome.passed
     assert [r.run_id for r in tracker.reader.runs(config.experiment_name)] == [outcome.run_id]

@@ -118,8 +118,8 @@ def test_eval_reports_escape_controls_redact_short_secrets_and_separate_7_from_q
         return "ok\x00 bell\x07 esc\x1b[31m red \x9b pin " + os.environ["DB_PASSWORD"]
 
     outcome = evalkit.evaluate(config_for(tmp_path, dataset, EVAL_MIN_ACCURACY=0.0), component,
-                               evalkit.Selection("all"), tracker=tracker,
-                               runs_dir=tmp_path / "runs")
+                               evalkit.Selection("all"),
+                               evalkit.RunContext(tracker=tracker, runs_dir=tmp_path / "runs"))
     reports = {p.name: p.read_bytes() for p in (tmp_path / "reports").glob("*.md")}
     assert sorted(reports) == ["report-bias.md", "report-functional.md", "summary.md"]
     for name, raw in reports.items():

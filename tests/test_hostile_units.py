@@ -14,11 +14,11 @@ import pytest
 
 from evalkit import ConfigError, EvalConfig, EvalkitError
 from evalkit._secrets import Redactor
+from evalkit.calls import CallWindow, Selection, plan_run
+from evalkit.calls._call import MAX_MESSAGE_CHARS, Call, error_message, plain_output
 from evalkit.cli._common import TRACEBACK_VARIABLE, guarded
 from evalkit.dataset import load_dataset
 from evalkit.records import CallRecord
-from evalkit.run import CallWindow, Selection, plan_run
-from evalkit.run._call import MAX_MESSAGE_CHARS, Call, error_message, plain_output
 from evalkit.scorers._exact import matches
 from evalkit.tracking import RawResultsLog, read_raw_results
 from evalkit.tracking._raw import lock_run, repair_raw_results

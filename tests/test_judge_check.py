@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from evalkit import ConfigError, LabelFileInvalid, Selection, evaluate
+from evalkit import ConfigError, LabelFileInvalid, RunContext, Selection, evaluate
 from evalkit.records import (
     HumanLabel,
     ItemResult,
@@ -22,7 +22,7 @@ from evalkit.records import (
     threshold_failures,
 )
 from evalkit.reports import render_reports
-from evalkit.run import LabelSession, build_plan, compare, import_labels, load_side, record_plan
+from evalkit.review import LabelSession, build_plan, compare, import_labels, load_side, record_plan
 from evalkit.stats import (
     DrawnEntry,
     LabelDraw,
@@ -164,7 +164,7 @@ def labelled_run(tmp_path: Path, tracker: Tracker, **constants: object) -> objec
         for e in ENTRIES), encoding="utf-8")
     config = config_for(tmp_path, dataset, LABELS_PATH=str(labels), **constants)
     return evaluate(config, RecordingComponent(), Selection.parse("functional", None, False),
-                    tracker=tracker, runs_dir=tmp_path / ".evalkit" / "runs")
+                    RunContext(tracker=tracker, runs_dir=tmp_path / ".evalkit" / "runs"))
 
 
 def test_a_run_with_labels_is_gated_on_its_corrected_accuracy(tmp_path: Path,
@@ -273,7 +273,7 @@ def test_plan_gives_the_label_budget_of_the_latest_labelled_run(tmp_path: Path,
     config = config_for(tmp_path, dataset, LABELS_PATH=str(labels), LABEL_SAMPLE=40,
                         REPEAT_COUNT=3, EVAL_MIN_ACCURACY_REPEATABILITY=0.0)
     outcome = evaluate(config, RecordingComponent(), Selection.parse("all", None, False),
-                       tracker=tracker, runs_dir=tmp_path / ".evalkit" / "runs")
+                       RunContext(tracker=tracker, runs_dir=tmp_path / ".evalkit" / "runs"))
     plan = build_plan(tracker, config.experiment_name)
 
     (label_plan,) = plan.labels
@@ -331,7 +331,7 @@ def test_a_session_on_a_type_without_labels_or_draw_ends_with_its_check(
     dataset = write_dataset(tmp_path / "ds", {"s1": entry("smoke"), "s2": entry("smoke")})
     config = config_for(tmp_path, dataset)
     outcome = evaluate(config, RecordingComponent(), Selection.parse("smoke", None, False),
-                       tracker=tracker, runs_dir=tmp_path / ".evalkit" / "runs")
+                       RunContext(tracker=tracker, runs_dir=tmp_path / ".evalkit" / "runs"))
     with pytest.raises(ConfigError, match="has no 'bias' entries to label; its labellable "
                                           "types: smoke"):
         LabelSession(tracker, outcome.run_id, "bias")

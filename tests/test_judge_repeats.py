@@ -14,10 +14,19 @@ from typing import Any
 
 import pytest
 
-from evalkit import Call, ChatEndpoint, ConfigError, Entry, EvalConfig, Selection, evaluate
+from evalkit import (
+    Call,
+    ChatEndpoint,
+    ConfigError,
+    Entry,
+    EvalConfig,
+    RunContext,
+    Selection,
+    evaluate,
+)
 from evalkit.records import ItemResult, ScoredRun, TypeResult, names
 from evalkit.reports import render_reports
-from evalkit.run import LabelSession
+from evalkit.review import LabelSession
 from evalkit.scorers import Case, JudgeOptions, JudgePrompt, LLMJudgeScorer, ScorerVerdict
 from evalkit.scorers._llm_judge import majority
 from evalkit.tracking import Tracker
@@ -90,8 +99,8 @@ def evaluate_with(tmp_path: Path, tracker: Tracker, monkeypatch: pytest.MonkeyPa
     def echo(item: Entry, call: Call) -> str:
         return f"answer for {item.id}."
 
-    return evaluate(config, echo, Selection("all"), tracker=tracker,
-                    runs_dir=tmp_path / ".evalkit" / "runs")
+    return evaluate(config, echo, Selection("all"),
+                    RunContext(tracker=tracker, runs_dir=tmp_path / ".evalkit" / "runs"))
 
 
 def items_of(outcome: Any) -> dict[str, ItemResult]:

@@ -14,12 +14,13 @@ from typing import Any
 
 import pytest
 
-from evalkit import ConfigError, Selection, evaluate
+from evalkit import ConfigError, RunContext, Selection, evaluate
+from evalkit.evaluation import EvaluationOutcome
 from evalkit.records import TypeNames, names
-from evalkit.run import EvaluationOutcome, LabelSession, feedback_taken_in, import_labels
+from evalkit.review import LabelSession, feedback_taken_in, import_labels
 from evalkit.tracking import Assessment, Tracker
 from evalkit.tracking._memory import MemoryBackend
-from evalkit.tracking._traces import RunContext, trace_id_for
+from evalkit.tracking._traces import TraceContext, trace_id_for
 from tests.builders import RecordingComponent, config_for, entry, write_dataset
 
 ENTRIES = {f"e{i:02d}": entry("functional") for i in range(24)}
@@ -31,8 +32,8 @@ def run_of(tmp_path: Path, tracker: Tracker, entries: dict[str, Any] | None = No
            types: str = "functional", **constants: object) -> EvaluationOutcome:
     dataset = write_dataset(tmp_path / "ds", entries or ENTRIES)
     return evaluate(config_for(tmp_path, dataset, **constants), RecordingComponent(),
-                    Selection.parse(types, None, False), tracker=tracker,
-                    runs_dir=tmp_path / ".evalkit" / "runs")
+                    Selection.parse(types, None, False),
+                    RunContext(tracker=tracker, runs_dir=tmp_path / ".evalkit" / "runs"))
 
 
 def labels_file(tmp_path: Path, entry_ids: list[str]) -> Path:
@@ -58,7 +59,7 @@ def summary_of(tracker: Tracker, run_id: str) -> str:
 def give_in_the_ui(tracker: Tracker, run_id: str, entry_id: str, name: str,
                    passed: bool) -> None:
     """Feedback a person adds on an entry's trace in the MLflow UI."""
-    tracker.backend.trace_store().add_assessments(RunContext(run_id, "1", 0, {}, {}), [(
+    tracker.backend.trace_store().add_assessments(TraceContext(run_id, "1", 0, {}, {}), [(
         trace_id_for(run_id, entry_id), Assessment(name, passed, None, "HUMAN", "User"))])
 
 

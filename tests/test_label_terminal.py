@@ -25,7 +25,7 @@ import pytest
 
 from evalkit.cli._labeller import KEY_LINE, RUBRIC_SHOWN
 from evalkit.records import names
-from evalkit.run._labelling import label_order
+from evalkit.review._labelling import label_order
 from evalkit.stats import LabelDraw, LabelDraws
 from evalkit.tracking import Tracker
 from tests.builders import REPO

@@ -22,6 +22,7 @@ from evalkit import (
     EvalConfig,
     ProviderError,
     RetryPolicy,
+    RunContext,
     Selection,
     evaluate,
 )
@@ -99,8 +100,8 @@ def echo(entry: Entry, call: Call) -> Any:
 
 def run(tmp_path: Path, tracker: Tracker, config: EvalConfig, component: Any = echo,
         test_type: str = "all") -> Any:
-    return evaluate(config, component, Selection(test_type), tracker=tracker,
-                    runs_dir=tmp_path / ".evalkit" / "runs")
+    return evaluate(config, component, Selection(test_type),
+                    RunContext(tracker=tracker, runs_dir=tmp_path / ".evalkit" / "runs"))
 
 
 @pytest.mark.parametrize(("reply", "judgement"), [

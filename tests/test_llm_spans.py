@@ -15,7 +15,7 @@ from typing import Any
 
 import pytest
 
-from evalkit import Call, Entry, EvalConfig, Selection, evaluate, evaluate_replicates
+from evalkit import Call, Entry, EvalConfig, RunContext, Selection, evaluate, evaluate_replicates
 from evalkit.records import (
     ItemResult,
     JudgeCall,
@@ -26,12 +26,12 @@ from evalkit.records import (
     names,
 )
 from evalkit.records._usage import usd
-from evalkit.run import load_side
+from evalkit.review import load_side
 from evalkit.tracking import StoredRun, Tracker, history, render_history
 from evalkit.tracking._history import _usage as series_usage
 from evalkit.tracking._memory import MemoryBackend
 from evalkit.tracking._trace_writer import _judge_spans
-from evalkit.tracking._traces import RunContext, build_traces
+from evalkit.tracking._traces import TraceContext, build_traces
 from tests.builders import entry, write_dataset
 from tests.openai_stub import OpenAIStub
 
@@ -48,7 +48,7 @@ def judged(*calls: JudgeCall, messages: Any = MESSAGES) -> ScoredRun:
 
 
 def judge_spans(scored: ScoredRun, **params: str) -> list[Any]:
-    context = RunContext("run", "1", 1_000, {"judge_model": "judge-x", **params}, {})
+    context = TraceContext("run", "1", 1_000, {"judge_model": "judge-x", **params}, {})
     (trace,) = build_traces(context, scored, [])
     return _judge_spans(context, trace)
 
@@ -111,8 +111,8 @@ def test_a_run_keeps_what_it_sent_the_judge_redacted_and_the_tokens_it_used(
             "EXPERIMENT_NAME": "spans/judged", "DATASET_PATH": str(dataset),
             "REPORTS_DIR": str(tmp_path / "reports"), "EVAL_MIN_ACCURACY": 0.0,
             "SCORER": "llm_judge", "JUDGE_MODEL": "stub-judge"}, "eval.py")
-        outcome = evaluate(config, answer, Selection("all"), tracker=tracker,
-                           runs_dir=tmp_path / "runs")
+        outcome = evaluate(config, answer, Selection("all"),
+                           RunContext(tracker=tracker, runs_dir=tmp_path / "runs"))
         sent = [r.body for r in stub.chat_requests() if r.body and key in json.dumps(r.body)]
     (item,) = outcome.scored.types[0].items
     (request,) = sent
@@ -155,8 +155,8 @@ def test_an_entry_also_in_repeatability_is_judged_on_its_first_output_and_says_s
             "REPORTS_DIR": str(tmp_path / "reports"), "EVAL_MIN_ACCURACY": 0.0,
             "EVAL_MIN_ACCURACY_REPEATABILITY": 0.0, "REPEAT_COUNT": 3,
             "SCORER": "llm_judge", "JUDGE_MODEL": "stub-judge"}, "eval.py")
-        outcome = evaluate(config, answer, Selection("all"), tracker=tracker,
-                           runs_dir=tmp_path / "runs")
+        outcome = evaluate(config, answer, Selection("all"),
+                           RunContext(tracker=tracker, runs_dir=tmp_path / "runs"))
         sent = [json.dumps(r.body) for r in stub.chat_requests()
                 if r.body and "capital of NZ" in json.dumps(r.body)]
     against_expected = [body for body in sent if "Auckland-on-sea" not in body]
@@ -246,7 +246,7 @@ def test_raw_results_keep_the_usage_and_read_older_lines_without_it(tmp_path: Pa
 def call_spans(calls: list[dict[str, Any]], **params: str) -> list[Any]:
     from evalkit.tracking._trace_writer import _call_spans
 
-    context = RunContext("run", "1", 1_000, params, {})
+    context = TraceContext("run", "1", 1_000, params, {})
     (trace,) = build_traces(context, ScoredRun(()), calls)
     return _call_spans(context, trace)[1:]
 
@@ -299,8 +299,8 @@ def usage_run(tmp_path: Path, component: Any, entries: dict[str, Any],
         "EXPERIMENT_NAME": "spans/usage", "EVAL_MIN_ACCURACY": 0.0,
         "DATASET_PATH": str(write_dataset(tmp_path / "ds", entries)),
         "REPORTS_DIR": str(tmp_path / "reports"), **constants}, "eval.py")
-    return tracker, evaluate(config, component, Selection("all"), tracker=tracker,
-                             runs_dir=tmp_path / "runs")
+    return tracker, evaluate(config, component, Selection("all"),
+                             RunContext(tracker=tracker, runs_dir=tmp_path / "runs"))
 
 
 def test_a_run_sums_the_tokens_and_cost_of_its_calls_into_metrics(
@@ -351,8 +351,8 @@ def test_the_judges_tokens_and_cost_are_metrics_of_their_own(
             "REPORTS_DIR": str(tmp_path / "reports"), "EVAL_MIN_ACCURACY": 0.0,
             "SCORER": "llm_judge", "JUDGE_MODEL": "stub-judge",
             "TOKEN_PRICES": {"stub-judge": (1e6, 0)}}, "eval.py")
-        outcome = evaluate(config, lambda item, call: "a", Selection("all"), tracker=tracker,
-                           runs_dir=tmp_path / "runs")
+        outcome = evaluate(config, lambda item, call: "a", Selection("all"),
+                           RunContext(tracker=tracker, runs_dir=tmp_path / "runs"))
     calls = [c for t in outcome.scored.types for i in t.items for c in i.judge_calls]
     inputs = sum(c.usage.input_tokens for c in calls if c.usage)
     assert len(calls) == 2 and inputs > 0
@@ -382,12 +382,12 @@ def test_history_shows_each_runs_tokens_and_cost_a_series_its_replicates_summed(
         "DATASET_PATH": str(dataset), "REPORTS_DIR": str(tmp_path / "reports"),
         "REPLICATES": 2, "TOKEN_PRICES": {"gpt-x": (1.0, 10.0)}}, "eval.py")
     runs_dir = tmp_path / "runs"
-    single = evaluate(config, reporting, Selection("all"), tracker=tracker,
-                      runs_dir=runs_dir).run_id
-    series = evaluate_replicates(config, reporting, Selection("all"), tracker=tracker,
-                                 runs_dir=runs_dir).parent_run_id
-    silent = evaluate(config, lambda item, call: "a", Selection("all"), tracker=tracker,
-                      runs_dir=runs_dir).run_id
+    single = evaluate(config, reporting, Selection("all"),
+                      RunContext(tracker=tracker, runs_dir=runs_dir)).run_id
+    series = evaluate_replicates(config, reporting, Selection("all"),
+                                 RunContext(tracker=tracker, runs_dir=runs_dir)).parent_run_id
+    silent = evaluate(config, lambda item, call: "a", Selection("all"),
+                      RunContext(tracker=tracker, runs_dir=runs_dir)).run_id
     rows = history(tracker.reader, "spans/history")
     assert [r.run_id for r in rows] == [silent, series, single]
     # 220 tokens and $0.00040 a run (2 calls of 100 in, 10 out at $1 and $10 a million)
@@ -487,8 +487,8 @@ def test_a_local_store_sums_each_traces_tokens_from_its_call_and_judge_spans(
             "REPORTS_DIR": str(tmp_path / "reports"), "EVAL_MIN_ACCURACY": 0.0,
             "SCORER": "llm_judge", "JUDGE_MODEL": "stub-judge",
             "TOKEN_PRICES": {"gpt-x": (1.0, 10.0), "stub-judge": (2.0, 0.0)}}, "eval.py")
-        outcome = evaluate(config, reporting, Selection("all"), tracker=Tracker(tracking_uri),
-                           runs_dir=tmp_path / "runs")
+        outcome = evaluate(config, reporting, Selection("all"),
+                           RunContext(tracker=Tracker(tracking_uri), runs_dir=tmp_path / "runs"))
     (judge_call,) = outcome.scored.types[0].items[0].judge_calls
     assert judge_call.usage is not None
     judge_in = judge_call.usage.input_tokens
@@ -523,8 +523,8 @@ def test_a_call_past_its_timeout_keeps_the_tokens_it_reported(tmp_path: Path) ->
         "REPORTS_DIR": str(tmp_path / "reports")}, "eval.py")
     try:
         outcome = evaluate(config, slow, Selection("all"),
-                           tracker=Tracker.in_memory(bundles_dir=tmp_path / "bundles"),
-                           runs_dir=tmp_path / "runs")
+                           RunContext(tracker=Tracker.in_memory(bundles_dir=tmp_path / "bundles"),
+                                      runs_dir=tmp_path / "runs"))
     finally:
         release.set()
     (raw,) = [json.loads(line) for line in outcome.raw_results.read_text().splitlines()]
@@ -553,8 +553,9 @@ def test_a_resumed_run_counts_the_tokens_of_the_calls_it_reused(tmp_path: Path) 
         return "a"
 
     with pytest.raises(RunInterrupted):
-        evaluate(config, tokens, Selection("all"), tracker=tracker, runs_dir=tmp_path / "runs",
-                 stop=stop, progress=stop_after_two)
+        evaluate(config, tokens, Selection("all"),
+                 RunContext(tracker=tracker, runs_dir=tmp_path / "runs", stop=stop,
+                            progress=stop_after_two))
     (run,) = tracker.reader.runs(config.experiment_name)
     kept = len((tmp_path / "runs" / run.run_id / "raw-results.jsonl").read_text().splitlines())
     made: list[str] = []
@@ -563,7 +564,7 @@ def test_a_resumed_run_counts_the_tokens_of_the_calls_it_reused(tmp_path: Path) 
         made.append(item.id)
         return tokens(item, call)
 
-    resume_run(config, counted, run.run_id, tracker=tracker, runs_dir=tmp_path / "runs")
+    resume_run(config, counted, run.run_id, RunContext(tracker=tracker, runs_dir=tmp_path / "runs"))
     assert 0 < kept < 4 and len(made) == 4 - kept  # calls reused, with the tokens they reported
     metrics = tracker.reader.stored(run.run_id).metrics
     assert (metrics["tokens_input"], metrics["tokens_total"]) == (40, 44)

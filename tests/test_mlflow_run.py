@@ -19,9 +19,9 @@ from typing import Any
 import mlflow
 import pytest
 
-from evalkit import Selection, evaluate
+from evalkit import RunContext, Selection, evaluate
+from evalkit.evaluation import EvaluationOutcome
 from evalkit.reports import render_reports
-from evalkit.run import EvaluationOutcome
 from evalkit.tracking import Tracker
 from tests.builders import (
     MIXED_ENTRIES,
@@ -45,7 +45,8 @@ def mixed(tracking_uri: str, tmp_path_factory: pytest.TempPathFactory
     dataset = write_dataset(folder / "ds", MIXED_ENTRIES)
     config = config_for(folder, dataset, EVAL_MIN_F1=0.7)
     outcome = evaluate(config, RecordingComponent(), Selection.parse("all", None, False),
-                       tracker=Tracker(tracking_uri), runs_dir=folder / ".evalkit" / "runs")
+                       RunContext(tracker=Tracker(tracking_uri),
+                                  runs_dir=folder / ".evalkit" / "runs"))
     return outcome, folder, mlflow.MlflowClient(tracking_uri).get_run(outcome.run_id)
 
 
@@ -178,7 +179,7 @@ def test_an_evaluation_writes_only_to_the_store_it_was_given(
     config = config_for(tmp_path, dataset)
     for _ in range(2):
         evaluate(config, RecordingComponent(), Selection.parse("all", None, False),
-                 tracker=Tracker(tracking_uri), runs_dir=tmp_path / ".evalkit" / "runs")
+                 RunContext(tracker=Tracker(tracking_uri), runs_dir=tmp_path / ".evalkit" / "runs"))
     assert not elsewhere.exists()
 
 
@@ -194,8 +195,8 @@ def test_a_judged_run_links_its_prompts_in_the_store_it_was_given(
         monkeypatch.setenv("OPENAI_BASE_URL", stub.base_url)
         config = config_for(tmp_path, dataset, SCORER="llm_judge", JUDGE_MODEL="stub-judge")
         outcome = evaluate(config, RecordingComponent(), Selection.parse("all", None, False),
-                           tracker=Tracker(tracking_uri),
-                           runs_dir=tmp_path / ".evalkit" / "runs")
+                           RunContext(tracker=Tracker(tracking_uri),
+                                      runs_dir=tmp_path / ".evalkit" / "runs"))
     tags = mlflow.MlflowClient(tracking_uri).get_run(outcome.run_id).data.tags
     assert [p["name"] for p in json.loads(tags.get("mlflow.linkedPrompts", "[]"))] == [
         "evalkit-judge-expected"]

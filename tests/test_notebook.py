@@ -22,7 +22,7 @@ SETUP = f'''
 import json, os, sys, time
 sys.path.insert(0, {str(REPO)!r})
 import evalkit
-from evalkit import EvalConfig, Selection, ProgressDisplay, evaluate, resume
+from evalkit import EvalConfig, RunContext, Selection, ProgressDisplay, evaluate, resume
 from evalkit.tracking import Tracker
 
 def config(name):
@@ -41,21 +41,21 @@ tracker = Tracker()
 '''
 
 FULL_RUN = '''
-outcome = evaluate(config("full"), component, Selection.parse("all"), tracker=tracker,
-                   progress=ProgressDisplay())
+outcome = evaluate(config("full"), component, Selection.parse("all"),
+                   RunContext(tracker=tracker, progress=ProgressDisplay()))
 print("passed", outcome.passed, "calls", outcome.scored.calls)
 '''
 
 INTERRUPTED_RUN = '''
 open("hold", "w").close()
-evaluate(config("stopped"), component, Selection.parse("all"), tracker=tracker)
+evaluate(config("stopped"), component, Selection.parse("all"), RunContext(tracker=tracker))
 '''
 
 RESUME = '''
 os.remove("hold")
 killed = tracker.reader.runs("notebook/stopped")[0]
 print(json.dumps({"status": killed.status, "run_id": killed.run_id}))
-again = resume(config("stopped"), component, killed.run_id, tracker=tracker)
+again = resume(config("stopped"), component, killed.run_id, RunContext(tracker=tracker))
 print(json.dumps({"status": tracker.reader.stored(again.run_id).status,
                   "made": again.scored.calls,
                   "resumed": tracker.reader.stored(again.run_id).tags["resume_calls_made"]}))

@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from evalkit import ConfigError, EvalConfig, ScoreResult, Selection, evaluate
+from evalkit import ConfigError, EvalConfig, RunContext, ScoreResult, Selection, evaluate
 from evalkit.reports import render_reports
 from evalkit.tracking import Tracker
 from tests.builders import entry, write_dataset
@@ -51,8 +51,8 @@ def test_scorer_functions_score_record_and_report(tmp_path: Path, tracker: Track
 
     config = config_for(dataset, SCORER_FUNCTIONAL=length_within,
                         SCORER_REPEATABILITY=same_first_word, SCORER_BIAS=same_first_word)
-    outcome = evaluate(config, component, Selection("all"), tracker=tracker,
-                       runs_dir=tmp_path / "runs")
+    outcome = evaluate(config, component, Selection("all"),
+                       RunContext(tracker=tracker, runs_dir=tmp_path / "runs"))
     functional = outcome.scored.type_result("functional")
     assert functional.scorer == "length_within"
     by_id = {i.id: i for i in functional.items}
@@ -75,7 +75,8 @@ def test_scorer_functions_score_record_and_report(tmp_path: Path, tracker: Track
 def test_a_failing_scorer_scores_zero_with_its_reason(tmp_path: Path, tracker: Tracker) -> None:
     dataset = write_dataset(tmp_path / "ds", {"f": entry("functional")})
     outcome = evaluate(config_for(dataset, SCORER=raises), lambda e, c: "a",
-                       Selection("functional"), tracker=tracker, runs_dir=tmp_path / "runs")
+                       Selection("functional"),
+                       RunContext(tracker=tracker, runs_dir=tmp_path / "runs"))
     (item,) = outcome.scored.type_result("functional").items
     assert not item.passed
     assert item.error == "scorer raises raised RuntimeError: scorer bug"
@@ -88,7 +89,7 @@ def test_a_scorer_with_the_wrong_signature_is_refused_before_any_call(
                                           r"\(outputs\)"):
         evaluate(config_for(dataset, SCORER_REPEATABILITY=length_within),
                  lambda e, c: pytest.fail("called"), Selection("repeatability"),
-                 tracker=tracker, runs_dir=tmp_path / "runs")
+                 RunContext(tracker=tracker, runs_dir=tmp_path / "runs"))
     assert tracker.backend.journals == {}
 
 
@@ -105,7 +106,7 @@ def test_compared_fields_ignore_a_volatile_field(tmp_path: Path, tracker: Tracke
 
     def run(**constants: Any) -> dict[str, bool]:
         outcome = evaluate(config_for(dataset, **constants), component, Selection("all"),
-                           tracker=tracker, runs_dir=tmp_path / "runs")
+                           RunContext(tracker=tracker, runs_dir=tmp_path / "runs"))
         return {i.id: i.passed for t in outcome.scored.types for i in t.items}
 
     assert run() == {"r": False, "s": False, "g": False}
@@ -123,7 +124,7 @@ def test_a_compared_field_no_output_has_fails_its_type_with_the_reason(
         return {"category": "billing", "answer": f"{item.id} take {call.repeat}"}
 
     outcome = evaluate(config_for(dataset, COMPARED_FIELDS=["category", "reply"]), component,
-                       Selection("all"), tracker=tracker, runs_dir=tmp_path / "runs")
+                       Selection("all"), RunContext(tracker=tracker, runs_dir=tmp_path / "runs"))
     assert not outcome.passed
     assert {m.test_type: m.accuracy for m in outcome.metrics} == {"repeatability": 0.0,
                                                                   "bias": 0.0}
@@ -139,7 +140,7 @@ def test_a_compared_field_no_output_has_fails_its_type_with_the_reason(
     assert f"Error in r: {item.error}" in report.replace("\\_", "_")
     # A field that one output has is compared as usual, missing elsewhere or not.
     outcome = evaluate(config_for(dataset, COMPARED_FIELDS=["category"]), component,
-                       Selection("all"), tracker=tracker, runs_dir=tmp_path / "runs")
+                       Selection("all"), RunContext(tracker=tracker, runs_dir=tmp_path / "runs"))
     assert outcome.passed and all(i.error is None for t in outcome.scored.types
                                   for i in t.items)
 

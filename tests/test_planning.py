@@ -15,20 +15,16 @@ from evalkit import (
     ConfigError,
     Entry,
     EvalConfig,
+    RunContext,
     RunInterrupted,
     Selection,
     TrackingError,
     evaluate,
 )
+from evalkit.calls import Stop
+from evalkit.evaluation import evaluate_calibration, evaluate_replicates, resume
 from evalkit.reports import render_reports
-from evalkit.run import (
-    Stop,
-    build_plan,
-    evaluate_calibration,
-    evaluate_replicates,
-    record_plan,
-    resume,
-)
+from evalkit.review import PlanOptions, build_plan, record_plan
 from evalkit.tracking import Tracker
 from tests.builders import entry, write_dataset
 from tests.commands import evalkit_command
@@ -62,7 +58,8 @@ def test_calibration_rescores_prefixes_without_new_calls(tmp_path: Path,
         return late_changer(entry, call)
 
     outcome = evaluate_calibration(calibration_config(tmp_path), component, Selection("all"),
-                                   tracker=tracker, runs_dir=tmp_path / ".evalkit" / "runs")
+                                   RunContext(tracker=tracker,
+                                              runs_dir=tmp_path / ".evalkit" / "runs"))
     assert sorted(calls) == sorted((i, r) for i in STABLE + LATE for r in range(6))
     calibration = outcome.calibration
     assert [(p.k, p.passed) for p in calibration.points] == [
@@ -101,9 +98,9 @@ def test_calibration_counts_an_error_as_a_failure_from_its_repeat(tmp_path: Path
             raise TimeoutError("provider timeout")
         return late_changer(entry, call)
 
-    outcome = evaluate_calibration(calibration_config(tmp_path), fails_on_fifth,
-                                   Selection("all"), tracker=tracker,
-                                   runs_dir=tmp_path / ".evalkit" / "runs")
+    outcome = evaluate_calibration(calibration_config(tmp_path), fails_on_fifth, Selection("all"),
+                                   RunContext(tracker=tracker,
+                                              runs_dir=tmp_path / ".evalkit" / "runs"))
     assert [p.passed for p in outcome.calibration.points] == [10, 10, 7, 6, 6]
 
 
@@ -124,8 +121,8 @@ def test_a_stopped_calibration_says_to_run_it_again_not_to_resume_it(
 
     with pytest.raises(RunInterrupted) as stopped:
         evaluate_calibration(calibration_config(tmp_path, MAX_CONCURRENCY=1), component,
-                             Selection("all"), tracker=tracker, runs_dir=tmp_path / "runs",
-                             stop=stop)
+                             Selection("all"),
+                             RunContext(tracker=tracker, runs_dir=tmp_path / "runs", stop=stop))
     assert "--resume" not in str(stopped.value)
     assert str(stopped.value).endswith("a calibration run is not resumed: run --calibrate again")
 
@@ -149,10 +146,11 @@ def test_plan_measures_p_from_repeats_and_replicates(tmp_path: Path,
         return pattern[call.repeat] if pattern else seeded(entry, call)
 
     evaluate(EvalConfig.from_constants(base, "eval.py"), answers, Selection("repeatability"),
-             tracker=tracker, runs_dir=runs_dir)
+             RunContext(tracker=tracker, runs_dir=runs_dir))
     series = evaluate_replicates(EvalConfig.from_constants(base, "eval.py"), seeded,
-                                 Selection("functional"), tracker=tracker, runs_dir=runs_dir)
-    plan = build_plan(tracker, "plan/p", target_error=0.01)
+                                 Selection("functional"),
+                                 RunContext(tracker=tracker, runs_dir=runs_dir))
+    plan = build_plan(tracker, "plan/p", PlanOptions(target_error=0.01))
     repeats, replicates = plan.measured
     assert (repeats.disagreement.minority, repeats.disagreement.observations) == (4, 15)
     seeds = [int(tracker.reader.stored(c.run_id).tags["seed"]) for c in series.replicates]
@@ -186,7 +184,7 @@ def test_a_run_someone_else_logged_in_the_experiment_is_left_out(
         "REPORTS_DIR": str(tmp_path / "reports"), "EVAL_MIN_ACCURACY": 0.0, "REPEAT_COUNT": 3,
         "EVAL_MIN_ACCURACY_REPEATABILITY": 0.0}, "eval.py")
     ours = evaluate(config, lambda item, call: "ab"[call.repeat % 2], Selection("repeatability"),
-                    tracker=tracker, runs_dir=tmp_path / "runs")
+                    RunContext(tracker=tracker, runs_dir=tmp_path / "runs"))
     with pytest.raises(RunInterrupted), tracker.run(  # newest, and unfinished: resumable?
             "plan/shared", "a-training-run", {}, {"mode": "training"}) as theirs:
         raise RunInterrupted("a user's own run, logged by their code")
@@ -198,8 +196,8 @@ def test_a_run_someone_else_logged_in_the_experiment_is_left_out(
                                             "was not made by evalkit"):
         tracker.reader.fetch(theirs.id)
     with pytest.raises(ConfigError, match=f"run {theirs.id} was not made by evalkit"):
-        resume(config, lambda item, call: "a", theirs.id, tracker=tracker,
-               runs_dir=tmp_path / "runs")
+        resume(config, lambda item, call: "a", theirs.id,
+               RunContext(tracker=tracker, runs_dir=tmp_path / "runs"))
 
 
 def test_contrast_between_two_systems_over_replicates(tmp_path: Path,
@@ -216,9 +214,9 @@ def test_contrast_between_two_systems_over_replicates(tmp_path: Path,
             "EXPERIMENT_NAME": name, "DATASET_PATH": str(dataset),
             "REPORTS_DIR": str(tmp_path / name), "EVAL_MIN_ACCURACY": 0.0, "REPLICATES": 3},
             "eval.py")
-        evaluate_replicates(config, system(skill), Selection("all"), tracker=tracker,
-                            runs_dir=tmp_path / "runs")
-    plan = build_plan(tracker, "plan/sys-a", against="plan/sys-b", half_width=0.05)
+        evaluate_replicates(config, system(skill), Selection("all"),
+                            RunContext(tracker=tracker, runs_dir=tmp_path / "runs"))
+    plan = build_plan(tracker, "plan/sys-a", PlanOptions(against="plan/sys-b", half_width=0.05))
     (contrast,) = plan.contrasts
     # Each system gets exactly `skill` of 8 items right in every replicate: A_r = (6-3)/8.
     assert contrast.differences == pytest.approx((0.375, 0.375, 0.375))
@@ -249,11 +247,11 @@ def test_plan_reads_a_series_named_by_its_id_and_refuses_a_series_against_itself
             "eval.py")
         series[name] = [evaluate_replicates(
             config, lambda e, c, right=right: "a" if int(e.id[1:]) < right else "x",
-            Selection("all"), tracker=tracker, runs_dir=tmp_path / "runs").parent_run_id
-            for _ in range(2)]
+            Selection("all"), RunContext(tracker=tracker, runs_dir=tmp_path / "runs")
+        ).parent_run_id for _ in range(2)]
     older_a, latest_a = series["plan/ids-a"]
     # A run id prefix reads that series, not the experiment's latest; B by prefix too.
-    plan = build_plan(tracker, older_a[:8], against=series["plan/ids-b"][0][:6])
+    plan = build_plan(tracker, older_a[:8], PlanOptions(against=series["plan/ids-b"][0][:6]))
     assert plan.experiment == "plan/ids-a" and plan.allocation_run == older_a
     (contrast,) = plan.contrasts
     assert contrast.differences == pytest.approx((0.5, 0.5))  # (5 - 2) / 6 in each replicate
@@ -295,9 +293,10 @@ def test_plan_command_on_a_local_store(tmp_path: Path, tracking_uri: str,
         "EVAL_MIN_ACCURACY_REPEATABILITY": 0.0, "REPLICATES": 3, "TRACE_CALLS": False},
         "eval.py")
     tracker = Tracker(tracking_uri)
-    evaluate(config, sampled, Selection("all"), tracker=tracker, runs_dir=tmp_path / "runs")
-    evaluate_replicates(config, sampled, Selection("all"), tracker=tracker,
-                        runs_dir=tmp_path / "runs")
+    evaluate(config, sampled, Selection("all"),
+             RunContext(tracker=tracker, runs_dir=tmp_path / "runs"))
+    evaluate_replicates(config, sampled, Selection("all"),
+                        RunContext(tracker=tracker, runs_dir=tmp_path / "runs"))
     capsys.readouterr()
     assert evalkit_command("plan", "plan/cli", "--json") == 0  # reports/ in the working folder
     document = json.loads(capsys.readouterr().out)
@@ -332,8 +331,8 @@ def test_plan_prints_a_summary_per_type_and_never_buys_replicates_for_calls_that
             return "a" if int(entry.id[1:]) % 2 else "wrong"
         return seeded(entry, call)
 
-    evaluate_replicates(config, component, Selection("all"), tracker=tracker,
-                        runs_dir=tmp_path / "runs")
+    evaluate_replicates(config, component, Selection("all"),
+                        RunContext(tracker=tracker, runs_dir=tmp_path / "runs"))
     plan = build_plan(tracker, "plan/quiet")
     smoke, functional = plan.allocations["smoke"], plan.allocations["functional"]
     assert smoke.tau2 == 0 and smoke.sigma2 > 0 and smoke.buy == "items"

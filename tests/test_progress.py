@@ -13,13 +13,13 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from evalkit.cli._display import ProgressDisplay, fitted_line, plain_line
-from evalkit.run._progress import (
+from evalkit.calls._progress import (
     MIN_CALLS_FOR_ETA,
     Progress,
     ProgressCounter,
     estimate_seconds_left,
 )
+from evalkit.cli._display import ProgressDisplay, fitted_line, plain_line
 
 
 class FakeClock:

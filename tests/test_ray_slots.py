@@ -6,8 +6,8 @@ from __future__ import annotations
 from concurrent.futures import Future
 from typing import Any
 
-from evalkit.run._ray_settings import RaySettings
-from evalkit.run._ray_slots import ATTEMPTS, Flight, Worker, is_running, lost_record, taker
+from evalkit.calls.ray._settings import RaySettings
+from evalkit.calls.ray._slots import ATTEMPTS, Flight, Worker, is_running, lost_record, taker
 
 
 def flight(worker: Worker, number: int, answered: bool = False) -> Flight:

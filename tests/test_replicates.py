@@ -15,18 +15,13 @@ from typing import Any
 
 import pytest
 
-from evalkit import Call, Entry, EvalConfig, RunInterrupted, Selection, Stop
+from evalkit import Call, Entry, EvalConfig, RunContext, RunInterrupted, Selection, Stop
+from evalkit.evaluation import ReplicatesOutcome, evaluate, evaluate_replicates
+from evalkit.evaluation._replicates import LOCK_FILE, SeedLock, seeds_for
 from evalkit.records import Mode, names
 from evalkit.reports import render_reports
-from evalkit.run import (
-    ComparisonVerdict,
-    ReplicatesOutcome,
-    compare,
-    evaluate,
-    evaluate_replicates,
-    load_side,
-)
-from evalkit.run._replicates import LOCK_FILE, SeedLock, seeds_for
+from evalkit.review import compare, load_side
+from evalkit.review._compare import ComparisonVerdict
 from evalkit.stats import replicate_seed
 from evalkit.tracking import Tracker, history, render_history
 from evalkit.tracking._memory import MemoryBackend
@@ -65,8 +60,8 @@ def config(tmp_path: Path, experiment: str, **extra: Any) -> EvalConfig:
 
 def replicates(tmp_path: Path, tracker: Tracker, cfg: EvalConfig,
                component: Any) -> ReplicatesOutcome:
-    return evaluate_replicates(cfg, component, Selection("all"), tracker=tracker,
-                               runs_dir=tmp_path / ".evalkit" / "runs")
+    return evaluate_replicates(cfg, component, Selection("all"),
+                               RunContext(tracker=tracker, runs_dir=tmp_path / ".evalkit" / "runs"))
 
 
 def test_replicates_make_a_parent_with_nested_children(tmp_path: Path, tracker: Tracker) -> None:
@@ -139,8 +134,8 @@ def test_a_stopped_series_says_to_run_it_again_not_to_resume_it(
 
     cfg = config(tmp_path, "rep/stopped", REPLICATES=3, MAX_CONCURRENCY=1)
     with pytest.raises(RunInterrupted) as stopped:
-        evaluate_replicates(cfg, component, Selection("functional"), tracker=tracker,
-                            runs_dir=tmp_path / "runs", stop=stop)
+        evaluate_replicates(cfg, component, Selection("functional"),
+                            RunContext(tracker=tracker, runs_dir=tmp_path / "runs", stop=stop))
     message = str(stopped.value)
     assert "--resume" not in message
     assert message.endswith("a replicate series is not resumed: run --replicates again (the "
@@ -223,8 +218,8 @@ def test_compare_leaves_out_an_item_split_evenly_across_an_even_number_of_replic
             "REPORTS_DIR": str(tmp_path / experiment), "EVAL_MIN_ACCURACY": 0.0, **extra},
             "test_eval.py")
         run_with = evaluate_replicates if "REPLICATES" in extra else evaluate
-        run_with(cfg, component, Selection("all"), tracker=tracker,
-                 runs_dir=tmp_path / ".evalkit" / "runs")
+        run_with(cfg, component, Selection("all"),
+                 RunContext(tracker=tracker, runs_dir=tmp_path / ".evalkit" / "runs"))
 
     run("tie/a", lambda e, call: "a" if call.replicate < right_in[e.id] else "wrong",
         REPLICATES=4)
@@ -277,10 +272,10 @@ def run_pack(tmp_path: Path, tracker: Tracker, skill: float, experiment: str, *,
         "REPLICATES": 3, "ROOT_SEED": root_seed, **extra}, "eval.py")
     runs_dir = tmp_path / ".evalkit" / "runs"
     if replicated:
-        return evaluate_replicates(cfg, system(skill), Selection("all"), tracker=tracker,
-                                   runs_dir=runs_dir).parent_run_id
-    return evaluate(cfg, system(skill), Selection("all"), tracker=tracker,
-                    runs_dir=runs_dir).run_id
+        return evaluate_replicates(cfg, system(skill), Selection("all"),
+                                   RunContext(tracker=tracker, runs_dir=runs_dir)).parent_run_id
+    return evaluate(cfg, system(skill), Selection("all"),
+                    RunContext(tracker=tracker, runs_dir=runs_dir)).run_id
 
 
 def test_compare_refuses_inside_the_noise_and_without_a_floor(tmp_path: Path,
@@ -410,8 +405,8 @@ def test_history_lists_runs_from_a_tracking_server(
         "REPORTS_DIR": str(tmp_path / "reports"), "EVAL_MIN_ACCURACY": 0.5}, "eval.py")
     monkeypatch.setenv("MLFLOW_TRACKING_URI", mlflow_server)  # as its users export it
     for _ in range(2):
-        evaluate(cfg, lambda item, call: "a", Selection("all"), tracker=Tracker(),
-                 runs_dir=tmp_path / "runs")
+        evaluate(cfg, lambda item, call: "a", Selection("all"),
+                 RunContext(tracker=Tracker(), runs_dir=tmp_path / "runs"))
     status, out = command("history", "hist/server", "--json")
     assert status == 0
     rows = json.loads(out)

@@ -15,10 +15,10 @@ from typing import Any
 
 import pytest
 
-from evalkit import Call, ConfigError, Entry, EvalConfig, Selection, evaluate, rescore
+from evalkit import Call, ConfigError, Entry, EvalConfig, RunContext, Selection, evaluate, rescore
 from evalkit.cli._exit import exit_status_of
+from evalkit.evaluation import evaluate_replicates
 from evalkit.records import names
-from evalkit.run import evaluate_replicates
 from evalkit.tracking import Tracker, history, render_history
 from tests.builders import (
     REPO,
@@ -53,7 +53,7 @@ class Counted:
 def never_called(monkeypatch: pytest.MonkeyPatch) -> Counted:
     """The component a rescore hands the call window, counting instead of raising."""
     counted = Counted()
-    monkeypatch.setattr("evalkit.run._rescore._never_called", counted)
+    monkeypatch.setattr("evalkit.evaluation._rescore._never_called", counted)
     return counted
 
 
@@ -62,8 +62,8 @@ def source_run(tmp_path: Path, tracker: Tracker, **constants: Any) -> tuple[Eval
     config = config_for(tmp_path, dataset, EVAL_MIN_ACCURACY=0.7, REPEAT_COUNT=3,
                         EVAL_MIN_ACCURACY_REPEATABILITY=0.0, **constants)
     component = RecordingComponent(ANSWERS)
-    outcome = evaluate(config, component, Selection.parse("all"), tracker=tracker,
-                       runs_dir=tmp_path / "runs")
+    outcome = evaluate(config, component, Selection.parse("all"),
+                       RunContext(tracker=tracker, runs_dir=tmp_path / "runs"))
     assert outcome.passed and len(component.calls) == 4 + 3
     return config, outcome.run_id
 
@@ -79,8 +79,8 @@ def test_a_changed_threshold_flips_the_verdict_and_no_component_call_is_made(
     before = tracker.reader.stored(source)
     raw_before = tracker.reader.raw_results(source).records
 
-    outcome = rescore(again(config, EVAL_MIN_ACCURACY=0.8), source[:8], tracker=tracker,
-                      runs_dir=tmp_path / "runs")
+    outcome = rescore(again(config, EVAL_MIN_ACCURACY=0.8), source[:8],
+                      RunContext(tracker=tracker, runs_dir=tmp_path / "runs"))
 
     assert never_called.calls == 0
     assert outcome.run_id != source and not outcome.passed
@@ -125,11 +125,11 @@ def test_compared_fields_apply_to_the_recorded_outputs(tmp_path: Path, tracker: 
     def stamped(item: Entry, call: Call) -> Any:
         return {"route": "billing", "at": call.repeat}
 
-    source = evaluate(config, stamped, Selection.parse("all"), tracker=tracker,
-                      runs_dir=tmp_path / "runs")
+    source = evaluate(config, stamped, Selection.parse("all"),
+                      RunContext(tracker=tracker, runs_dir=tmp_path / "runs"))
     assert source.metrics[0].accuracy == 0.0  # the timestamps differ
     fixed = rescore(again(config, COMPARED_FIELDS=("route",)), source.run_id,
-                    tracker=tracker, runs_dir=tmp_path / "runs")
+                    RunContext(tracker=tracker, runs_dir=tmp_path / "runs"))
     assert fixed.metrics[0].accuracy == 1.0 and never_called.calls == 0
 
 
@@ -163,11 +163,11 @@ def test_a_changed_judge_prompt_asks_the_judge_again(
                                                   for i in range(3)})
         config = config_for(tmp_path, dataset, SCORER="llm_judge", JUDGE_MODEL="judge")
         component = RecordingComponent(default="an answer")
-        strict = evaluate(config, component, Selection.parse("all"), tracker=tracker,
-                          runs_dir=tmp_path / "runs")
+        strict = evaluate(config, component, Selection.parse("all"),
+                          RunContext(tracker=tracker, runs_dir=tmp_path / "runs"))
         judged_once = len(asked)
-        lenient = rescore(again(config, JUDGE_PROMPTS={"expected": "lenient.yaml"}),
-                          strict.run_id, tracker=tracker, runs_dir=tmp_path / "runs")
+        lenient = rescore(again(config, JUDGE_PROMPTS={"expected": "lenient.yaml"}), strict.run_id,
+                          RunContext(tracker=tracker, runs_dir=tmp_path / "runs"))
 
     assert strict.metrics[0].accuracy == 0.0 and lenient.metrics[0].accuracy == 1.0
     assert len(asked) - judged_once == 1 + 3  # the preflight, then each entry again
@@ -194,7 +194,7 @@ def test_the_component_prompts_are_those_that_made_the_outputs(
     made = tracker.reader.stored(source).params["component_prompt.system"]
 
     outcome = rescore(again(config, COMPONENT_PROMPTS={"system": "Be chatty."}), source,
-                      tracker=tracker, runs_dir=tmp_path / "runs")
+                      RunContext(tracker=tracker, runs_dir=tmp_path / "runs"))
 
     new = tracker.reader.stored(outcome.run_id)
     assert new.params["component_prompt.system"] == made
@@ -211,7 +211,7 @@ def test_another_dataset_is_refused_before_any_run(tmp_path: Path, tracker: Trac
     write_dataset(tmp_path / "ds", {**ENTRIES, "f1": entry("functional", expected="changed")})
     with pytest.raises(ConfigError, match=rf"run {source} was made with another "
                                           r"dataset_digest [0-9a-f]{12} -> [0-9a-f]{12}"):
-        rescore(config, source, tracker=tracker, runs_dir=tmp_path / "runs")
+        rescore(config, source, RunContext(tracker=tracker, runs_dir=tmp_path / "runs"))
     assert runs_in(tracker, config) == 1
 
 
@@ -219,8 +219,8 @@ def test_another_repeat_count_is_refused(tmp_path: Path, tracker: Tracker) -> No
     config, source = source_run(tmp_path, tracker)
     with pytest.raises(ConfigError, match=r"another REPEAT_COUNT 3 -> 4: its outputs cannot "
                                           "be matched"):
-        rescore(again(config, REPEAT_COUNT=4), source, tracker=tracker,
-                runs_dir=tmp_path / "runs")
+        rescore(again(config, REPEAT_COUNT=4), source,
+                RunContext(tracker=tracker, runs_dir=tmp_path / "runs"))
     assert runs_in(tracker, config) == 1
 
 
@@ -244,7 +244,7 @@ def test_a_finished_run_whose_raw_results_lost_their_end_names_the_fix_that_work
     local = tmp_path / "runs" / source / "raw-results.jsonl"
     damage(tracker, source, b"".join(lines)[:-20])  # the last line cut off
     with pytest.raises(ConfigError) as refused:
-        rescore(config, source, tracker=tracker, runs_dir=tmp_path / "runs")
+        rescore(config, source, RunContext(tracker=tracker, runs_dir=tmp_path / "runs"))
     assert str(refused.value) == (
         f"run {source}'s raw results (raw/raw-results.jsonl) are damaged: its last line (line "
         f"7) is cut off mid-record ({lines[-1][:40].decode()!r}...). The run finished, so "
@@ -259,7 +259,7 @@ def test_a_finished_run_whose_raw_results_lost_their_end_names_the_fix_that_work
     with pytest.raises(ConfigError, match=r"are damaged: 1 of the 7 calls its selection needs "
                                           r"are not in it \('r1' repeat 2 first\)\. The run "
                                           "finished, so resuming cannot"):
-        rescore(config, source, tracker=tracker, runs_dir=tmp_path / "runs")
+        rescore(config, source, RunContext(tracker=tracker, runs_dir=tmp_path / "runs"))
     # without this machine's copy, the file from where the run was made, or a new evaluation
     local.unlink()
     with pytest.raises(ConfigError, match=re.escape(
@@ -267,11 +267,11 @@ def test_a_finished_run_whose_raw_results_lost_their_end_names_the_fix_that_work
             f"{source}/raw-results.jsonl: mlflow artifacts log-artifact --run-id {source} "
             "--artifact-path raw --local-file FILE), or evaluate again: python test_eval.py "
             "--type=all")):
-        rescore(config, source, tracker=tracker, runs_dir=tmp_path / "runs")
+        rescore(config, source, RunContext(tracker=tracker, runs_dir=tmp_path / "runs"))
     assert runs_in(tracker, config) == 1
     # the fix named: the whole file put back, and the rescore goes ahead
     damage(tracker, source, b"".join(lines))
-    assert rescore(config, source, tracker=tracker, runs_dir=tmp_path / "runs").passed
+    assert rescore(config, source, RunContext(tracker=tracker, runs_dir=tmp_path / "runs")).passed
 
 
 def test_a_damaged_middle_line_is_a_usage_refusal_naming_the_line(tmp_path: Path,
@@ -280,7 +280,7 @@ def test_a_damaged_middle_line_is_a_usage_refusal_naming_the_line(tmp_path: Path
     lines = source_raw(tracker, source)
     damage(tracker, source, b"".join([*lines[:2], lines[2][:30] + b"\n", *lines[3:]]))
     with pytest.raises(ConfigError) as refused:
-        rescore(config, source, tracker=tracker, runs_dir=tmp_path / "runs")
+        rescore(config, source, RunContext(tracker=tracker, runs_dir=tmp_path / "runs"))
     message = str(refused.value)
     assert message.startswith(f"run {source}'s raw results (raw/raw-results.jsonl) are "
                               "damaged: line 3 is not a call record (Expecting ',' delimiter")
@@ -304,7 +304,7 @@ def test_a_call_recorded_twice_is_refused_not_used(tmp_path: Path, tracker: Trac
             f"are damaged: line 8 records 'f4' repeat 0 again (line 4 has it"
             f"{', with another outcome' if changed else ''}); a run records each call "
             "once. The run finished")):
-        rescore(config, source, tracker=tracker, runs_dir=tmp_path / "runs")
+        rescore(config, source, RunContext(tracker=tracker, runs_dir=tmp_path / "runs"))
     assert runs_in(tracker, config) == 1
 
 
@@ -319,11 +319,11 @@ def test_an_unfinished_run_missing_calls_is_resumed_first(tmp_path: Path,
             "needs ('r1' repeat 2 is missing). Resume it first (evalkit resume "
             f"{source} (--script PATH for a script other than ./eval.py; or python "
             f"test_eval.py --resume {source})), then rescore it")):
-        rescore(config, source, tracker=tracker, runs_dir=tmp_path / "runs")
+        rescore(config, source, RunContext(tracker=tracker, runs_dir=tmp_path / "runs"))
     del journal.artifacts[names.RAW_RESULTS_ARTIFACT]
     with pytest.raises(ConfigError, match="has no raw/raw-results.jsonl: there are no "
                                           "recorded outputs to rescore"):
-        rescore(config, source, tracker=tracker, runs_dir=tmp_path / "runs")
+        rescore(config, source, RunContext(tracker=tracker, runs_dir=tmp_path / "runs"))
     assert runs_in(tracker, config) == 1
 
 
@@ -332,13 +332,14 @@ def test_a_series_its_replicates_and_other_modes_are_refused(tmp_path: Path,
     dataset = write_dataset(tmp_path / "ds", {"f1": entry("functional")})
     config = config_for(tmp_path, dataset)
     series = evaluate_replicates(config, RecordingComponent(), Selection.parse("all"),
-                                 tracker=tracker, runs_dir=tmp_path / "runs")
+                                 RunContext(tracker=tracker, runs_dir=tmp_path / "runs"))
     with pytest.raises(ConfigError, match=f"run {series.parent_run_id} is a replicate series: "
                                           "a series cannot be rescored"):
-        rescore(config, series.parent_run_id, tracker=tracker, runs_dir=tmp_path / "runs")
+        rescore(config, series.parent_run_id,
+                RunContext(tracker=tracker, runs_dir=tmp_path / "runs"))
     with pytest.raises(ConfigError, match=f"is a replicate of series {series.parent_run_id}"):
-        rescore(config, series.replicates[0].run_id, tracker=tracker,
-                runs_dir=tmp_path / "runs")
+        rescore(config, series.replicates[0].run_id,
+                RunContext(tracker=tracker, runs_dir=tmp_path / "runs"))
     for mode, refusal in (("calibration", "is a calibration run"),
                           ("someone-elses", "is not a run evalkit made")):
         with tracker.run(config.experiment_name, mode, {}, {names.MODE_TAG: mode,
@@ -346,7 +347,7 @@ def test_a_series_its_replicates_and_other_modes_are_refused(tmp_path: Path,
             pass
         with pytest.raises(ConfigError, match=f"run {run.id} {refusal}: only ordinary "
                                               "evaluation runs can be rescored"):
-            rescore(config, run.id, tracker=tracker, runs_dir=tmp_path / "runs")
+            rescore(config, run.id, RunContext(tracker=tracker, runs_dir=tmp_path / "runs"))
 
 
 def test_the_command_lines_refuse_a_selection_and_a_missing_script(

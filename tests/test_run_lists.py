@@ -9,9 +9,9 @@ from typing import Any
 
 import pytest
 
-from evalkit import EvalConfig, Selection
+from evalkit import EvalConfig, RunContext, Selection
+from evalkit.evaluation import evaluate, evaluate_replicates
 from evalkit.records import names
-from evalkit.run import evaluate, evaluate_replicates
 from evalkit.tracking import Tracker
 from tests.builders import entry, write_dataset
 
@@ -31,7 +31,7 @@ def config(tmp_path: Path, **extra: Any) -> EvalConfig:
 def test_a_finished_run_is_named_and_coloured_by_its_verdict(
         tmp_path: Path, tracker: Tracker, answer: str, verdict: str, color: str) -> None:
     outcome = evaluate(config(tmp_path), lambda e, c: answer, Selection("all"),
-                       tracker=tracker, runs_dir=tmp_path / "runs")
+                       RunContext(tracker=tracker, runs_dir=tmp_path / "runs"))
     run = tracker.reader.stored(outcome.run_id)
     assert run.status == "FINISHED"  # the process's outcome, whatever the verdict
     assert run.tags["verdict"] == verdict and run.tags["mlflow.runColor"] == color
@@ -46,9 +46,9 @@ def test_a_finished_run_is_named_and_coloured_by_its_verdict(
 def test_a_series_heads_its_parent_and_each_replicate_with_its_verdict(
         tmp_path: Path, tracker: Tracker) -> None:
     # replicate 1 answers wrong: it fails, and with it the series
-    series = evaluate_replicates(
-        config(tmp_path, REPLICATES=2), lambda e, c: "wrong" if c.replicate else "a",
-        Selection("all"), tracker=tracker, runs_dir=tmp_path / "runs")
+    series = evaluate_replicates(config(tmp_path, REPLICATES=2),
+                                 lambda e, c: "wrong" if c.replicate else "a", Selection("all"),
+                                 RunContext(tracker=tracker, runs_dir=tmp_path / "runs"))
     parent = tracker.reader.stored(series.parent_run_id)
     assert parent.run_name.startswith("FAIL ×2 all ")
     assert parent.tags["mlflow.runColor"] == "#d32f2f"

@@ -15,8 +15,10 @@ import pytest
 
 from evalkit import Call, Entry, EvalConfig
 from evalkit._secrets import Redactor
+from evalkit.calls import CallWindow
+from evalkit.evaluation._scorers import Scorers
+from evalkit.evaluation._scoring import score_run
 from evalkit.records import ItemResult, ScoredRun, SkippedGroup, TypeResult
-from evalkit.run import CallWindow, Scorers, score_run
 from evalkit.scorers import (
     Case,
     ExactScorer,

@@ -17,9 +17,11 @@ import pytest
 
 from evalkit import Call, Entry, EvalConfig, ScoreResult
 from evalkit._secrets import Redactor
+from evalkit.calls import CallWindow
+from evalkit.evaluation._compared import absent_fields_problem, compared_part
+from evalkit.evaluation._scorers import Scorers
+from evalkit.evaluation._scoring import score_run
 from evalkit.records import ItemResult, Threshold, TypeResult
-from evalkit.run import CallWindow, Scorers, compared_part, score_run
-from evalkit.run._compared import absent_fields_problem
 from evalkit.scorers import (
     Case,
     Embedder,
@@ -218,9 +220,10 @@ def test_judge_prompts_by_test_type_then_by_use(tmp_path: Path,
 
 def test_early_judging_gives_each_judged_entry_its_verdicts_once(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from evalkit.calls import EntryOutputs, Selection, plan_run
     from evalkit.dataset import load_dataset
+    from evalkit.evaluation._scoring import EarlyJudging
     from evalkit.records import CallRecord
-    from evalkit.run import EarlyJudging, EntryOutputs, Selection, plan_run
     from tests.builders import write_dataset
     from tests.openai_stub import OpenAIStub, RecordedRequest, ok
 

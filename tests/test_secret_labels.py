@@ -21,12 +21,12 @@ import mlflow
 import pytest
 from mlflow.entities import AssessmentSource
 
-from evalkit import Selection, evaluate
+from evalkit import RunContext, Selection, evaluate
 from evalkit.cli._label import reviewer_name
 from evalkit.dataset import read_label_file
 from evalkit.records import HumanLabel, names
 from evalkit.reports import render_reports
-from evalkit.run import import_labels
+from evalkit.review import import_labels
 from evalkit.tracking import Tracker
 from tests.builders import RecordingComponent, config_for, entry, write_dataset
 from tests.commands import eval_script, evalkit_command
@@ -78,7 +78,7 @@ def test_labels_quoting_the_key_reach_no_report_in_memory(
     labels.write_text(label_rows(secret), encoding="utf-8")
     config = config_for(tmp_path, dataset, LABELS_PATH=str(labels), LABEL_SAMPLE=12)
     outcome = evaluate(config, RecordingComponent(), Selection.parse("functional", None, False),
-                       tracker=tracker, runs_dir=tmp_path / ".evalkit" / "runs")
+                       RunContext(tracker=tracker, runs_dir=tmp_path / ".evalkit" / "runs"))
     more = tmp_path / "more.jsonl"
     more.write_text(label_rows(secret, reviewer=False), encoding="utf-8")
     given, _ = import_labels(tracker, outcome.run_id, more, reviewer_name(f"bob {secret}"))

@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 
 from evalkit import ConfigError, EvalConfig, Selection
+from evalkit.calls import plan_run
 from evalkit.dataset import TEST_TYPES, load_dataset
-from evalkit.run import plan_run
 from tests.builders import entry, plan_of, write_dataset
 
 ENTRIES = {

@@ -16,20 +16,20 @@ from evalkit._errors import TrackingError
 from evalkit.records import ScoredRun
 from evalkit.tracking._span_process import WORKER_MIN_CALLS, SpanWriting
 from evalkit.tracking._trace_writer import TraceWriter
-from evalkit.tracking._traces import RunContext, build_traces
+from evalkit.tracking._traces import TraceContext, build_traces
 
 
-def run_with_calls(uri: str, entries: int) -> tuple[RunContext, list]:
+def run_with_calls(uri: str, entries: int) -> tuple[TraceContext, list]:
     client = mlflow.MlflowClient(uri)
     experiment = client.create_experiment(f"span/worker-{uuid.uuid4().hex[:8]}")
     run = client.create_run(experiment)
-    context = RunContext(run.info.run_id, experiment, run.info.start_time, {}, {})
+    context = TraceContext(run.info.run_id, experiment, run.info.start_time, {}, {})
     calls = [{"entry_id": f"e{i}", "repeat": r, "output": f"out {i}", "error": None,
               "latency_ms": 5.0, "input": f"in {i}"} for i in range(entries) for r in range(2)]
     return context, build_traces(context, ScoredRun(()), calls)
 
 
-def stored(uri: str, context: RunContext) -> dict[str, list[str]]:
+def stored(uri: str, context: TraceContext) -> dict[str, list[str]]:
     """trace id -> the names of its assessments, for every trace of the run in the store."""
     return TraceWriter(mlflow.MlflowClient(uri), context).assessment_names()
 

@@ -27,14 +27,16 @@ from evalkit import (
     ConfigError,
     Entry,
     EvalConfig,
+    RunContext,
     RunInterrupted,
     Selection,
     TrackingOffline,
     evaluate,
 )
 from evalkit._errors import TrackingError
+from evalkit.calls import Stop
+from evalkit.evaluation import resume
 from evalkit.reports import render_reports
-from evalkit.run import Stop, resume
 from evalkit.tracking import Tracker, history
 from evalkit.tracking._memory import MemoryBackend, MemoryTraceStore
 from tests.builders import entry, write_dataset, write_eval_script
@@ -169,8 +171,8 @@ def test_a_run_that_loses_its_server_goes_on_and_sync_uploads_it(tmp_path: Path,
         return right_when_0_to_6(item, call)
 
     with pytest.raises(TrackingOffline) as offline:
-        evaluate(config, component, Selection("all"), tracker=server,
-                 runs_dir=tmp_path / "runs")
+        evaluate(config, component, Selection("all"),
+                 RunContext(tracker=server, runs_dir=tmp_path / "runs"))
     assert flaky.refused >= 1
     (bundle,) = offline.value.bundles
     assert f"evalkit sync {bundle}" in str(offline.value)
@@ -221,8 +223,8 @@ def stopped_during_an_outage(tmp_path: Path, server: Tracker,
         return "a"
 
     with pytest.raises(RunInterrupted, match="--resume"):
-        evaluate(config, component, Selection("all"), tracker=server,
-                 runs_dir=tmp_path / "runs", stop=stop)
+        evaluate(config, component, Selection("all"),
+                 RunContext(tracker=server, runs_dir=tmp_path / "runs", stop=stop))
     (bundle,) = server.unsynced_bundles()
     return bundle, outage
 
@@ -256,7 +258,8 @@ def test_a_resume_after_the_outage_supersedes_the_bundle_it_left(tmp_path: Path,
     bundle, _ = stopped_during_an_outage(tmp_path, server, config)
     run_id = bundle.name
     flaky.down = False
-    resume(config, lambda item, call: "a", run_id, tracker=server, runs_dir=tmp_path / "runs")
+    resume(config, lambda item, call: "a", run_id,
+           RunContext(tracker=server, runs_dir=tmp_path / "runs"))
     assert server.reader.stored(run_id).status == "FINISHED"
     raw = flaky.artifact(run_id, "raw/raw-results.jsonl")
     assert len(raw.splitlines()) == 10 + 3
@@ -284,8 +287,8 @@ def interrupted(tmp_path: Path, tracker: Tracker, config: EvalConfig, after: int
         return component(item, call)
 
     with pytest.raises(RunInterrupted) as stopped:
-        evaluate(config, stopping, Selection("all"), tracker=tracker,
-                 runs_dir=tmp_path / "runs", stop=stop)
+        evaluate(config, stopping, Selection("all"),
+                 RunContext(tracker=tracker, runs_dir=tmp_path / "runs", stop=stop))
     run_id = re.search(r"--resume (\w+)", str(stopped.value)).group(1)  # type: ignore[union-attr]
     return run_id, made
 
@@ -293,8 +296,8 @@ def interrupted(tmp_path: Path, tracker: Tracker, config: EvalConfig, after: int
 def test_an_interrupted_run_resumes_with_only_the_missing_calls(tmp_path: Path,
                                                                 tracker: Tracker) -> None:
     reference = evaluate(project_config(tmp_path, "team/resume", reports="reference"),
-                         right_when_0_to_6, Selection("all"), tracker=tracker,
-                         runs_dir=tmp_path / "runs")
+                         right_when_0_to_6, Selection("all"),
+                         RunContext(tracker=tracker, runs_dir=tmp_path / "runs"))
     config = project_config(tmp_path, "team/resume", reports="interrupted")
     stop = Stop()  # the same one for the resume, as a notebook keeps its own
     run_id, before = interrupted(tmp_path, tracker, config, 5, right_when_0_to_6, stop)
@@ -307,8 +310,9 @@ def test_an_interrupted_run_resumes_with_only_the_missing_calls(tmp_path: Path,
         after.append((item.id, call.repeat))
         return right_when_0_to_6(item, call)
 
-    resumed = resume(config, component, run_id, tracker=tracker, runs_dir=tmp_path / "runs",
-                     stop=stop)  # spent with the run it stopped: this one runs to its end
+    resumed = resume(config, component, run_id,
+                     # spent with the run it stopped: this one runs to its end
+                     RunContext(tracker=tracker, runs_dir=tmp_path / "runs", stop=stop))
     everything = [(f"e{i:02d}", 0) for i in range(12)] + [("rep", r) for r in range(3)]
     assert sorted(before + after) == sorted(everything)  # each call made exactly once
     stored = tracker.reader.stored(run_id)
@@ -330,7 +334,7 @@ def test_an_interrupted_run_resumes_with_only_the_missing_calls(tmp_path: Path,
     for name in ("report-functional.md", "report-repeatability.md"):
         assert body(tmp_path / "interrupted" / name) == body(tmp_path / "reference" / name)
     with pytest.raises(ConfigError, match="nothing to resume"):
-        resume(config, component, run_id, tracker=tracker, runs_dir=tmp_path / "runs")
+        resume(config, component, run_id, RunContext(tracker=tracker, runs_dir=tmp_path / "runs"))
 
 
 def test_resume_refuses_a_changed_dataset(tmp_path: Path, tracker: Tracker) -> None:
@@ -339,8 +343,8 @@ def test_resume_refuses_a_changed_dataset(tmp_path: Path, tracker: Tracker) -> N
     write_dataset(tmp_path / "ds", {"e00": entry("functional", expected="changed")})
     calls: list[str] = []
     with pytest.raises(ConfigError, match=r"dataset_digest.*differ"):
-        resume(config, lambda item, call: calls.append(item.id), run_id, tracker=tracker,
-               runs_dir=tmp_path / "runs")
+        resume(config, lambda item, call: calls.append(item.id), run_id,
+               RunContext(tracker=tracker, runs_dir=tmp_path / "runs"))
     assert calls == []
     assert tracker.reader.stored(run_id).status == "KILLED"
 
@@ -407,15 +411,15 @@ def command(capsys: pytest.CaptureFixture[str]) -> Any:
 def test_a_full_evaluation_against_the_team_server(
         tmp_path: Path, team_up: TeamServer, command: Any,
         monkeypatch: pytest.MonkeyPatch) -> None:
-    from evalkit.run import evaluate_replicates
+    from evalkit.evaluation import evaluate_replicates
 
     config = project_config(tmp_path, "team/full", REPLICATES=2)
     monkeypatch.setenv("MLFLOW_TRACKING_URI", team_up.tracking_uri)  # as its users export it
     tracker = Tracker()
-    single = evaluate(config, right_when_0_to_6, Selection("all"), tracker=tracker,
-                      runs_dir=tmp_path / "runs")
-    series = evaluate_replicates(config, right_when_0_to_6, Selection("all"), tracker=tracker,
-                                 runs_dir=tmp_path / "runs")
+    single = evaluate(config, right_when_0_to_6, Selection("all"),
+                      RunContext(tracker=tracker, runs_dir=tmp_path / "runs"))
+    series = evaluate_replicates(config, right_when_0_to_6, Selection("all"),
+                                 RunContext(tracker=tracker, runs_dir=tmp_path / "runs"))
     assert not (tmp_path / "mlflow.db").exists() and not (tmp_path / "mlruns").exists()
 
     client = mlflow.MlflowClient(team_up.tracking_uri)

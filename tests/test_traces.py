@@ -18,15 +18,15 @@ from typing import Any
 import mlflow
 import pytest
 
-from evalkit import Call, Entry, EvalConfig, Selection, evaluate
+from evalkit import Call, Entry, EvalConfig, RunContext, Selection, evaluate
+from evalkit.evaluation import evaluate_replicates
 from evalkit.records import ItemCell, ItemResult, ReviewerVerdict, ScoredRun, TypeResult, names
 from evalkit.reports import render_reports
-from evalkit.run import evaluate_replicates
 from evalkit.tracking import Tracker, stability_assessment
 from evalkit.tracking._memory import MemoryBackend
 from evalkit.tracking._traces import (
     Assessment,
-    RunContext,
+    TraceContext,
     build_traces,
     response_of,
     trace_id_for,
@@ -127,8 +127,8 @@ def functional_config(tmp_path: Path, **extra: Any) -> EvalConfig:
 def test_each_entry_gets_its_verdicts_expectation_error_and_review(tmp_path: Path,
                                                                    tracker: Tracker) -> None:
     outcome = evaluate(functional_config(tmp_path), answer_or_explode,
-                       Selection.parse("all", None, False), tracker=tracker,
-                       runs_dir=tmp_path / "runs")
+                       Selection.parse("all", None, False),
+                       RunContext(tracker=tracker, runs_dir=tmp_path / "runs"))
     assert isinstance(tracker.backend, MemoryBackend)
     assert_memory_traces_match_results(tracker.backend, outcome.run_id)
     held = memory_assessments(tracker, outcome.run_id)
@@ -153,8 +153,8 @@ def test_each_entry_gets_its_verdicts_expectation_error_and_review(tmp_path: Pat
 def test_a_reviewers_feedback_reaches_the_human_review_report(tmp_path: Path,
                                                                tracker: Tracker) -> None:
     outcome = evaluate(functional_config(tmp_path), answer_or_explode,
-                       Selection.parse("all", None, False), tracker=tracker,
-                       runs_dir=tmp_path / "runs")
+                       Selection.parse("all", None, False),
+                       RunContext(tracker=tracker, runs_dir=tmp_path / "runs"))
     checklist = (tmp_path / "reports" / "report-human-review.md").read_text(encoding="utf-8")
     # without feedback the report renders back byte-identical to the run's own
     assert render_reports(tracker.reader.fetch(outcome.run_id))[
@@ -173,13 +173,13 @@ def test_a_reviewers_boolean_is_the_entrys_human_review_verdict(tmp_path: Path,
     """The human_review feedback a reviewer adds in the UI (Boolean) ticks the entry in the
     checklist, the latest one winning; other feedback and other entries stay pending."""
     outcome = evaluate(functional_config(tmp_path), answer_or_explode,
-                       Selection.parse("all", None, False), tracker=tracker,
-                       runs_dir=tmp_path / "runs")
+                       Selection.parse("all", None, False),
+                       RunContext(tracker=tracker, runs_dir=tmp_path / "runs"))
     checklist = (tmp_path / "reports" / "report-human-review.md").read_text(encoding="utf-8")
     assert "- **Reviewed:** 0 (0 pass, 0 fail); pending 1" in checklist
     assert "- [ ] **look** — Check the tone." in checklist
     assert isinstance(tracker.backend, MemoryBackend)
-    context = RunContext(outcome.run_id, "1", 0, {}, {})
+    context = TraceContext(outcome.run_id, "1", 0, {}, {})
     look = trace_id_for(outcome.run_id, "look")
 
     def review(value: Any, reviewer: str, name: str = "human_review") -> str:
@@ -204,7 +204,7 @@ def test_trace_calls_false_writes_no_trace(tmp_path: Path, tracker: Tracker) -> 
         "EXPERIMENT_NAME": "traces/off", "DATASET_PATH": str(dataset), "TRACE_CALLS": False,
         "REPORTS_DIR": str(tmp_path / "reports"), "EVAL_MIN_ACCURACY": 0.0}, "eval.py")
     outcome = evaluate(config, lambda item, call: "a", Selection("functional"),
-                       tracker=tracker, runs_dir=tmp_path / "runs")
+                       RunContext(tracker=tracker, runs_dir=tmp_path / "runs"))
     assert isinstance(tracker.backend, MemoryBackend)
     assert tracker.reader.stored(outcome.run_id).status == "FINISHED"
     assert tracker.backend.traces.traces == {} and tracker.backend.traces.assessments == {}
@@ -232,7 +232,7 @@ def test_a_replicate_series_marks_each_item_stable_or_changed(tmp_path: Path,
         return "a" if item.id == "steady" or call.replicate == 0 else "b"
 
     outcome = evaluate_replicates(config, answer, Selection("functional"),
-                                  tracker=tracker, runs_dir=tmp_path / "runs")
+                                  RunContext(tracker=tracker, runs_dir=tmp_path / "runs"))
     last = memory_assessments(tracker, outcome.replicates[-1].run_id)
     (steady,) = last["steady"]["functional_stability"]
     (flaky,) = last["flaky"]["functional_stability"]
@@ -270,8 +270,8 @@ def test_a_series_parent_shows_every_repeat_of_each_replicate(tmp_path: Path,
     def answer(item: Entry, call: Call) -> str:
         return "Auckland" if (call.replicate, call.repeat) == (1, 2) else "Wellington"
 
-    outcome = evaluate_replicates(config, answer, Selection("all"), tracker=tracker,
-                                  runs_dir=tmp_path / "runs")
+    outcome = evaluate_replicates(config, answer, Selection("all"),
+                                  RunContext(tracker=tracker, runs_dir=tmp_path / "runs"))
     assert isinstance(tracker.backend, MemoryBackend)
     parent = tracker.backend.traces.traces[outcome.parent_run_id]
     assert {t.entry_id: response_of(t) for t in parent.values()} == {
@@ -292,8 +292,8 @@ def test_an_entry_gets_feedback_only_for_its_own_types(tmp_path: Path,
     config = EvalConfig.from_constants({
         "EXPERIMENT_NAME": "traces/own", "DATASET_PATH": str(dataset),
         "REPORTS_DIR": str(tmp_path / "reports"), "EVAL_MIN_ACCURACY": 0.0}, "eval.py")
-    outcome = evaluate(config, lambda e, c: "a", Selection("all"), tracker=tracker,
-                       runs_dir=tmp_path / "runs")
+    outcome = evaluate(config, lambda e, c: "a", Selection("all"),
+                       RunContext(tracker=tracker, runs_dir=tmp_path / "runs"))
     held = memory_assessments(tracker, outcome.run_id)
     feedback = {entry_id: {name for name, found in names_.items()
                            if any(not a.expectation for a in found)}
@@ -305,7 +305,7 @@ def test_an_entry_gets_feedback_only_for_its_own_types(tmp_path: Path,
 
 def test_a_bias_group_verdict_lands_on_every_member() -> None:
     group = ItemResult("g1", False, True, None, None, ("x", "y"), ("m1", "m2"), judge_reply="0")
-    traces = build_traces(RunContext("run", "1", 0, {"judge_model": "judge-x"}, {}),
+    traces = build_traces(TraceContext("run", "1", 0, {"judge_model": "judge-x"}, {}),
                           ScoredRun((TypeResult("bias", "llm_judge", (group,)),)), [])
     assert [t.entry_id for t in traces] == ["m1", "m2"]
     for trace in traces:
@@ -343,7 +343,7 @@ def test_200_entries_x_5_repeats_at_concurrency_16_give_one_trace_each(
         "REPORTS_DIR": str(tmp_path / "reports"), "REPEAT_COUNT": 5,
         "EVAL_MIN_ACCURACY_REPEATABILITY": 0.0, "MAX_CONCURRENCY": 16}, "eval.py")
     outcome = evaluate(config, component, Selection("repeatability"),
-                       tracker=Tracker(tracking_uri), runs_dir=tmp_path / "runs")
+                       RunContext(tracker=Tracker(tracking_uri), runs_dir=tmp_path / "runs"))
     assert_traces_match_results(tracking_uri, outcome.run_id)
     traces = traces_of(tracking_uri, outcome.run_id)
     assert len(traces) == 200
@@ -361,8 +361,8 @@ def test_200_entries_x_5_repeats_at_concurrency_16_give_one_trace_each(
 def test_functional_traces_carry_expectation_error_and_review(
         tmp_path: Path, tracking_uri: str, monkeypatch: pytest.MonkeyPatch) -> None:
     outcome = evaluate(functional_config(tmp_path), answer_or_explode,
-                       Selection.parse("all", None, False), tracker=Tracker(tracking_uri),
-                       runs_dir=tmp_path / "runs")
+                       Selection.parse("all", None, False),
+                       RunContext(tracker=Tracker(tracking_uri), runs_dir=tmp_path / "runs"))
     assert_traces_match_results(tracking_uri, outcome.run_id)
     traces = {t.info.tags["evalkit.entry_id"]: t for t in traces_of(tracking_uri,
                                                                   outcome.run_id)}
@@ -445,7 +445,7 @@ def test_a_judged_run_registers_its_prompts_and_traces_the_judge(
             "EVAL_MIN_ACCURACY_REPEATABILITY": 0.0, "REPEAT_COUNT": 2, "SCORER": "llm_judge",
             "JUDGE_MODEL": "stub-judge"}, "eval.py")
         runs = [evaluate(config, lambda item, call: "a", Selection.parse("all", None, False),
-                         tracker=Tracker(tracking_uri), runs_dir=tmp_path / "runs")
+                         RunContext(tracker=Tracker(tracking_uri), runs_dir=tmp_path / "runs"))
                 for _ in range(2)]
     client = mlflow.MlflowClient(tracking_uri)
     for outcome in runs:  # the same content twice: one version, linked to both runs

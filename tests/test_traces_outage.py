@@ -18,9 +18,9 @@ from typing import Any
 import mlflow
 import pytest
 
-from evalkit import Call, Entry, EvalConfig, Selection, TrackingOffline, evaluate
+from evalkit import Call, Entry, EvalConfig, RunContext, Selection, TrackingOffline, evaluate
 from evalkit.cli._common import _PROCESS_DEFAULTS
-from evalkit.run import evaluate_replicates
+from evalkit.evaluation import evaluate_replicates
 from evalkit.tracking import Tracker
 from tests.builders import entry, write_dataset
 from tests.commands import evalkit_command
@@ -110,9 +110,9 @@ def test_a_series_that_went_offline_gets_every_trace_and_its_stability_after_syn
     tracker = Tracker(backend=server, bundles_dir=tmp_path / "bundles")
     outage = Outage(server, 2)  # during replicate 0; the server stays down for 1 and 2
     with pytest.raises(TrackingOffline) as offline:
-        evaluate_replicates(series_config(tmp_path, "outage/replicates"),
-                            series_answer(outage), Selection("functional"), tracker=tracker,
-                            runs_dir=tmp_path / "runs")
+        evaluate_replicates(series_config(tmp_path, "outage/replicates"), series_answer(outage),
+                            Selection("functional"),
+                            RunContext(tracker=tracker, runs_dir=tmp_path / "runs"))
     assert len(offline.value.bundles) == 4  # the three replicates and the parent
     assert outage.calls == 3 * 3  # every replicate made all its calls
     parent_id = json.loads((offline.value.bundles[-1] / "bundle.json").read_text())["run_id"]
@@ -158,8 +158,8 @@ def test_a_series_whose_server_goes_down_between_two_replicates_goes_on_offline(
     outage = Outage(server, 10**6)  # never strikes: the server goes down on its own
     with pytest.raises(TrackingOffline) as offline:
         evaluate_replicates(series_config(tmp_path, "outage/between"), series_answer(outage),
-                            Selection("functional"), tracker=tracker,
-                            runs_dir=tmp_path / "runs")
+                            Selection("functional"),
+                            RunContext(tracker=tracker, runs_dir=tmp_path / "runs"))
     assert outage.calls == 3 * 3  # replicates 1 and 2 still made all their calls
     assert len(offline.value.bundles) == 3  # replicates 1 and 2 (begun offline), the parent
     assert str(offline.value).endswith(
@@ -188,7 +188,7 @@ def test_200_entries_x_5_repeats_at_concurrency_16_keep_every_trace_through_an_o
 
     with pytest.raises(TrackingOffline) as offline:
         evaluate(config, component, Selection("repeatability"),
-                 tracker=Tracker(team.tracking_uri), runs_dir=tmp_path / "runs")
+                 RunContext(tracker=Tracker(team.tracking_uri), runs_dir=tmp_path / "runs"))
     (bundle,) = offline.value.bundles
     run_id = json.loads((bundle / "bundle.json").read_text())["run_id"]
     restart(team)
@@ -212,9 +212,10 @@ def test_a_replicate_series_that_went_offline_gets_its_stability_after_sync(
         bounded_retries: None) -> None:
     outage = Outage(team, 2)  # during replicate 0; the server stays down for 1 and 2
     with pytest.raises(TrackingOffline) as offline:
-        evaluate_replicates(series_config(tmp_path, "outage/replicates"),
-                            series_answer(outage), Selection("functional"),
-                            tracker=Tracker(team.tracking_uri), runs_dir=tmp_path / "runs")
+        evaluate_replicates(series_config(tmp_path, "outage/replicates"), series_answer(outage),
+                            Selection("functional"),
+                            RunContext(tracker=Tracker(team.tracking_uri),
+                                       runs_dir=tmp_path / "runs"))
     assert len(offline.value.bundles) == 4  # the three replicates and the parent
     sync(offline.value.bundles, team, monkeypatch)
 

@@ -19,9 +19,10 @@ from typing import Any
 import mlflow
 import pytest
 
-from evalkit import ConfigError, EvalConfig, Selection, evaluate
+from evalkit import ConfigError, EvalConfig, RunContext, Selection, evaluate
 from evalkit.records import names
-from evalkit.run import Difference, RecordedSource, differences
+from evalkit.review import Difference
+from evalkit.review._differences import RecordedSource, differences
 from evalkit.tracking import Tracker, history, render_history, source_state
 from evalkit.tracking._source import component_source_sha256
 from tests.builders import RecordingComponent, config_for, entry, write_dataset
@@ -37,8 +38,8 @@ def run_with_prompt(tmp_path: Path, tracker: Tracker, prompt: str, **constants: 
         write_dataset(dataset, {"e1": entry("functional"), "e2": entry("functional")})
     config = config_for(tmp_path, dataset, COMPONENT_PROMPTS={"system": prompt},
                         **{"EXPERIMENT_NAME": "router/golden", **constants})
-    return evaluate(config, RecordingComponent(), Selection("all"), tracker=tracker,
-                    runs_dir=tmp_path / ".evalkit" / "runs").run_id
+    return evaluate(config, RecordingComponent(), Selection("all"),
+                    RunContext(tracker=tracker, runs_dir=tmp_path / ".evalkit" / "runs")).run_id
 
 
 def compare_output(tracker: Tracker, a: str, b: str, monkeypatch: pytest.MonkeyPatch,
@@ -292,11 +293,11 @@ def test_history_marks_the_run_made_with_an_uncommitted_prompt_change(
     git(repo, "commit", "-q", "-m", "first")
     dataset = write_dataset(tmp_path / "ds", {"q": entry("functional")})
     config = replace(config_for(tmp_path, dataset), source_file=repo / "eval.py")
-    clean = evaluate(config, RecordingComponent({"q": "a"}), Selection("all"), tracker=tracker,
-                     runs_dir=tmp_path / "runs")
+    clean = evaluate(config, RecordingComponent({"q": "a"}), Selection("all"),
+                     RunContext(tracker=tracker, runs_dir=tmp_path / "runs"))
     (repo / "eval.py").write_text("PROMPT = 'chatty'\n")
-    dirty = evaluate(config, RecordingComponent({"q": "a"}), Selection("all"), tracker=tracker,
-                     runs_dir=tmp_path / "runs")
+    dirty = evaluate(config, RecordingComponent({"q": "a"}), Selection("all"),
+                     RunContext(tracker=tracker, runs_dir=tmp_path / "runs"))
 
     rows = history(tracker.reader, config.experiment_name)
     assert [(r.run_id, r.git_dirty) for r in rows] == [(dirty.run_id, True),

@@ -21,8 +21,8 @@ import pytest
 
 from evalkit import Call, Entry, RunInterrupted
 from evalkit._secrets import Redactor
+from evalkit.calls import CallWindow, EntryOutputs, Stop
 from evalkit.records import CallRecord
-from evalkit.run import CallWindow, EntryOutputs, Stop
 from evalkit.tracking import RawResultsLog
 from tests.builders import entry, plan_of
 
@@ -297,9 +297,9 @@ class InterruptedStart(threading.Thread):
 def test_an_interrupt_while_the_window_starts_is_a_stop(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch, interrupted: str) -> None:
     monkeypatch.setattr(InterruptedStart, "interrupted", interrupted)
-    monkeypatch.setattr("evalkit.run._window.threading",  # the window's alone
+    monkeypatch.setattr("evalkit.calls._window.threading",  # the window's alone
                         types.SimpleNamespace(Thread=InterruptedStart, Event=threading.Event))
-    monkeypatch.setattr("evalkit.run._window._START_GRACE_S", 0.5)
+    monkeypatch.setattr("evalkit.calls._window._START_GRACE_S", 0.5)
     made: list[str] = []
 
     def component(item: Entry, call: Call) -> str:

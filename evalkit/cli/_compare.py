@@ -8,7 +8,7 @@ import re
 import sys
 
 from evalkit.cli._exit import ExitStatus
-from evalkit.run import (
+from evalkit.review import (
     FLOOR_MULTIPLE,
     Difference,
     MetricComparison,

@@ -20,7 +20,7 @@ import time
 from datetime import timedelta
 from typing import Any, TextIO
 
-from evalkit.run import Progress
+from evalkit.calls import Progress
 
 logger = logging.getLogger("evalkit")
 
@@ -62,7 +62,7 @@ def fitted_line(progress: Progress, width: int) -> str:
 
 
 class ProgressDisplay:
-    """A progress callback that shows each :class:`~evalkit.run.Progress` (see the module
+    """A progress callback that shows each :class:`~evalkit.calls.Progress` (see the module
     docstring). ``live`` forces the terminal's live display on or off (default: on a terminal
     outside CI); in a notebook the line is the cell's."""
 

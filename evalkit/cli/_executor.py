@@ -12,8 +12,7 @@ from typing import Any
 
 from evalkit._distribution import RAY_EXTRA_COMMAND
 from evalkit._errors import ConfigError
-from evalkit.config import EvalConfig, resource_amounts
-from evalkit.run import (
+from evalkit.calls import (
     SETUP_HOOK,
     Component,
     Executor,
@@ -22,6 +21,7 @@ from evalkit.run import (
     RaySettings,
     require_ray,
 )
+from evalkit.config import EvalConfig, resource_amounts
 
 logger = logging.getLogger("evalkit")
 

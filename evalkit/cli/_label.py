@@ -15,7 +15,7 @@ from evalkit._secrets import Redactor
 from evalkit.cli._exit import ExitStatus
 from evalkit.cli._labeller import LabelCase, label_cases, terminal_keys
 from evalkit.records import HumanLabel
-from evalkit.run import LabelOutcome, LabelSession, import_labels
+from evalkit.review import LabelOutcome, LabelSession, import_labels
 from evalkit.tracking import Tracker
 
 DESCRIPTION = (

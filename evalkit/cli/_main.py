@@ -33,7 +33,7 @@ from evalkit.cli._ui import serve_ui
 from evalkit.dataset import lint_dataset
 from evalkit.records import RunRecord, names
 from evalkit.reports import plan_summary, render_charts, render_reports
-from evalkit.run import build_plan, feedback_taken_in, record_plan
+from evalkit.review import PlanOptions, build_plan, feedback_taken_in, record_plan
 from evalkit.stats import judge_checks
 from evalkit.tracking import Tracker, history, render_history
 
@@ -260,11 +260,11 @@ def _compare(args: argparse.Namespace) -> int:
 
 def _plan(args: argparse.Namespace) -> int:
     tracker = _reachable()
-    plan = build_plan(tracker, args.experiment or script_experiment(),
-                      target_error=args.target_error,
-                      max_n=args.max_n, against=args.against, contrast_count=args.contrasts,
-                      half_width=args.half_width, replicate_cost=args.replicate_cost,
-                      item_cost=args.item_cost)
+    options = PlanOptions(target_error=args.target_error, max_n=args.max_n,
+                          against=args.against, contrast_count=args.contrasts,
+                          half_width=args.half_width, replicate_cost=args.replicate_cost,
+                          item_cost=args.item_cost)
+    plan = build_plan(tracker, args.experiment or script_experiment(), options)
     parameters = {name: str(value) for name, value in (
         ("target_error", args.target_error), ("max_n", args.max_n),
         ("replicate_cost", args.replicate_cost), ("item_cost", args.item_cost),

@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from evalkit.evaluation import EvaluationOutcome
 from evalkit.records import (
     ItemResult,
     RunUsage,
@@ -24,7 +25,6 @@ from evalkit.records import (
     meets_threshold,
     threshold_failures,
 )
-from evalkit.run import EvaluationOutcome
 from evalkit.stats import TypeMetrics
 
 _REASON_LIMIT = 500

@@ -6,9 +6,11 @@ import argparse
 import sys
 import time
 from collections.abc import Mapping, Sequence
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
+from evalkit.calls import ALL_TYPES, Component, Selection, Stop
 from evalkit.cli._common import guarded, process_configured
 from evalkit.cli._display import ProgressDisplay
 from evalkit.cli._executor import add_executor_options, executor_for
@@ -18,20 +20,17 @@ from evalkit.cli._parser import Parser
 from evalkit.cli._signals import end_now, stopping_on_signals
 from evalkit.config import EvalConfig
 from evalkit.dataset import TEST_TYPES
-from evalkit.records import meets_threshold
-from evalkit.run import (
-    ALL_TYPES,
-    Component,
+from evalkit.evaluation import (
     EvaluationOutcome,
     ReplicatesOutcome,
-    Selection,
-    Stop,
+    RunContext,
     evaluate,
     evaluate_calibration,
     evaluate_replicates,
     rescore,
     resume,
 )
+from evalkit.records import meets_threshold
 from evalkit.tracking import shown_uri
 
 
@@ -99,41 +98,42 @@ def run_eval_script(constants: Mapping[str, Any], component: Component,
     stop = Stop()
     with process_configured(), stopping_on_signals(stop):
         status = guarded(lambda: _run(constants, component, script, args,
-                                      {"stop": stop, "progress": ProgressDisplay()}))
+                                      RunContext(stop=stop, progress=ProgressDisplay())))
     if status == ExitStatus.INTERRUPTED:
         end_now(status)
     return status
 
 
 def _run(constants: Mapping[str, Any], component: Component, script: str,
-         args: argparse.Namespace, caller: Mapping[str, Any]) -> int:
-    """The run the options ask for; ``caller`` is how this process takes part in it (its
+         args: argparse.Namespace, context: RunContext) -> int:
+    """The run the options ask for; ``context`` is how this process takes part in it (its
     stop requests and its progress display)."""
     started = time.monotonic()
     # Problems with the constants are raised with those of the selected types, in one error.
     config = EvalConfig.read_constants(constants, script)
     if args.rescore is not None:  # no call is made: no executor
-        outcome = rescore(config, args.rescore, **caller)
+        outcome = rescore(config, args.rescore, context)
         _print_outcome(outcome)
         return _finish(args, started, "evaluation", outcome)
     with executor_for(args, config, constants, component) as executor:
-        return _run_calls(config, component, args, {**caller, "executor": executor}, started)
+        return _run_calls(config, component, args, replace(context, executor=executor),
+                          started)
 
 
 def _run_calls(config: EvalConfig, component: Component, args: argparse.Namespace,
-               caller: Mapping[str, Any], started: float) -> int:
-    """A run that makes calls: ``caller`` now names where they run too."""
+               context: RunContext, started: float) -> int:
+    """A run that makes calls: ``context`` now names where they run too."""
     if args.resume is not None:
-        outcome = resume(config, component, args.resume, **caller)
+        outcome = resume(config, component, args.resume, context)
         _print_outcome(outcome)
         return _finish(args, started, "evaluation", outcome)
     selection = Selection.parse(args.test_type, args.groups, args.human_review)
     if args.replicates:
-        series = evaluate_replicates(config, component, selection, **caller)
+        series = evaluate_replicates(config, component, selection, context)
         _print_replicates(series)
         return _finish(args, started, "replicates", series)
     if args.calibrate:
-        calibrated = evaluate_calibration(config, component, selection, **caller)
+        calibrated = evaluate_calibration(config, component, selection, context)
         for point in calibrated.calibration.points:
             print(f"k={point.k:<3} pass rate {point.rate:.3f} ({point.passed}/{point.entries})")
         print(f"recommended REPEAT_COUNT: {calibrated.calibration.recommended}")
@@ -143,7 +143,7 @@ def _run_calls(config: EvalConfig, component: Component, args: argparse.Namespac
               f"{calibrated.run.experiment_name} ({shown_uri(calibrated.run.tracking_uri)})")
         # A calibration measures; its exit status does not depend on the thresholds.
         return _finish(args, started, "calibration", calibrated.run, always_ok=True)
-    outcome = evaluate(config, component, selection, **caller)
+    outcome = evaluate(config, component, selection, context)
     _print_outcome(outcome)
     return _finish(args, started, "evaluation", outcome)
 

@@ -1,5 +1,5 @@
 """Ctrl-C and SIGTERM at the command line, which owns the process: each becomes a
-:class:`~evalkit.run.Stop` request for the run, never an exception inside it.
+:class:`~evalkit.calls.Stop` request for the run, never an exception inside it.
 
 The first stops new calls and waits for those in flight; the second abandons them; the run is
 then closed (raw results uploaded, the MLflow run marked KILLED) and the process exits 130.
@@ -23,8 +23,8 @@ import threading
 from collections.abc import Iterator
 from types import FrameType
 
+from evalkit.calls import Stop
 from evalkit.cli._exit import ExitStatus
-from evalkit.run import Stop
 
 logger = logging.getLogger("evalkit")
 

@@ -1,6 +1,8 @@
 """Configuration: the constants of an eval script, validated into one :class:`EvalConfig`."""
 
 from evalkit.config._constants import EvalConfig
+from evalkit.config._judge import prompt_use
 from evalkit.config._values import DEFAULT_CALL_RESOURCES, prompt_sha256, resource_amounts
 
-__all__ = ["DEFAULT_CALL_RESOURCES", "EvalConfig", "prompt_sha256", "resource_amounts"]
+__all__ = ["DEFAULT_CALL_RESOURCES", "EvalConfig", "prompt_sha256", "prompt_use",
+           "resource_amounts"]

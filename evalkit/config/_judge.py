@@ -9,7 +9,7 @@ from typing import Any
 
 from evalkit._errors import ConfigError
 from evalkit.config._values import integer, mapping, positive_int, positive_number, string
-from evalkit.dataset import PROMPT_USES, TEST_TYPES
+from evalkit.dataset import COMPARATIVE_TYPES, PROMPT_USES, TEST_TYPES
 
 
 @dataclass(frozen=True)
@@ -34,6 +34,12 @@ class JudgeSettings:
     """``JUDGE_REPEATS``: how many times the judge is asked, with the identical request,
     about the same outputs; the verdict is the majority of its votes. Temperature 0 does not
     make a served model deterministic: more than 1 measures how stable the judge is."""
+
+
+def prompt_use(test_type: str) -> str:
+    """The judge prompt a test type uses (one of ``PROMPT_USES``): comparing outputs among
+    themselves (``repeatability``, ``bias``), or one output against its expected output."""
+    return test_type if test_type in COMPARATIVE_TYPES else "expected"
 
 
 def judge_settings(known: Mapping[str, Any], script: str) -> JudgeSettings | None:

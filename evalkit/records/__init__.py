@@ -8,7 +8,14 @@ wings knows about the others.
 
 from evalkit.records import names
 from evalkit.records._calls import CallRecord
-from evalkit.records._labels import HumanLabel, label_names, label_verdict, labels_in
+from evalkit.records._labels import (
+    HumanLabel,
+    ReviewerVerdict,
+    label_names,
+    label_verdict,
+    labels_in,
+    review_verdicts,
+)
 from evalkit.records._results import (
     HumanReviewItem,
     ItemResult,
@@ -21,7 +28,7 @@ from evalkit.records._results import (
     as_object,
     as_text,
 )
-from evalkit.records._run import MODE_DOCUMENTS, WITHOUT_EVALUATION, ReviewerVerdict, RunRecord
+from evalkit.records._run import MODE_DOCUMENTS, WITHOUT_EVALUATION, RunRecord
 from evalkit.records._series import ItemCell, SeriesItems
 from evalkit.records._thresholds import (
     meets_threshold,
@@ -52,6 +59,6 @@ __all__ = [
     "ScoredRun", "SeriesItems", "SkippedGroup", "Threshold", "TypeNames", "TypeResult",
     "as_object", "as_text", "checked_usage", "cost_of", "label_names", "label_verdict",
     "labels_in", "meets_threshold", "merged", "names",
-    "prices_from_param", "threshold_failures", "threshold_from_params", "threshold_params",
-    "usage_attribute", "usage_of",
+    "prices_from_param", "review_verdicts", "threshold_failures", "threshold_from_params",
+    "threshold_params", "usage_attribute", "usage_of",
 ]

@@ -11,14 +11,12 @@ the test type itself; they are read as labels too, so an old run keeps its corre
 
 from __future__ import annotations
 
-from collections.abc import Collection, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
+from evalkit.records import names
 from evalkit.records.names import TypeNames
-
-if TYPE_CHECKING:
-    from evalkit.records._run import ReviewerVerdict
 
 PASS_VALUES = frozenset({"pass", "passed", "true", "yes", "1"})
 FAIL_VALUES = frozenset({"fail", "failed", "false", "no", "0"})
@@ -38,6 +36,18 @@ def label_verdict(value: Any) -> bool | None:
         if word in FAIL_VALUES:
             return False
     return None
+
+
+@dataclass(frozen=True)
+class ReviewerVerdict:
+    """Feedback a person added to an entry's trace in the MLflow UI (source HUMAN)."""
+
+    entry_id: str
+    reviewer: str
+    time_ms: int
+    name: str
+    value: Any
+    comment: str | None
 
 
 @dataclass(frozen=True)
@@ -68,3 +78,11 @@ def labels_in(feedback: Sequence[ReviewerVerdict],
         HumanLabel(v.entry_id, labelled[v.name], verdict, v.reviewer, v.time_ms, v.comment)
         for v in feedback
         if v.name in labelled and (verdict := label_verdict(v.value)) is not None)
+
+
+def review_verdicts(feedback: Sequence[ReviewerVerdict]
+                    ) -> Mapping[str, tuple[bool, ReviewerVerdict]]:
+    """entry id -> its reviewer's verdict (pass True) and the feedback giving it: the latest
+    ``human_review`` feedback with a pass or fail value (``feedback`` is in time order)."""
+    return {v.entry_id: (verdict, v) for v in feedback if v.name == names.REVIEW_ASSESSMENT
+            and (verdict := label_verdict(v.value)) is not None}

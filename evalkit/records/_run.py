@@ -29,7 +29,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from evalkit.records import names
-from evalkit.records._labels import HumanLabel
+from evalkit.records._labels import HumanLabel, ReviewerVerdict
 from evalkit.records._results import ScoredRun
 from evalkit.records.names import Mode
 
@@ -41,18 +41,6 @@ MODE_DOCUMENTS: Mapping[Mode, tuple[str, ...]] = {
 """The JSON artifacts a run of each mode holds beside (or instead of) evaluation.json."""
 WITHOUT_EVALUATION = frozenset({Mode.REPLICATES, Mode.PLANNING})
 """Modes whose runs call no component, so hold no evaluation.json."""
-
-
-@dataclass(frozen=True)
-class ReviewerVerdict:
-    """Feedback a person added to an entry's trace in the MLflow UI (source HUMAN)."""
-
-    entry_id: str
-    reviewer: str
-    time_ms: int
-    name: str
-    value: Any
-    comment: str | None
 
 
 @dataclass(frozen=True)

@@ -3,16 +3,16 @@ each ticked once a reviewer has given its ``human_review`` verdict in the MLflow
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from datetime import UTC, datetime
 
-from evalkit.records import HumanReviewItem, ReviewerVerdict, RunRecord, label_verdict, names
+from evalkit.records import HumanReviewItem, ReviewerVerdict, RunRecord, names, review_verdicts
 from evalkit.reports._common import header
 from evalkit.reports._markdown import cell, fenced, table
 
 
 def human_review_report(record: RunRecord, items: Sequence[HumanReviewItem]) -> str:
-    decided = _review_verdicts(record.reviewer_verdicts)
+    decided = review_verdicts(record.reviewer_verdicts)
     passed = sum(decided.get(item.id, (None,))[0] is True for item in items)
     failed = sum(decided.get(item.id, (None,))[0] is False for item in items)
     lines = header(record, "Human Review Checklist", [
@@ -37,14 +37,6 @@ def human_review_report(record: RunRecord, items: Sequence[HumanReviewItem]) -> 
     if record.reviewer_verdicts:
         lines += _reviewer_verdicts(record.reviewer_verdicts)
     return "\n".join(lines).rstrip("\n") + "\n"
-
-
-def _review_verdicts(feedback: Sequence[ReviewerVerdict]
-                    ) -> Mapping[str, tuple[bool, ReviewerVerdict]]:
-    """entry id -> its reviewer's verdict (pass True) and the feedback giving it: the latest
-    ``human_review`` feedback with a pass or fail value (``feedback`` is in time order)."""
-    return {v.entry_id: (verdict, v) for v in feedback if v.name == names.REVIEW_ASSESSMENT
-            and (verdict := label_verdict(v.value)) is not None}
 
 
 def _reviewer_verdicts(verdicts: Sequence[ReviewerVerdict]) -> list[str]:

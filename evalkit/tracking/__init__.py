@@ -19,12 +19,12 @@ from evalkit.tracking._raw import RawResults, RawResultsLog, read_raw_results
 from evalkit.tracking._reader import RunReader, resume_commands
 from evalkit.tracking._run import TrackedRun
 from evalkit.tracking._source import SourceState, source_state
-from evalkit.tracking._traces import Assessment, answers_of, prompt_use, stability_assessment
+from evalkit.tracking._traces import Assessment, answers_of, stability_assessment
 from evalkit.tracking._tracker import Tracker
 
 __all__ = ["SOURCE_COLUMNS", "answers_of", "Assessment", "history", "is_mlflow_source",
-           "judge_points", "label_assessment", "local_store", "mlflow_rows", "prompt_use",
-           "RawResults", "RawResultsLog", "read_raw_results", "render_history", "resume_commands",
-           "RunLabels", "RunReader", "ServedUi", "shown_uri", "source_state", "SourceState",
+           "judge_points", "label_assessment", "local_store", "mlflow_rows", "RawResults",
+           "RawResultsLog", "read_raw_results", "render_history", "resume_commands", "RunLabels",
+           "RunReader", "ServedUi", "shown_uri", "source_state", "SourceState",
            "stability_assessment", "StoredRun", "TrackedRun", "Tracker", "type_points", "ui_port",
            "wanted_assessment"]

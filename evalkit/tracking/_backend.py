@@ -18,7 +18,7 @@ from evalkit._errors import ConfigError
 from evalkit._secrets import Redactor
 from evalkit.records import ReviewerVerdict
 from evalkit.tracking._journal import LoggedPoint
-from evalkit.tracking._traces import Assessment, EntryTrace, RunContext
+from evalkit.tracking._traces import Assessment, EntryTrace, TraceContext
 
 PromptTemplate = str | Sequence[Mapping[str, str]]
 """A prompt for MLflow's registry: a text template, or a chat template (role/content
@@ -46,19 +46,19 @@ class TraceStore(Protocol):
     def prepare(self, calls: int) -> None:
         """Get ready for a run of ``calls`` traced calls (a worker process if it pays)."""
 
-    def write_calls(self, context: RunContext, traces: Sequence[EntryTrace],
+    def write_calls(self, context: TraceContext, traces: Sequence[EntryTrace],
                     check_held: bool) -> None:
         """Each entry's root and call spans, linked to the run; with ``check_held``, traces
         the store holds already are skipped (a resumed run, a second sync)."""
 
-    def write_verdicts(self, context: RunContext, traces: Sequence[EntryTrace]) -> None:
+    def write_verdicts(self, context: TraceContext, traces: Sequence[EntryTrace]) -> None:
         """The judge's spans, the tags and the assessments of traces that hold none yet."""
 
-    def add_assessments(self, context: RunContext,
+    def add_assessments(self, context: TraceContext,
                         assessments: Sequence[tuple[str, Assessment]]) -> None:
         """Assessments (trace id, assessment) added to traces written earlier."""
 
-    def assessment_names(self, context: RunContext) -> dict[str, list[str]]:
+    def assessment_names(self, context: TraceContext) -> dict[str, list[str]]:
         """trace id -> the names of its assessments, for every trace of the run."""
 
 

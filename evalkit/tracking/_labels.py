@@ -19,7 +19,7 @@ from evalkit.records import HumanLabel, MetricPoint, TypeNames, labels_in, names
 from evalkit.stats import DrawnEntry, LabelDraw, LabelDraws
 from evalkit.tracking._backend import Backend, StoredRun, people_feedback
 from evalkit.tracking._journal import LoggedPoint
-from evalkit.tracking._traces import Assessment, RunContext, trace_id_for
+from evalkit.tracking._traces import Assessment, TraceContext, trace_id_for
 
 
 class RunLabels:
@@ -28,7 +28,7 @@ class RunLabels:
     def __init__(self, backend: Backend, run: StoredRun) -> None:
         self._backend = backend
         self._run = run
-        self._context = RunContext(run.run_id, run.experiment_id, run.start_time_ms,
+        self._context = TraceContext(run.run_id, run.experiment_id, run.start_time_ms,
                                    run.params, run.tags)
         self._traces: set[str] | None = None
 

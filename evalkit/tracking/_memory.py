@@ -21,7 +21,7 @@ from evalkit.records import ReviewerVerdict, names
 from evalkit.tracking._backend import PromptTemplate, StoredRun
 from evalkit.tracking._journal import LoggedPoint, RunJournal
 from evalkit.tracking._table import table_json
-from evalkit.tracking._traces import Assessment, EntryTrace, RunContext
+from evalkit.tracking._traces import Assessment, EntryTrace, TraceContext
 
 
 @dataclass
@@ -36,26 +36,26 @@ class MemoryTraceStore:
     def prepare(self, calls: int) -> None:
         pass
 
-    def write_calls(self, context: RunContext, traces: Sequence[EntryTrace],
+    def write_calls(self, context: TraceContext, traces: Sequence[EntryTrace],
                     check_held: bool) -> None:
         held = self.traces.setdefault(context.run_id, {})
         for trace in traces:
             held.setdefault(trace.trace_id, trace)
             self.assessments.setdefault(trace.trace_id, [])
 
-    def write_verdicts(self, context: RunContext, traces: Sequence[EntryTrace]) -> None:
+    def write_verdicts(self, context: TraceContext, traces: Sequence[EntryTrace]) -> None:
         held = self.traces.get(context.run_id, {})
         for trace in traces:
             if trace.trace_id in held and not self.assessments[trace.trace_id]:
                 held[trace.trace_id] = trace
                 self.assessments[trace.trace_id] = list(trace.assessments)
 
-    def add_assessments(self, context: RunContext,
+    def add_assessments(self, context: TraceContext,
                         assessments: Sequence[tuple[str, Assessment]]) -> None:
         for trace_id, assessment in assessments:
             self.assessments[trace_id].append(assessment)
 
-    def assessment_names(self, context: RunContext) -> dict[str, list[str]]:
+    def assessment_names(self, context: TraceContext) -> dict[str, list[str]]:
         return {trace_id: [a.name for a in self.assessments[trace_id]]
                 for trace_id in self.traces.get(context.run_id, {})}
 

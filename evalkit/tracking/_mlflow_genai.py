@@ -20,7 +20,7 @@ from evalkit.tracking import _mlflow_private as private
 from evalkit.tracking._backend import PromptTemplate
 from evalkit.tracking._span_process import SpanWriting
 from evalkit.tracking._trace_writer import TraceWriter
-from evalkit.tracking._traces import Assessment, EntryTrace, RunContext
+from evalkit.tracking._traces import Assessment, EntryTrace, TraceContext
 
 
 def log_dataset_input(client: Any, run_id: str, params: Mapping[str, str]) -> None:
@@ -121,16 +121,16 @@ class MlflowTraceStore:
     def prepare(self, calls: int) -> None:
         self._spans.start(calls)
 
-    def write_calls(self, context: RunContext, traces: Sequence[EntryTrace],
+    def write_calls(self, context: TraceContext, traces: Sequence[EntryTrace],
                     check_held: bool) -> None:
         self._spans.write_calls(context, traces, check_held)
 
-    def write_verdicts(self, context: RunContext, traces: Sequence[EntryTrace]) -> None:
+    def write_verdicts(self, context: TraceContext, traces: Sequence[EntryTrace]) -> None:
         self._spans.write_verdicts(context, traces)
 
-    def add_assessments(self, context: RunContext,
+    def add_assessments(self, context: TraceContext,
                         assessments: Sequence[tuple[str, Assessment]]) -> None:
         TraceWriter(self._client, context).log_assessments(assessments)
 
-    def assessment_names(self, context: RunContext) -> dict[str, list[str]]:
+    def assessment_names(self, context: TraceContext) -> dict[str, list[str]]:
         return TraceWriter(self._client, context).assessment_names()

@@ -24,7 +24,13 @@ from typing import TYPE_CHECKING, Any
 
 from evalkit.records import CallRecord, MetricPoint, ScoredRun, names
 from evalkit.tracking._backend import Backend
-from evalkit.tracking._traces import Assessment, EntryTrace, RunContext, build_traces, trace_id_for
+from evalkit.tracking._traces import (
+    Assessment,
+    EntryTrace,
+    TraceContext,
+    build_traces,
+    trace_id_for,
+)
 
 if TYPE_CHECKING:
     from evalkit.tracking._run import TrackedRun
@@ -185,9 +191,9 @@ class RunTraces:
         given, expected = self._entries.get(record.entry_id, (None, None))
         return {**record.to_json(), "input": given, "expected": expected}
 
-    def _context(self) -> RunContext:
+    def _context(self) -> TraceContext:
         journal = self._run.journal
-        return RunContext(journal.run_id, journal.experiment_id, journal.start_time_ms,
+        return TraceContext(journal.run_id, journal.experiment_id, journal.start_time_ms,
                           dict(journal.params), dict(journal.tags))
 
     def _register_dataset(self) -> None:

@@ -31,7 +31,7 @@ from typing import Any
 
 from evalkit._errors import TrackingError
 from evalkit.tracking._trace_writer import TraceWriter
-from evalkit.tracking._traces import EntryTrace, RunContext
+from evalkit.tracking._traces import EntryTrace, TraceContext
 
 WORKER_MIN_CALLS = 400
 """Traced calls from which a run on a local SQL store writes its spans in a worker process."""
@@ -63,11 +63,11 @@ class SpanWriting:
         """The worker process, once started."""
         return None if self._worker is None else self._worker.pid
 
-    def write_calls(self, context: RunContext, traces: Sequence[EntryTrace],
+    def write_calls(self, context: TraceContext, traces: Sequence[EntryTrace],
                     check_held: bool) -> None:
         self._run("calls", context, traces, check_held)
 
-    def write_verdicts(self, context: RunContext, traces: Sequence[EntryTrace]) -> None:
+    def write_verdicts(self, context: TraceContext, traces: Sequence[EntryTrace]) -> None:
         self._run("verdicts", context, traces)
 
     def _run(self, phase: str, *args: Any) -> None:
@@ -101,7 +101,7 @@ def _stop(worker: subprocess.Popen[bytes]) -> None:
         worker.stdout.close()
 
 
-def write_spans(phase: str, uri: str, context: RunContext, traces: Sequence[EntryTrace],
+def write_spans(phase: str, uri: str, context: TraceContext, traces: Sequence[EntryTrace],
                 *options: Any) -> None:
     """Write one phase of a run's traces (``calls`` or ``verdicts``)."""
     import mlflow

@@ -14,7 +14,7 @@ from evalkit.records import ScoredRun, names
 from evalkit.tracking._backend import Backend, StoredRun
 from evalkit.tracking._journal import RunJournal, mark_synced
 from evalkit.tracking._table import table_from_json
-from evalkit.tracking._traces import Assessment, RunContext, build_traces, trace_id_for
+from evalkit.tracking._traces import Assessment, TraceContext, build_traces, trace_id_for
 
 
 def upload_bundle(backend: Backend, folder: Path) -> str:
@@ -64,7 +64,7 @@ def upload_bundle(backend: Backend, folder: Path) -> str:
 
     if names.TRACES_TAG in journal.tags and names.EVALUATION_ARTIFACT in journal.artifacts:
         experiment_id = backend.run(run_id).experiment_id
-        _upload_traces(backend, journal, RunContext(run_id, experiment_id, start_time_ms,
+        _upload_traces(backend, journal, TraceContext(run_id, experiment_id, start_time_ms,
                                                     journal.params, journal.tags))
 
     backend.set_status(run_id, journal.status if journal.status != "RUNNING" else "FAILED")
@@ -72,7 +72,7 @@ def upload_bundle(backend: Backend, folder: Path) -> str:
     return run_id
 
 
-def _upload_traces(backend: Backend, journal: RunJournal, context: RunContext) -> None:
+def _upload_traces(backend: Backend, journal: RunJournal, context: TraceContext) -> None:
     """The run's traces and assessments, built from the bundle as the run would have written
     them; then the assessments added after the run's own (a series' stability, on its last
     replicate), except those a trace holds by name already."""

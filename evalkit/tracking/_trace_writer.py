@@ -26,6 +26,7 @@ from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
+from evalkit.config import prompt_use
 from evalkit.records import (
     Prices,
     TokenUsage,
@@ -38,8 +39,7 @@ from evalkit.tracking import _mlflow_private as private
 from evalkit.tracking._traces import (
     Assessment,
     EntryTrace,
-    RunContext,
-    prompt_use,
+    TraceContext,
     response_of,
 )
 
@@ -54,7 +54,7 @@ WRITERS = 8
 class TraceWriter:
     """Writes one run's traces; ids already in the store are skipped (resume, second sync)."""
 
-    def __init__(self, client: Any, context: RunContext) -> None:
+    def __init__(self, client: Any, context: TraceContext) -> None:
         self._client = client
         self._tracing = private.tracing_client(client.tracking_uri)
         self.context = context
@@ -122,7 +122,7 @@ def _entity(trace_id: str, assessment: Assessment, run_id: str) -> Any:
                     metadata=metadata)
 
 
-def _call_spans(context: RunContext, entry: EntryTrace) -> list[Any]:
+def _call_spans(context: TraceContext, entry: EntryTrace) -> list[Any]:
     """The entry's root span and one span per component call. Each call span starts a
     nanosecond after the one before it, so that every MLflow release lists them in call
     order (3.14 to 3.16 order spans that start together at random)."""
@@ -152,7 +152,7 @@ def _call_spans(context: RunContext, entry: EntryTrace) -> list[Any]:
     return spans
 
 
-def _judge_spans(context: RunContext, entry: EntryTrace) -> list[Any]:
+def _judge_spans(context: TraceContext, entry: EntryTrace) -> list[Any]:
     """One chat span per judge call that judged the entry, after the call spans, until the
     end of the entry's root span: the messages sent as its inputs (the UI shows them as a
     chat), the reply as its outputs, the tokens used."""

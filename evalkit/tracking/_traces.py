@@ -102,7 +102,7 @@ class EntryTrace:
 
 
 @dataclass(frozen=True)
-class RunContext:
+class TraceContext:
     """The run the traces belong to, as its params and tags describe it."""
 
     run_id: str
@@ -117,7 +117,7 @@ def trace_id_for(run_id: str, entry_id: str) -> str:
     return "tr-" + hashlib.sha256(f"{run_id}\0{entry_id}".encode()).hexdigest()[:32]
 
 
-def build_traces(context: RunContext, evaluation: ScoredRun,
+def build_traces(context: TraceContext, evaluation: ScoredRun,
                  calls: Sequence[Mapping[str, Any]]) -> list[EntryTrace]:
     """One :class:`EntryTrace` per entry with calls or results, in the run's order. A call may
     carry its entry's ``input``; else the input comes from the entry's results."""
@@ -196,12 +196,6 @@ def _judge_spans(test_type: str, item: ItemResult, repeats: int,
     asks = max(repeats, len(calls))
     return [JudgeSpan(test_type, ask, asks, item.judge_messages, call, of_calls)
             for ask, call in enumerate(calls, 1)]
-
-
-def prompt_use(test_type: str) -> str:
-    """The judge's prompt use for a test type: comparing outputs among themselves
-    (``repeatability``, ``bias``), or one output against its expected output."""
-    return test_type if test_type in COMPARATIVE_TYPES else "expected"
 
 
 def stability_assessment(test_type: str, cells: Sequence[ItemCell | None]) -> Assessment:

@@ -8,7 +8,7 @@ import hashlib
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-from evalkit.config import EvalConfig
+from evalkit.config import EvalConfig, prompt_use
 from evalkit.records import ScoredRun, TypeNames, names
 from evalkit.scorers import (
     ChatEndpoint,
@@ -24,7 +24,6 @@ from evalkit.scorers import (
     SemanticSimilarityScorer,
 )
 from evalkit.stats import logged_latency
-from evalkit.tracking import prompt_use
 
 
 @dataclass

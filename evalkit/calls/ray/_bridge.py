@@ -3,11 +3,11 @@
 Ray ends a driver's process when it loses the cluster's control store, so the run's process
 never imports Ray: it talks to this bridge over a socket, and a bridge that ends is a cluster
 lost (the run stops cleanly, resumable). The bridge connects to the cluster, ships the eval
-script's folder as Ray's working directory, starts a :class:`~evalkit.run._ray_worker.CallWorker`
+script's folder as Ray's working directory, starts a :class:`~evalkit.calls.ray._worker.CallWorker`
 actor per worker slot (:meth:`RaySettings.slots`) and hands each call to the least busy one.
 
 A worker that dies mid-call (its process, or its node) takes nothing with it: the call is made
-again on another worker, up to :data:`~evalkit.run._ray_slots.ATTEMPTS` times, then recorded
+again on another worker, up to :data:`~evalkit.calls.ray._slots.ATTEMPTS` times, then recorded
 as its error; a new worker replaces each one lost. A call abandoned (past its timeout) while
 it runs on a one-call slot ends its worker, so the calls behind it move on, uncharged. With
 no worker left for :data:`NO_WORKER_S` seconds the bridge reports the cluster lost.
@@ -28,9 +28,9 @@ from multiprocessing.connection import Connection
 from typing import Any
 
 from evalkit._errors import ConfigError
-from evalkit.run._ray_settings import EXCLUDED, RaySettings
-from evalkit.run._ray_slots import ATTEMPTS, Flight, Worker, is_running, lost_record, taker
-from evalkit.run._ray_worker import CallWorker, setup_failure
+from evalkit.calls.ray._settings import EXCLUDED, RaySettings
+from evalkit.calls.ray._slots import ATTEMPTS, Flight, Worker, is_running, lost_record, taker
+from evalkit.calls.ray._worker import CallWorker, setup_failure
 
 NO_WORKER_S = 60.0
 """How long calls may wait with no worker alive before the cluster counts as lost."""
@@ -41,7 +41,9 @@ class Bridge:
 
     def __init__(self, conn: Connection, settings: RaySettings) -> None:
         import ray  # only here: the run's process never imports Ray
-        self._ray, self._conn, self._settings = ray, conn, settings
+        self._ray = ray
+        self._conn = conn
+        self._settings = settings
         self._lock = threading.RLock()
         self._live: list[Worker] = []
         self._starting = 0
@@ -56,7 +58,8 @@ class Bridge:
 
     def open(self) -> tuple[int, str]:
         """Connect, start the workers and wait for them; the slots and where they run."""
-        s, ray = self._settings, self._ray
+        s = self._settings
+        ray = self._ray
         runtime_env = {"working_dir": s.working_dir, "excludes": EXCLUDED}
         local: dict[str, Any] = {"include_dashboard": False} if s.address is None else {}
         ray.init(address=s.address or "local", runtime_env=runtime_env, log_to_driver=False,
@@ -66,7 +69,8 @@ class Bridge:
             self._start_worker()
         # Every worker, or the first and a minute for the rest: the first calls would all
         # queue on the one worker ready first, the others idle as long as the run is short.
-        deadline, first = time.monotonic() + 600, None
+        deadline = time.monotonic() + 600
+        first: float | None = None  # when the first worker was ready
         while self._starting and (first is None or time.monotonic() - first < 60):
             if self._failure is not None or time.monotonic() > deadline:
                 raise RuntimeError(self._failure or "no Ray worker was ready within 10 minutes")

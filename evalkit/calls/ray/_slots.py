@@ -1,4 +1,4 @@
-"""The bridge's books (:mod:`evalkit.run._ray_bridge`): its workers, the calls out on them, which
+"""The bridge's books (:mod:`evalkit.calls.ray._bridge`): its workers, the calls out on them, which
 worker takes the next call and which call a one-call slot is running. No Ray here."""
 
 from __future__ import annotations

@@ -198,7 +198,8 @@ def plain_output(output: Any) -> tuple[Any, str | None]:
 
 def _depth(value: Any) -> int:
     """How many lists and objects are nested in a JSON value, at the deepest; no recursion."""
-    deepest, stack = 0, [(value, 0)]
+    deepest = 0
+    stack = [(value, 0)]
     while stack:
         node, level = stack.pop()
         children = node.values() if isinstance(node, dict) else node \

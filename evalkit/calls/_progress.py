@@ -62,7 +62,9 @@ class ProgressCounter:
         self._expected = dict(calls_per_entry)
         self._total = sum(self._expected.values())
         self._done: Counter[str] = Counter()
-        self._calls = self._errors = self._entries = 0
+        self._calls = 0
+        self._errors = 0
+        self._entries = 0
         self._report = report
         self._retries = retries
         self._clock = clock

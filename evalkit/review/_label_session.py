@@ -9,6 +9,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from evalkit._errors import ConfigError
+from evalkit.config import prompt_use
 from evalkit.dataset import BIAS, REPEATABILITY
 from evalkit.records import (
     HumanLabel,
@@ -20,7 +21,7 @@ from evalkit.records import (
     threshold_failures,
 )
 from evalkit.reports import recorded_metrics, render_reports
-from evalkit.run._labelling import (
+from evalkit.review._labelling import (
     description_tags,
     draw_entries,
     label_order,
@@ -109,7 +110,7 @@ class LabelSession:
         source = params.get(n.judge_prompt, "").split(" sha256:")[0]
         if not source:
             return said
-        use = self.test_type if self.test_type == REPEATABILITY else "expected"
+        use = prompt_use(self.test_type)
         try:  # the shipped prompt, or the user's file if it is still where the run found it
             prompt = JudgePrompt.load(use, None if source.startswith("evalkit/") else source)
         except (ConfigError, OSError):

@@ -11,12 +11,12 @@ from datetime import UTC, datetime
 from evalkit._distribution import VERSION
 from evalkit._errors import DatasetInvalid
 from evalkit._secrets import Redactor
+from evalkit.calls import RunPlan, Selection, plan_run
 from evalkit.config import EvalConfig, prompt_sha256
 from evalkit.dataset import Dataset, load_dataset
+from evalkit.evaluation._scorers import Scorers
 from evalkit.records import HumanLabel, Threshold, TypeNames, names, threshold_params
-from evalkit.run._labelling import known_entries, read_labels
-from evalkit.run._scorers import Scorers
-from evalkit.run._selection import RunPlan, Selection, plan_run
+from evalkit.review import known_entries, read_labels
 from evalkit.tracking import SourceState, TrackedRun, source_state
 
 

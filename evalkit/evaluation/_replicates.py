@@ -18,19 +18,15 @@ from pathlib import Path
 from typing import Any
 
 from evalkit._errors import RunInterrupted
+from evalkit.calls import Component, EntryOutputs, Selection
 from evalkit.config import EvalConfig
+from evalkit.evaluation._context import RunContext
+from evalkit.evaluation._evaluate import warn_unsynced
+from evalkit.evaluation._evaluation import evaluation_in
+from evalkit.evaluation._outcome import EvaluationOutcome
+from evalkit.evaluation._prepare import PreparedEvaluation, RunRole, prepare
 from evalkit.records import MetricPoint, Mode, RunUsage, SeriesItems, TypeNames, names
 from evalkit.reports import render_reports
-from evalkit.run._books import EntryOutputs
-from evalkit.run._call import Component
-from evalkit.run._evaluate import RUNS_DIR, warn_unsynced
-from evalkit.run._evaluation import Evaluation
-from evalkit.run._executors import Executor
-from evalkit.run._outcome import EvaluationOutcome
-from evalkit.run._prepare import PreparedEvaluation, RunRole, prepare
-from evalkit.run._progress import ProgressCallback
-from evalkit.run._selection import Selection
-from evalkit.run._stop import Stop
 from evalkit.stats import (
     SEED_DERIVATION,
     ReplicateStability,
@@ -39,7 +35,7 @@ from evalkit.stats import (
     replicate_seed,
     replicate_stability,
 )
-from evalkit.tracking import Assessment, Tracker, answers_of, stability_assessment
+from evalkit.tracking import Assessment, TrackedRun, answers_of, stability_assessment
 
 logger = logging.getLogger("evalkit")
 
@@ -81,8 +77,9 @@ def seeds_for(pack_id: str, root_seed: int, replicates: int,
               lock: SeedLock | None = None) -> SeedLock:
     """Seeds of replicates 0..n-1: those recorded in ``lock`` for the same pack and root seed,
     derived (see :func:`replicate_seed`) for the rest."""
-    recorded = lock.seeds if lock and (lock.pack_id, lock.root_seed) == (pack_id, root_seed) \
-        else ()
+    recorded: tuple[int, ...] = ()
+    if lock is not None and (lock.pack_id, lock.root_seed) == (pack_id, root_seed):
+        recorded = lock.seeds
     return SeedLock(pack_id, root_seed, tuple(
         recorded[r] if r < len(recorded) else replicate_seed(root_seed, pack_id, r)
         for r in range(replicates)))
@@ -111,14 +108,12 @@ class ReplicatesOutcome:
         return not self.failures
 
 
-def evaluate_replicates(config: EvalConfig, component: Component, selection: Selection, *,
-                        tracker: Tracker | None = None, runs_dir: Path = RUNS_DIR,
-                        stop: Stop | None = None, progress: ProgressCallback | None = None,
-                        executor: Executor | None = None) -> ReplicatesOutcome:
+def evaluate_replicates(config: EvalConfig, component: Component, selection: Selection,
+                        context: RunContext | None = None) -> ReplicatesOutcome:
     """Run the selection ``config.replicates`` times under one parent MLflow run."""
+    context = context or RunContext()
     prepared = prepare(config, selection)
-    tracker = tracker or Tracker()
-    stop = stop or Stop()
+    tracker = context.store
     lock_path = config.reports_dir / LOCK_FILE
     seeds = seeds_for(config.experiment_name, config.root_seed, config.replicates,
                       SeedLock.load(lock_path))
@@ -130,41 +125,15 @@ def evaluate_replicates(config: EvalConfig, component: Component, selection: Sel
               **{names.seed_param(r): str(seed) for r, seed in enumerate(seeds.seeds)}}
     warn_unsynced(tracker)
     with tracker.run(config.experiment_name, prepared.run_name(f"×{config.replicates} "), params,
-                     tags, traced=config.trace_calls) as parent, stop.open_run():
+                     tags, traced=config.trace_calls) as parent, context.stop.open_run():
         prepared.record_source(parent)
         logger.info("replicates: parent MLflow run %s, %d replicates, seeds %s", parent.id,
                     config.replicates, ", ".join(map(str, seeds.seeds)))
-        children: list[EvaluationOutcome] = []
-        calls: list[list[EntryOutputs]] = []  # each replicate's, by entry: the parent's traces
-        for replicate, seed in enumerate(seeds.seeds):
-            if stop.requested:
-                raise RunInterrupted(f"interrupted: replicate series {parent.id} marked KILLED; "
-                                     f"{_RERUN}")
-            role = RunRole(tags={names.REPLICATE_TAG: str(replicate), names.SEED_TAG: str(seed)},
-                           name_prefix=f"r{replicate}", seed=seed, replicate=replicate,
-                           local_reports=False, rerun=_RERUN)
-            with parent.child(role.name_prefix, prepared.params(),
-                              {**prepared.tags(), **role.tags}, raw_dir=runs_dir,
-                              traced=config.trace_calls) as child:
-                evaluation = Evaluation(child, prepared, component, role, stop=stop,
-                                        progress=progress, executor=executor)
-                children.append(evaluation.complete())
-                calls.append(evaluation.outputs)
-                if replicate == len(seeds.seeds) - 1:  # the run that completes the series
-                    child.traces.add_assessments(_stability_assessments(children))
-        parent.traces.write_series(_answers(prepared, calls), _stability_assessments(children))
+        children = _replicates(parent, prepared, component, context, seeds)
         stability = _stability_of(prepared, children)
         document = StabilityDocument(seeds.pack_id, seeds.root_seed, seeds.seeds,
                                      tuple(StabilitySummary.of(s) for s in stability))
-        usage = RunUsage.total(c.usage for c in children).to_metrics()
-        parent.log(_parent_metrics(stability, config.replicates)
-                   + [MetricPoint(key, value) for key, value in usage.items()],
-                   names.verdict_tags(
-            "PASS" if all(c.passed for c in children) else "FAIL", parent.journal.run_name))
-        parent.log_json(names.LOCK_ARTIFACT, seeds.to_json())
-        parent.log_json(names.STABILITY_ARTIFACT, document.to_json())
-        parent.log_json(names.STABILITY_ITEMS_ARTIFACT,
-                        SeriesItems.of([c.scored for c in children]).to_json())
+        _log_series(parent, seeds, document, stability, children)
         written = parent.publish_reports(render_reports(parent.record()), config.reports_dir)
         lock_path.write_text(_dump(seeds.to_json()), encoding="utf-8")
         stability_path = config.reports_dir / STABILITY_FILE
@@ -172,6 +141,47 @@ def evaluate_replicates(config: EvalConfig, component: Component, selection: Sel
     return ReplicatesOutcome(parent.id, config.experiment_name, tracker.tracking_uri,
                              tuple(children), stability, written, lock_path, stability_path,
                              f"{parent.url}/traces" if config.trace_calls else parent.url)
+
+
+def _replicates(parent: TrackedRun, prepared: PreparedEvaluation, component: Component,
+                context: RunContext, seeds: SeedLock) -> list[EvaluationOutcome]:
+    """Each replicate as a child run of ``parent``, with its own seed; then every entry's
+    answers across them, and the stability of the items they cover, on the parent's traces."""
+    config = prepared.config
+    children: list[EvaluationOutcome] = []
+    calls: list[list[EntryOutputs]] = []  # each replicate's, by entry: the parent's traces
+    for replicate, seed in enumerate(seeds.seeds):
+        if context.stop.requested:
+            raise RunInterrupted(f"interrupted: replicate series {parent.id} marked KILLED; "
+                                 f"{_RERUN}")
+        role = RunRole(tags={names.REPLICATE_TAG: str(replicate), names.SEED_TAG: str(seed)},
+                       name_prefix=f"r{replicate}", seed=seed, replicate=replicate,
+                       local_reports=False, rerun=_RERUN)
+        opening = parent.child(role.name_prefix, prepared.params(),
+                               {**prepared.tags(), **role.tags}, raw_dir=context.runs_dir,
+                               traced=config.trace_calls)
+        with evaluation_in(opening, prepared, component, context, role) as evaluation:
+            children.append(evaluation.complete())
+            calls.append(evaluation.outputs)
+            if replicate == len(seeds.seeds) - 1:  # the run that completes the series
+                evaluation.run.traces.add_assessments(_stability_assessments(children))
+    parent.traces.write_series(_answers(prepared, calls), _stability_assessments(children))
+    return children
+
+
+def _log_series(parent: TrackedRun, seeds: SeedLock, document: StabilityDocument,
+                stability: Sequence[ReplicateStability],
+                children: Sequence[EvaluationOutcome]) -> None:
+    """The parent run's metrics, verdict, seeds and stability documents."""
+    usage = RunUsage.total(c.usage for c in children).to_metrics()
+    metrics = _parent_metrics(stability, len(seeds.seeds))
+    metrics += [MetricPoint(key, value) for key, value in usage.items()]
+    verdict = "PASS" if all(c.passed for c in children) else "FAIL"
+    parent.log(metrics, names.verdict_tags(verdict, parent.journal.run_name))
+    parent.log_json(names.LOCK_ARTIFACT, seeds.to_json())
+    parent.log_json(names.STABILITY_ARTIFACT, document.to_json())
+    parent.log_json(names.STABILITY_ITEMS_ARTIFACT,
+                    SeriesItems.of([c.scored for c in children]).to_json())
 
 
 def _stability_of(prepared: PreparedEvaluation,

@@ -22,9 +22,9 @@ from functools import partial
 from typing import Any, Protocol
 
 from evalkit._secrets import Redactor
+from evalkit.calls._books import Task
+from evalkit.calls._call import Call, Component, failed_call, invoke, settled_call, with_fresh_mocks
 from evalkit.dataset import Entry
-from evalkit.run._books import Task
-from evalkit.run._call import Call, Component, failed_call, invoke, settled_call, with_fresh_mocks
 
 INTERRUPT = object()
 """Delivered instead of a record when a component raised ``KeyboardInterrupt``: a stop."""
@@ -69,7 +69,7 @@ class CallExecutor(Protocol):
 class Executor(Protocol):
     """Where a run's calls run: it gives each call window (one per replicate) its
     :class:`CallExecutor`. :class:`InProcess` by default; a
-    :class:`~evalkit.run.RayPool` takes them to a cluster."""
+    :class:`~evalkit.calls.RayPool` takes them to a cluster."""
 
     where: str
     """Where the calls run, in words (the run's ``executor`` tag)."""

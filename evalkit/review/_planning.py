@@ -13,6 +13,7 @@ from __future__ import annotations
 import json
 import statistics
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -44,64 +45,112 @@ from evalkit.stats import (
 from evalkit.tracking import RunReader, StoredRun, Tracker, source_state
 
 
-def build_plan(tracker: Tracker, reference: str, *, target_error: float = 0.01,
-               max_n: int = 20, against: str | None = None, contrast_count: int | None = None,
-               half_width: float | None = None, replicate_cost: float = 1.0,
-               item_cost: float = 1.0) -> Plan:
+@dataclass(frozen=True)
+class PlanOptions:
+    """What ``evalkit plan`` is asked besides the experiment: its options."""
+
+    target_error: float = 0.01
+    """The error each vote rule's N is chosen for."""
+    max_n: int = 20
+    """The largest N the vote tables go to."""
+    against: str | None = None
+    """A second system's replicate series (or experiment) to contrast with."""
+    contrast_count: int | None = None
+    """How many contrasts the intervals are adjusted for (default: the shared types)."""
+    half_width: float | None = None
+    """The contrast half-width the replicates needed are given for."""
+    replicate_cost: float = 1.0
+    item_cost: float = 1.0
+    """The costs the items-vs-replicates optimum weighs."""
+
+
+def build_plan(tracker: Tracker, reference: str,
+               options: PlanOptions = PlanOptions()) -> Plan:
     """Everything ``evalkit plan`` prints, from the experiment's runs in MLflow.
 
     ``reference`` names an experiment (its latest runs are read), or a run of one by its id or
     a prefix of it: a replicate series' parent or a run with repeatability entries, read in
     place of the experiment's latest of its kind."""
     reader = tracker.reader
-    named = None if reader.is_experiment(reference) else reader.stored(
-        reader.resolve(reference))
-    experiment = reference if named is None else reader.experiment_name(named)
-    runs = [r for r in reader.evaluation_runs(experiment) if r.status == "FINISHED"]
-    if named is not None:  # the named run first: it is the one read for its kind
-        runs = [named, *(r for r in runs if r.run_id != named.run_id)]
+    experiment, runs = _runs_read(reader, reference)
     repeats_run = next((r for r in runs if Mode.of(r.tags) != Mode.REPLICATES
                         and REPEATABILITY in r.tags.get(names.TEST_TYPES_TAG, "").split(",")),
                        None)
     parent_run = next((r for r in runs if Mode.of(r.tags) == Mode.REPLICATES), None)
     measured = []
     if repeats_run is not None:
-        record = reader.fetch(repeats_run.run_id)
-        found = disagreement("repeats", _repeat_answers(record))
-        if found is not None:
-            measured.append(_measured("repeats", record.run_id, found, target_error, max_n))
+        measured += _measured_by_repeats(reader.fetch(repeats_run.run_id), options)
     parent = reader.fetch(parent_run.run_id) if parent_run is not None else None
     allocations: dict[str, Allocation] = {}
     if parent is not None:
-        items = SeriesItems.from_json(parent.documents[names.STABILITY_ITEMS_ARTIFACT])
-        found = disagreement("replicates", [
-            [c.correct for c in row if c is not None]
-            for rows in items.types.values() for row in rows.values()])
-        if found is not None:
-            measured.append(_measured("replicates", parent.run_id, found, target_error, max_n))
-        stability = StabilityDocument.from_json(parent.documents[names.STABILITY_ARTIFACT])
-        for metric in stability.metrics:
-            if metric.components is not None:
-                allocations[TypeNames.of_accuracy(metric.metric).test_type] = allocate(
-                    metric.components, replicate_cost, item_cost)
+        measured += _measured_by_replicates(parent, options)
+        allocations = _allocations(parent, options)
     if not measured:
         raise NotFound(f"experiment {experiment!r} has no finished run with repeatability "
                        "entries and no replicate series: run make eval (with repeatability "
                        "entries) or make eval-replicates first")
     contrasts: tuple[ContrastPlan, ...] = ()
-    if against is not None:
-        if parent is None:
-            raise NotFound(f"contrasts need replicates of {experiment!r}: run "
-                           "make eval-replicates first")
-        other = reader.fetch(reader.resolve(against, mode=Mode.REPLICATES))
-        if other.run_id == parent.run_id:
-            raise ConfigError(f"{reference!r} and --against {against!r} are the same replicate "
-                              f"series ({parent.run_id}): a system contrasted with itself "
-                              "differs by nothing; name the other system's series")
-        contrasts = _contrasts(parent, other, contrast_count, half_width)
-    return Plan(experiment, target_error, tuple(measured), allocations,
-                None if parent is None else parent.run_id, against, contrasts,
-                contrast_count or len(contrasts), half_width, _label_plans(reader, runs))
+    if options.against is not None:
+        contrasts = _contrasts_against(reader, reference, experiment, parent, options)
+    return Plan(experiment, options.target_error, tuple(measured), allocations,
+                None if parent is None else parent.run_id, options.against, contrasts,
+                options.contrast_count or len(contrasts), options.half_width,
+                _label_plans(reader, runs))
+
+
+def _runs_read(reader: RunReader, reference: str) -> tuple[str, list[StoredRun]]:
+    """The experiment ``reference`` names, and its finished evaluation runs, newest first (a
+    run named by id first of all: it is the one read for its kind)."""
+    named = None if reader.is_experiment(reference) else reader.stored(
+        reader.resolve(reference))
+    experiment = reference if named is None else reader.experiment_name(named)
+    runs = [r for r in reader.evaluation_runs(experiment) if r.status == "FINISHED"]
+    if named is not None:
+        runs = [named, *(r for r in runs if r.run_id != named.run_id)]
+    return experiment, runs
+
+
+def _measured_by_repeats(record: RunRecord, options: PlanOptions) -> list[MeasuredP]:
+    """p from the repeat outputs of a run with repeatability entries (none if it has none)."""
+    found = disagreement("repeats", _repeat_answers(record))
+    if found is None:
+        return []
+    return [_measured("repeats", record.run_id, found, options.target_error, options.max_n)]
+
+
+def _measured_by_replicates(parent: RunRecord, options: PlanOptions) -> list[MeasuredP]:
+    """p from the verdicts of a replicate series (none if no item was scored twice)."""
+    items = SeriesItems.from_json(parent.documents[names.STABILITY_ITEMS_ARTIFACT])
+    found = disagreement("replicates", [
+        [c.correct for c in row if c is not None]
+        for rows in items.types.values() for row in rows.values()])
+    if found is None:
+        return []
+    return [_measured("replicates", parent.run_id, found, options.target_error, options.max_n)]
+
+
+def _allocations(parent: RunRecord, options: PlanOptions) -> dict[str, Allocation]:
+    """Each test type's items-vs-replicates optimum, where the series split its variance."""
+    stability = StabilityDocument.from_json(parent.documents[names.STABILITY_ARTIFACT])
+    return {TypeNames.of_accuracy(metric.metric).test_type: allocate(
+                metric.components, options.replicate_cost, options.item_cost)
+            for metric in stability.metrics if metric.components is not None}
+
+
+def _contrasts_against(reader: RunReader, reference: str, experiment: str,
+                       parent: RunRecord | None,
+                       options: PlanOptions) -> tuple[ContrastPlan, ...]:
+    """The contrasts between the experiment's series and the one ``options.against`` names."""
+    assert options.against is not None
+    if parent is None:
+        raise NotFound(f"contrasts need replicates of {experiment!r}: run "
+                       "make eval-replicates first")
+    other = reader.fetch(reader.resolve(options.against, mode=Mode.REPLICATES))
+    if other.run_id == parent.run_id:
+        raise ConfigError(f"{reference!r} and --against {options.against!r} are the same "
+                          f"replicate series ({parent.run_id}): a system contrasted with itself "
+                          "differs by nothing; name the other system's series")
+    return _contrasts(parent, other, options.contrast_count, options.half_width)
 
 
 def _label_plans(reader: RunReader, runs: Sequence[StoredRun]) -> tuple[LabelPlan, ...]:

@@ -16,8 +16,8 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from evalkit._errors import ConfigError, EvalkitError, RawResultsDamaged, TrackingError
+from evalkit.calls import RunPlan
 from evalkit.records import CallRecord, names
-from evalkit.run._selection import RunPlan
 from evalkit.tracking import (
     RawResults,
     RunReader,

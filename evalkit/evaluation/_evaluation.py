@@ -15,11 +15,24 @@ import logging
 import shlex
 import time
 from collections.abc import Collection, Iterator
+from contextlib import AbstractContextManager
 from dataclasses import replace
 from pathlib import Path
 
 from evalkit._errors import RunInterrupted
+from evalkit.calls import (
+    CallWindow,
+    Component,
+    EntryOutputs,
+    ProgressCounter,
+)
 from evalkit.dataset import REPEATABILITY
+from evalkit.evaluation._context import RunContext
+from evalkit.evaluation._outcome import EvaluationOutcome
+from evalkit.evaluation._prepare import PreparedEvaluation, RunRole
+from evalkit.evaluation._publishing import publish_reports
+from evalkit.evaluation._scoring import EarlyJudging, score_run
+from evalkit.evaluation._usage import usage_metrics
 from evalkit.records import (
     CallRecord,
     HumanLabel,
@@ -30,18 +43,7 @@ from evalkit.records import (
     meets_threshold,
     names,
 )
-from evalkit.run._books import EntryOutputs
-from evalkit.run._call import Component
-from evalkit.run._executors import Executor, InProcess
-from evalkit.run._labelling import description_tags, label_new_run
-from evalkit.run._outcome import EvaluationOutcome
-from evalkit.run._prepare import PreparedEvaluation, RunRole
-from evalkit.run._progress import ProgressCallback, ProgressCounter
-from evalkit.run._publishing import publish_reports
-from evalkit.run._scoring import EarlyJudging, score_run
-from evalkit.run._stop import Stop
-from evalkit.run._usage import usage_metrics
-from evalkit.run._window import CallWindow
+from evalkit.review import description_tags, label_new_run
 from evalkit.stats import (
     JudgeCheck,
     LabelDraws,
@@ -66,19 +68,28 @@ def resume_command(script: str, run_id: str) -> str:
     return f"evalkit resume {run_id} --script {shlex.quote(script)}"
 
 
+@contextlib.contextmanager
+def evaluation_in(opening: AbstractContextManager[TrackedRun], prepared: PreparedEvaluation,
+                  component: Component, context: RunContext,
+                  role: RunRole | None = None) -> Iterator[Evaluation]:
+    """The skeleton of every mode: open the run (``opening``: a new run, one reopened, a
+    replicate of a series), take the caller's stop requests while it is open, and carry the
+    prepared evaluation in it. The run closes with the block: FINISHED, or KILLED or FAILED
+    by what ended it."""
+    with opening as run, context.stop.open_run():
+        yield Evaluation(run, prepared, component, context, role)
+
+
 class Evaluation:
     """A prepared evaluation carried out in ``run``, in the given role (alone by default)."""
 
     def __init__(self, run: TrackedRun, prepared: PreparedEvaluation, component: Component,
-                 role: RunRole | None = None, *, stop: Stop | None = None,
-                 progress: ProgressCallback | None = None,
-                 executor: Executor | None = None) -> None:
-        self.run, self.prepared, self.component = run, prepared, component
-        self.executor = executor or InProcess()
-        """Where the calls run."""
+                 context: RunContext, role: RunRole | None = None) -> None:
+        self.run = run
+        self.prepared = prepared
+        self.component = component
+        self.context = context
         self.role = role or RunRole()
-        self.stop = stop or Stop()
-        self._progress = progress
         self.timings: dict[str, float] = {}
         self._clock = time.perf_counter()
         self.outputs: list[EntryOutputs] = []
@@ -114,24 +125,29 @@ class Evaluation:
     def make_calls(self) -> list[EntryOutputs]:
         """Every call the plan still needs (an earlier attempt's are reused), judging each
         entry as soon as its calls are in."""
-        config, plan, run = self.prepared.config, self.prepared.plan, self.run
+        config = self.prepared.config
+        plan = self.prepared.plan
+        run = self.run
         recorded = run.recorded
         missing = {p.entry.id: sum((p.entry.id, r) not in recorded for r in range(p.calls))
                    for p in plan.items}
+        outstanding = {entry_id: n for entry_id, n in missing.items() if n}
         logger.info("MLflow run %s in experiment %s (%s); %d entries, %d calls; raw results: %s",
                     run.id, config.experiment_name, shown_uri(run.tracking_uri),
                     len(plan.items), sum(missing.values()), run.raw.path)
-        run.register_prompts({p.registry_name: p.registry_template()
-                              for p in self.prepared.scorers.judge_prompts.values()})
-        self.prepared.record_source(run)
-        run.log(tags={names.EXECUTOR_TAG: self.executor.where})
+
         scorers = self.prepared.scorers
+        run.register_prompts({p.registry_name: p.registry_template()
+                              for p in scorers.judge_prompts.values()})
+        self.prepared.record_source(run)
+        run.log(tags={names.EXECUTOR_TAG: self.context.executor.where})
         scorers.reset_judge_stats()
-        progress = ProgressCounter({e: n for e, n in missing.items() if n}, self._progress,
+
+        progress = ProgressCounter(outstanding, self.context.progress,
                                    retries=scorers.judge_retries)
         redact = self.prepared.redactor.value  # what traces show: redacted once per entry
         run.traces.begin({p.entry.id: (redact(p.entry.input), redact(p.entry.expected_output))
-                          for p in plan.items}, {e: n for e, n in missing.items() if n})
+                          for p in plan.items}, outstanding)
         if scorers.judge is not None:
             logger.info("judging with %s, each entry as soon as its calls are in",
                         scorers.judge.model)
@@ -141,8 +157,8 @@ class Evaluation:
             run.traces.call(record)
 
         window = CallWindow.of(self.component, config.mock_adapters, self.prepared.redactor,
-                               self.executor, concurrency=config.max_concurrency,
-                               call_timeout=config.call_timeout, stop=self.stop)
+                               self.context.executor, concurrency=config.max_concurrency,
+                               call_timeout=config.call_timeout, stop=self.context.stop)
         try:
             self.outputs = window.run(plan, run.raw, seed=self.role.seed,
                                       replicate=self.role.replicate, recorded=recorded,
@@ -154,21 +170,40 @@ class Evaluation:
         return self.outputs
 
     def score(self) -> tuple[TypeMetrics, ...]:
-        """Score the calls, then log the metrics, every scored item and the verdicts."""
-        prepared, run = self.prepared, self.run
+        """Score the calls, check the scorers against people's labels, and log the scored
+        items, the metrics and the verdict."""
+        self._score_calls()
+        self._lap("scoring")
+        self.context.stop.raise_if_requested()
+        self._log_scored_items()
+        self._check_against_labels()
+        self._log_verdict()
+        self._lap("logging")
+        return self.metrics
+
+    def _score_calls(self) -> None:
+        """The scorers' verdicts on the calls, and each type's metrics from them."""
+        prepared = self.prepared
         # Judge errors can quote the provider; nothing leaves the run unredacted.
-        self.scored = ScoredRun.from_json(prepared.redactor.value(
-            score_run(self.outputs, prepared.plan.types, prepared.scorers,
-                      self._judging.verdicts, self.stop).to_json()))
+        scored = score_run(self.outputs, prepared.plan.types, prepared.scorers,
+                           self._judging.verdicts, self.context.stop)
+        self.scored = ScoredRun.from_json(prepared.redactor.value(scored.to_json()))
         self.metrics = tuple(TypeMetrics.from_result(r, prepared.thresholds[r.test_type])
                              for r in self.scored.types)
         for result in self.scored.types:
             for skipped in result.skipped:
                 logger.warning("bias group %r skipped: %s", skipped.bias_group, skipped.reason)
-        self._lap("scoring")
-        self.stop.raise_if_requested()
-        run.log_evaluation(self.scored)
-        run.traces.finish(self.scored)
+
+    def _log_scored_items(self) -> None:
+        """Every scored item, in the run's artifacts and on the entries' traces."""
+        self.run.log_evaluation(self.scored)
+        self.run.traces.finish(self.scored)
+
+    def _check_against_labels(self) -> None:
+        """Give the run people's labels (``LABELS_PATH``, ``LABEL_SAMPLE``), check each
+        scorer against them, and correct the metrics by what the checks found."""
+        prepared = self.prepared
+        run = self.run
         if prepared.config.trace_calls and not run.offline:
             self.labels, self.draws = label_new_run(run, self.scored, prepared.labels,
                                                    prepared.config.label_sample)
@@ -178,17 +213,19 @@ class Evaluation:
                            "the server went offline" if run.offline else "TRACE_CALLS = False")
         self.checks = checks_for(self.scored, self.labels, self.draws.by_type)
         self.metrics = corrected_metrics(self.metrics, self.checks)
+
+    def _log_verdict(self) -> None:
+        """The run's metrics and its verdict: PASS when every type met its threshold."""
+        run = self.run
         verdict = "PASS" if all(meets_threshold(m) for m in self.metrics) else "FAIL"
         run.log(self._run_metrics(), {**names.verdict_tags(verdict, run.journal.run_name),
                                        names.RUN_URL_TAG: run.url})
-        self._lap("logging")
-        return self.metrics
 
     def publish(self, local: Collection[str] | None = None) -> EvaluationOutcome:
         """Render the reports from what the run holds, log them, write them to the reports
         folder (those named in ``local``, or all of them unless the run is a replicate's;
-        see :mod:`evalkit.run._publishing`), and describe the run."""
-        self.stop.raise_if_requested()
+        see :mod:`evalkit.evaluation._publishing`), and describe the run."""
+        self.context.stop.raise_if_requested()
         record = replace(self.run.record(), labels=self.labels)
         folder = self.prepared.config.reports_dir if self.role.local_reports or local else None
         reports = publish_reports(self.run, record, folder, local)
@@ -205,7 +242,8 @@ class Evaluation:
         self._clock = now
 
     def _run_metrics(self) -> list[MetricPoint]:
-        plan, scored = self.prepared.plan, self.scored
+        plan = self.prepared.plan
+        scored = self.scored
         typed = [p for m in self.metrics for p in type_points(m)]
         accuracies = {TypeNames.of(m.test_type).accuracy for m in self.metrics}
         # first: MLflow's run lists show metric columns in the order they were logged

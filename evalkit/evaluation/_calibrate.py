@@ -14,21 +14,17 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from evalkit.calls import Component, Selection
 from evalkit.config import EvalConfig
 from evalkit.dataset import REPEATABILITY
+from evalkit.evaluation._context import RunContext
+from evalkit.evaluation._evaluate import new_run, warn_unsynced
+from evalkit.evaluation._evaluation import evaluation_in
+from evalkit.evaluation._outcome import EvaluationOutcome
+from evalkit.evaluation._prepare import RunRole, prepare
 from evalkit.records import CallRecord, Mode, names
-from evalkit.run._call import Component
-from evalkit.run._evaluate import RUNS_DIR, warn_unsynced
-from evalkit.run._evaluation import Evaluation
-from evalkit.run._executors import Executor
-from evalkit.run._outcome import EvaluationOutcome
-from evalkit.run._prepare import RunRole, prepare
-from evalkit.run._progress import ProgressCallback
-from evalkit.run._selection import Selection
-from evalkit.run._stop import Stop
 from evalkit.scorers import OutputGroup, Scorer
 from evalkit.stats import Calibration, CalibrationPoint
-from evalkit.tracking import Tracker
 
 
 @dataclass(frozen=True)
@@ -38,33 +34,28 @@ class CalibrationOutcome:
     reports: tuple[Path, ...]
 
 
-def evaluate_calibration(config: EvalConfig, component: Component, selection: Selection, *,
-                         tracker: Tracker | None = None, runs_dir: Path = RUNS_DIR,
-                         stop: Stop | None = None, progress: ProgressCallback | None = None,
-                         executor: Executor | None = None) -> CalibrationOutcome:
+def evaluate_calibration(config: EvalConfig, component: Component, selection: Selection,
+                         context: RunContext | None = None) -> CalibrationOutcome:
     """One run of the repeatability entries at ``CALIBRATION_REPEAT_COUNT``, then the prefix
     re-scoring, logged to the same MLflow run with ``report-calibration.md`` and its chart."""
+    context = context or RunContext()
     calibrated = dataclasses.replace(config, repeat_count=config.calibration_repeat_count)
     # Only the repeatability entries, at the larger count; --groups and --human-review apply.
     prepared = prepare(calibrated, dataclasses.replace(selection, test_type=REPEATABILITY))
-    tracker = tracker or Tracker()
-    stop = stop or Stop()
     role = RunRole(tags={names.MODE_TAG: Mode.CALIBRATION}, name_prefix="calib ",
                    local_reports=False,
                    rerun="a calibration run is not resumed: run --calibrate again")
-    warn_unsynced(tracker)
-    with tracker.run(config.experiment_name, prepared.run_name(role.name_prefix),
-                     prepared.params(), {**prepared.tags(), **role.tags}, raw_dir=runs_dir,
-                     traced=config.trace_calls) as run, stop.open_run():
-        evaluation = Evaluation(run, prepared, component, role, stop=stop, progress=progress,
-                                executor=executor)
+    warn_unsynced(context.store)
+    opening = new_run(context, prepared, prepared.run_name(role.name_prefix), prepared.params(),
+                      {**prepared.tags(), **role.tags})
+    with evaluation_in(opening, prepared, component, context, role) as evaluation:
         with evaluation.stops_reported():
             outputs = evaluation.make_calls()
             evaluation.score()
             calibration = prefix_pass_rates(
                 [(o.entry.input, o.calls) for o in outputs],
                 prepared.scorers.by_type[REPEATABILITY])
-            run.log_json(names.CALIBRATION_ARTIFACT, calibration.to_json())
+            evaluation.run.log_json(names.CALIBRATION_ARTIFACT, calibration.to_json())
             outcome = evaluation.publish(local=[names.CALIBRATION_REPORT, names.CALIBRATION_CHART])
         chart = config.reports_dir / names.CALIBRATION_CHART
     return CalibrationOutcome(outcome, calibration, (*outcome.reports, chart))

@@ -2,7 +2,7 @@
 made exactly as in-process.
 
 One :class:`CallWorker` is one Ray actor, one worker slot of the pool (see
-:mod:`evalkit.run._ray_bridge`). It imports the user's ``eval.py`` from the working directory
+:mod:`evalkit.calls.ray._bridge`). It imports the user's ``eval.py`` from the working directory
 Ray shipped, as a module (its ``if __name__ == "__main__"`` block does not run), runs
 ``setup_component()`` when the script defines one, and makes calls through the same executor
 an in-process run uses (threads, or an event loop for an ``async def`` component): mocks built
@@ -24,11 +24,11 @@ from typing import Any
 
 from evalkit._errors import WorkerSetupError
 from evalkit._secrets import Redactor
+from evalkit.calls._books import Task
+from evalkit.calls._call import Call, invoke
+from evalkit.calls._executors import INTERRUPT, AsyncCalls, Crashed, is_async
 from evalkit.dataset import Entry
 from evalkit.records import CallRecord
-from evalkit.run._books import Task
-from evalkit.run._call import Call, invoke
-from evalkit.run._executors import INTERRUPT, AsyncCalls, Crashed, is_async
 
 SETUP_HOOK = "setup_component"
 """The optional function of ``eval.py`` run once per worker before its first call (load a

@@ -13,9 +13,9 @@ import logging
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
+from evalkit.calls._selection import PlannedEntry, RunPlan
 from evalkit.dataset import Entry
 from evalkit.records import CallRecord
-from evalkit.run._selection import PlannedEntry, RunPlan
 
 logger = logging.getLogger("evalkit")
 

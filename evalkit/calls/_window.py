@@ -2,10 +2,11 @@
 
 At most ``MAX_CONCURRENCY`` calls and follow-up jobs are in flight at once; a new one starts as
 each finishes. Calls go first: an entry's follow-ups (its judge calls) start once its calls are
-in, and take the places no call is left to fill. Each call's record is appended to the raw
-results the moment it arrives (a crash or a stop loses nothing already paid for), and the file
-is put back in dataset order at the end. A call still running ``CALL_TIMEOUT`` seconds after it
-got its place is recorded as a timeout and abandoned to its executor.
+in, and take the places no call is left to fill. Each call's record is appended to the
+caller's :class:`~evalkit.calls._log.CallLog` (a run's raw results) the moment it arrives (a
+crash or a stop loses nothing already paid for), and put back in dataset order at the end. A
+call still running ``CALL_TIMEOUT`` seconds after it got its place is recorded as a timeout
+and abandoned to its executor.
 
 One stop rule for every executor: on the first :meth:`Stop.request` no new call starts and
 those in flight are kept; on the second, or when the executor is :class:`Lost`, they are
@@ -29,8 +30,7 @@ from typing import Any
 
 from evalkit._errors import RunInterrupted
 from evalkit._secrets import Redactor
-from evalkit.records import CallRecord
-from evalkit.run._books import (
+from evalkit.calls._books import (
     EntryCompletion,
     EntryOutputs,
     FollowUps,
@@ -39,8 +39,8 @@ from evalkit.run._books import (
     reused_calls,
     run_follow_up,
 )
-from evalkit.run._call import Call, Component, timed_out
-from evalkit.run._executors import (
+from evalkit.calls._call import Call, Component, timed_out
+from evalkit.calls._executors import (
     INTERRUPT,
     CallExecutor,
     Crashed,
@@ -49,9 +49,10 @@ from evalkit.run._executors import (
     Lost,
     ThreadWorkers,
 )
-from evalkit.run._selection import RunPlan
-from evalkit.run._stop import Stop
-from evalkit.tracking import RawResultsLog
+from evalkit.calls._log import CallLog
+from evalkit.calls._selection import RunPlan
+from evalkit.calls._stop import Stop
+from evalkit.records import CallRecord
 
 logger = logging.getLogger("evalkit")
 
@@ -87,7 +88,7 @@ class CallWindow:
         calls = (executor or InProcess()).calls(component, adapters, redactor, workers)
         return cls(calls, workers, **settings)
 
-    def run(self, plan: RunPlan, raw: RawResultsLog, *, seed: int | None = None,
+    def run(self, plan: RunPlan, raw: CallLog, *, seed: int | None = None,
             replicate: int | None = None,
             recorded: Mapping[tuple[str, int], CallRecord] | None = None,
             on_call: Callable[[CallRecord], None] | None = None,
@@ -96,17 +97,17 @@ class CallWindow:
         ``recorded`` (entry id, repeat) were made by an earlier attempt at this run and are
         reused, not made again; ``on_call`` hears of each new one as it is kept. A window
         makes one pass: its executors are closed at the end."""
-        books = _Books(self, plan, raw, recorded or {}, follow_ups, on_call,
+        window_pass = _WindowPass(self, plan, raw, recorded or {}, follow_ups, on_call,
                        partial(Call, seed=seed, replicate=replicate))
         failure: list[BaseException] = []
         done = threading.Event()
-        driver = threading.Thread(target=books.drive, args=(failure, done),
+        driver = threading.Thread(target=window_pass.drive, args=(failure, done),
                                   name="evalkit-window", daemon=True)
         try:
             driver.start()
         except KeyboardInterrupt:  # mid-start: a stop request, as while waiting below
             self.stop.request()
-            if not books.began.wait(_START_GRACE_S):  # the interrupt came before the launch
+            if not window_pass.began.wait(_START_GRACE_S):  # the interrupt came before the launch
                 raise RunInterrupted("interrupted as the calls began; none was made") from None
         # Waited for on an event, with a timeout, not with Thread.join: an interrupt inside
         # join can mark a thread that still runs as ended (CPython 3.11, bpo-45274).
@@ -119,17 +120,20 @@ class CallWindow:
         if failure:
             raise failure[0]
         self.stop.raise_if_requested()  # whenever it came: before the end, or as it ended
-        return entry_outputs(plan, books.records)
+        return entry_outputs(plan, window_pass.records)
 
 
-class _Books:
+class _WindowPass:
     """One pass of a window over a plan: what is in flight, what is due, what is kept."""
 
-    def __init__(self, window: CallWindow, plan: RunPlan, raw: RawResultsLog,
+    def __init__(self, window: CallWindow, plan: RunPlan, raw: CallLog,
                  recorded: Mapping[tuple[str, int], CallRecord], follow_ups: FollowUps | None,
                  on_call: Callable[[CallRecord], None] | None,
                  call_of: Callable[..., Call]) -> None:
-        self._window, self._plan, self._raw, self._on_call = window, plan, raw, on_call
+        self._window = window
+        self._plan = plan
+        self._raw = raw
+        self._on_call = on_call
         self._call_of = call_of
         self.records, pending = reused_calls(plan, recorded)
         self._tasks = iter(pending)
@@ -147,7 +151,8 @@ class _Books:
     def drive(self, failure: list[BaseException], done: threading.Event) -> None:
         """The window's work, on its own thread: what it raises goes to ``failure``."""
         self.began.set()
-        window, stop = self._window, self._window.stop
+        window = self._window
+        stop = window.stop
         try:
             try:
                 with stop.waking(lambda: self._finished.put(_WAKE)):

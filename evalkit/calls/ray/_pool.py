@@ -1,13 +1,13 @@
 """Calls on a Ray cluster: :class:`RayPool`, the executor a run leaves one machine with.
 
-The pool starts the run's Ray driver as a process of its own (:mod:`evalkit.run._ray_bridge`:
+The pool starts the run's Ray driver as a process of its own (:mod:`evalkit.calls.ray._bridge`:
 Ray ends its driver's process when the cluster goes away, and this process must live to close
 the run) and gives each call window a :class:`RayCalls`. The run stays here: the window, the
 raw-results journal, MLflow, scoring and reports. Each record a worker sends back is redacted
 again with this process's secrets before it is kept.
 
 A bridge that ends, or reports that no worker is left, is a cluster lost: every call in flight
-is delivered :class:`~evalkit.run._executors.Lost`, and the window stops the run as on a
+is delivered :class:`~evalkit.calls._executors.Lost`, and the window stops the run as on a
 second stop request (KILLED, every kept call kept, ``--resume`` makes the rest, on Ray or not).
 """
 
@@ -29,19 +29,19 @@ from typing import Any
 
 from evalkit._errors import ConfigError
 from evalkit._secrets import Redactor
+from evalkit.calls._books import Task
+from evalkit.calls._call import Call, Component
+from evalkit.calls._executors import INTERRUPT, Crashed, Deliver, Lost, ThreadWorkers
+from evalkit.calls.ray._settings import RaySettings, require_ray
+from evalkit.calls.ray._worker import INTERRUPTED
 from evalkit.dataset import Entry
 from evalkit.records import CallRecord
-from evalkit.run._books import Task
-from evalkit.run._call import Call, Component
-from evalkit.run._executors import INTERRUPT, Crashed, Deliver, Lost, ThreadWorkers
-from evalkit.run._ray_settings import RaySettings, require_ray
-from evalkit.run._ray_worker import INTERRUPTED
 
 LOG_DIR = Path(".evalkit") / "ray"
 """Where the bridge's output (Ray's own messages) goes: ``bridge-<pid>.log``."""
 _CLOSE_S = 30.0
 _ENDING_S = 5.0
-_BRIDGE = "import sys; from evalkit.run._ray_bridge import main; sys.exit(main(int(sys.argv[1])))"
+_BRIDGE = "import sys; from evalkit.calls.ray._bridge import main; sys.exit(main(int(sys.argv[1])))"
 
 class RayPool:
     """Worker slots on a Ray cluster for every call window of one run (a replicate series or
@@ -93,7 +93,8 @@ class RayPool:
             self.close()
             raise ConfigError(f"the run's calls cannot run on Ray: {reply[1]} (Ray's own "
                               f"messages: {self.log_path})")
-        self.slots, self.where = reply[1], reply[2]
+        self.slots = reply[1]
+        self.where = reply[2]
         threading.Thread(target=self._read, name="evalkit-ray-results", daemon=True).start()
 
     def close(self) -> None:
@@ -183,7 +184,8 @@ class RayCalls:
     """One call window's calls on a :class:`RayPool`."""
 
     def __init__(self, pool: RayPool, redactor: Redactor) -> None:
-        self._pool, self._redactor = pool, redactor
+        self._pool = pool
+        self._redactor = redactor
         self._ids: dict[Task, int] = {}
 
     def start(self, task: Task, entry: Entry, call: Call, deliver: Deliver) -> None:

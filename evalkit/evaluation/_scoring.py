@@ -24,12 +24,11 @@ from collections.abc import Callable, Mapping, Sequence
 from functools import partial
 from typing import Any
 
+from evalkit.calls import EntryOutputs, Stop
 from evalkit.dataset import BIAS, REPEATABILITY, BiasKey
+from evalkit.evaluation._compared import absent_fields_problem, compared_part
+from evalkit.evaluation._scorers import Scorers
 from evalkit.records import HumanReviewItem, ItemResult, ScoredRun, SkippedGroup, TypeResult
-from evalkit.run._books import EntryOutputs
-from evalkit.run._compared import absent_fields_problem, compared_part
-from evalkit.run._scorers import Scorers
-from evalkit.run._stop import Stop
 from evalkit.scorers import Case, LLMJudgeScorer, OutputGroup, Scorer, ScorerVerdict
 
 logger = logging.getLogger("evalkit")

@@ -1,0 +1,21 @@
+"""The evaluation modes: one run (and its resume), replicates, calibration and rescore.
+
+Each mode prepares a run (dataset, selection, scorers, labels), opens it in the store and
+carries it through one skeleton: the call engine (:mod:`evalkit.calls`) makes its calls, they
+are scored, checked against people's labels, logged with the metrics and the verdict, and the
+reports rendered. What a run needs from its caller (store, raw-results folder, stop, progress,
+executor) comes in one :class:`RunContext`. This wing is the only one that knows the whole
+pipeline; it drives the others.
+"""
+
+from evalkit.evaluation._calibrate import evaluate_calibration
+from evalkit.evaluation._context import RunContext
+from evalkit.evaluation._evaluate import evaluate, resume
+from evalkit.evaluation._outcome import EvaluationOutcome
+from evalkit.evaluation._replicates import ReplicatesOutcome, evaluate_replicates
+from evalkit.evaluation._rescore import rescore
+
+__all__ = [
+    "EvaluationOutcome", "ReplicatesOutcome", "RunContext", "evaluate", "evaluate_calibration",
+    "evaluate_replicates", "rescore", "resume",
+]

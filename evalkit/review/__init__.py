@@ -1,0 +1,30 @@
+"""After the run: reading finished runs, never calling the component.
+
+Two runs compared (:func:`compare`, :func:`what_differs`), the replicates a difference
+needs planned (:func:`build_plan`), and people's labels on a run (:class:`LabelSession`,
+:func:`import_labels`, and the labels a run is given as it finishes). Nothing here imports
+the call engine.
+"""
+
+from evalkit.review._compare import FLOOR_MULTIPLE, MetricComparison, Side, compare, load_side
+from evalkit.review._differences import Difference, what_differs
+from evalkit.review._label_session import (
+    LabelOutcome,
+    LabelSession,
+    feedback_taken_in,
+    import_labels,
+)
+from evalkit.review._labelling import (
+    description_tags,
+    known_entries,
+    label_new_run,
+    read_labels,
+)
+from evalkit.review._planning import PlanOptions, build_plan, record_plan
+
+__all__ = [
+    "FLOOR_MULTIPLE", "Difference", "LabelOutcome", "LabelSession", "MetricComparison",
+    "PlanOptions", "Side", "build_plan", "compare", "description_tags", "feedback_taken_in",
+    "import_labels", "known_entries", "label_new_run", "load_side", "read_labels", "record_plan",
+    "what_differs",
+]
