@@ -4,7 +4,9 @@ The judge (any automatic scorer) gives a verdict f_i on every one of N entries; 
 label Y_i (1 for pass) on n of them. The raw accuracy, the mean of f, is biased by the
 judge's errors; the labels alone are unbiased but few. Each estimator below combines the two
 into an unbiased estimate of the accuracy people would give, with an interval that counts
-both the labels and the entries. Each returns a :class:`CorrectedAccuracy`.
+both the labels and the entries. Each returns a :class:`CorrectedAccuracy`. These are the
+estimators alone: which labels enter them (those on drawn entries), turned into strata, is
+decided in ``stats/_judge.py`` (:func:`check_judge`).
 """
 
 from __future__ import annotations

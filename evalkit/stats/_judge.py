@@ -1,4 +1,5 @@
 """The scorer as a measured instrument: one test type's verdicts held against people's labels.
+This is where people's labels enter the corrected accuracy (:func:`check_judge`).
 
 For every scorer, the LLM judge first among them: how often its verdict agrees with a person's
 (every label counts), and the type's accuracy corrected for its errors (only labels on entries
