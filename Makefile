@@ -115,7 +115,7 @@ $(LLM_STAMP):
 
 test-llm: install $(LLM_STAMP)
 	EVALKIT_LLM_PYTHON=$(abspath $(LLM_VENV)/bin/python) EVALKIT_LLM_MODEL=$(abspath $(LLM_MODEL)) \
-		$(BIN)/python -m pytest -m llm tests/test_real_llm.py
+		$(BIN)/python -m pytest -m llm tests/e2e/test_real_llm.py
 
 # test-mlflow-versions: the oldest and the newest MLflow that pyproject.toml admits, each in a
 # virtualenv of its own under .cache/mlflow (kept between runs): the tests of what evalkit asks
@@ -131,7 +131,7 @@ test-mlflow-versions: install
 test-adoption: install
 	EVALKIT_BUILD_PYTHON=$(abspath $(BIN)/python) tools/test_adoption.sh
 
-# test-ui: the MLflow UI in a real headless browser over fresh runs (tests/test_ui.py).
+# test-ui: the MLflow UI in a real headless browser over fresh runs (tests/e2e/test_ui.py).
 # Debian's chromium (apt-get, when missing) is driven through its executable path by
 # Playwright for Python from a venv in the ignored cache (`playwright install` needs the
 # internet); `rm -rf .cache/ui` reinstalls. Screenshots land in .cache/ui/screenshots.
@@ -147,9 +147,9 @@ $(UI_STAMP):
 	touch $@
 
 test-ui: install $(UI_STAMP)
-	EVALKIT_UI_PYTHON=$(abspath $(UI_VENV)/bin/python) $(BIN)/python -m pytest -m ui tests/test_ui.py
+	EVALKIT_UI_PYTHON=$(abspath $(UI_VENV)/bin/python) $(BIN)/python -m pytest -m ui tests/e2e/test_ui.py
 
-# test-ray: tests/test_ray.py starts a Ray cluster of two nodes on this machine (ray start, the
+# test-ray: tests/e2e/test_ray.py starts a Ray cluster of two nodes on this machine (ray start, the
 # head on 127.0.0.2 and a worker node on 127.0.0.3, one CPU each, loopback only), runs eval.py
 # on it with --executor=ray, and kills every process it started by PID (never `ray stop`, which
 # would stop other Ray clusters of the machine). The ray extra goes into .venv once (the stamp).
@@ -160,7 +160,7 @@ $(RAY_STAMP): pyproject.toml
 	mkdir -p $(@D) && touch $@
 
 test-ray: install $(RAY_STAMP)
-	$(BIN)/python -m pytest -m ray tests/test_ray.py --junitxml=.cache/junit-ray.xml
+	$(BIN)/python -m pytest -m ray tests/e2e/test_ray.py --junitxml=.cache/junit-ray.xml
 
 # evalkit ui: the store evalkit itself uses; Ctrl-C or SIGTERM stops every process it started.
 dev-mlflow: install

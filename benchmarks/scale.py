@@ -24,7 +24,7 @@ sys.path.insert(0, str(REPO))
 from evalkit import Call, Entry, EvalConfig, Selection  # noqa: E402
 from evalkit.run import Evaluation, prepare  # noqa: E402
 from evalkit.tracking import Tracker  # noqa: E402
-from tests.builders import entry, write_dataset  # noqa: E402
+from tests.support.builders import entry, write_dataset  # noqa: E402
 
 
 def main() -> None:

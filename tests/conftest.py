@@ -1,6 +1,6 @@
 """Fixtures: a scratch folder per test, a tracker in memory, and (for the slow tier) one real
-local MLflow store per session. Builders are in ``tests/builders.py``; running evalkit in a
-process of its own is ``tests/processes.py``.
+local MLflow store per session. Builders are in ``tests/support/builders.py``; running evalkit in a
+process of its own is ``tests/support/processes.py``.
 
 Two tiers: ``make test`` runs every test not marked ``slow`` (in-process, no MLflow store, no
 subprocess, no server), ``make test-all`` adds the ``slow`` ones (end to end, subprocesses,
@@ -18,7 +18,7 @@ import pytest
 from hypothesis import settings
 
 from evalkit.tracking import Tracker
-from tests.processes import STORE_TEMPLATE
+from tests.support.processes import STORE_TEMPLATE
 
 # A deadline fails an example that a loaded machine merely ran slowly: behaviour, not speed.
 settings.register_profile("evalkit", deadline=None)

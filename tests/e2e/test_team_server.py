@@ -1,0 +1,628 @@
+"""Team scale: a run that loses its tracking server goes on, ends as a local bundle and is
+uploaded by sync; interrupted runs resume with only their missing calls; two evaluations
+write to one store at once; behind MLflow's basic auth an editor runs, while a reader and a
+wrong password are refused before any call (exit 2).
+
+What evalkit does about an outage, a stop or a resume is tested in memory against a store
+that stops answering on cue (fast). A real PostgreSQL-backed MLflow server on loopback
+(``tools/team_server.py``) shows the same through MLflow's client and server (slow); a
+subprocess only where the promise is about the process: its exit status and what it prints.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import signal
+import threading
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import mlflow
+import pytest
+
+from evalkit import Call, ConfigError, Entry, EvalConfig, RunInterrupted, Selection, evaluate
+from evalkit._errors import TrackingError
+from evalkit.reports import render_reports
+from evalkit.run import Stop, resume
+from evalkit.tracking import MemoryBackend, Tracker, TrackingOffline, history
+from evalkit.tracking._memory import MemoryTraceStore
+from tests.support.builders import entry, write_dataset, write_eval_script
+from tests.support.commands import evalkit_command
+from tests.support.processes import run_eval, run_evalkit, start_eval, wait_for
+from tests.test_traces import assert_memory_traces_match_results, assert_traces_match_results
+from tools.team_server import TeamServer
+
+# --- a tracking server in memory that stops answering on cue -------------------------------------
+
+class ServerDown(ConnectionError):
+    """What a client gets from a server that stopped answering."""
+
+
+class FlakyTraces(MemoryTraceStore):
+    """The server's trace store: refuses every request while the server is down."""
+
+    def __init__(self, server: FlakyServer) -> None:
+        super().__init__()
+        self.server = server
+
+    def write_calls(self, *args: Any, **kwargs: Any) -> None:
+        self.server.refuse()
+        super().write_calls(*args, **kwargs)
+
+    def write_verdicts(self, *args: Any, **kwargs: Any) -> None:
+        self.server.refuse()
+        super().write_verdicts(*args, **kwargs)
+
+    def add_assessments(self, *args: Any, **kwargs: Any) -> None:
+        self.server.refuse()
+        super().add_assessments(*args, **kwargs)
+
+    def assessment_names(self, *args: Any, **kwargs: Any) -> dict[str, list[str]]:
+        self.server.refuse()
+        return super().assessment_names(*args, **kwargs)
+
+
+class FlakyServer(MemoryBackend):
+    """A tracking server (remote) in memory: while :attr:`down` it answers nothing, every
+    request raises and :meth:`answers` is false, as a server that stopped would."""
+
+    tracking_uri = "http://team.example:5000"
+    is_remote = True
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.down = False
+        self.refused = 0
+        """Requests made while down."""
+        self.traces = FlakyTraces(self)
+
+    def refuse(self) -> None:
+        if self.down:
+            self.refused += 1
+            raise ServerDown(f"{self.tracking_uri}: Connection refused")
+
+    def check_reachable(self) -> None:
+        if self.down:
+            raise TrackingError(f"cannot reach the MLflow tracking server at "
+                                f"{self.tracking_uri} (Connection refused)")
+
+    def answers(self) -> bool:
+        return not self.down
+
+
+def _refusing(name: str) -> Callable[..., Any]:
+    def method(self: FlakyServer, *args: Any, **kwargs: Any) -> Any:
+        self.refuse()
+        return getattr(MemoryBackend, name)(self, *args, **kwargs)
+    method.__name__ = name
+    return method
+
+
+for _request in ("experiment_id", "experiment_name", "create_run", "log_batch", "log_artifact",
+                 "log_table", "log_dataset_input", "set_status", "run", "metric_history",
+                 "artifact", "runs", "run_ids", "human_feedback", "register_dataset",
+                 "register_prompts"):
+    setattr(FlakyServer, _request, _refusing(_request))
+
+
+class Outage:
+    """Counts the component's calls; the ``at``-th takes the server down (and, with
+    ``stop``, then asks the run to stop), the way an outage strikes mid-run."""
+
+    def __init__(self, server: FlakyServer, at: int, stop: Stop | None = None) -> None:
+        self.server, self.at, self.stop = server, at, stop
+        self.calls: list[tuple[str, int]] = []
+        self.lock = threading.Lock()
+
+    def tick(self, item: Entry, call: Call) -> None:
+        with self.lock:
+            self.calls.append((item.id, call.repeat))
+            now = len(self.calls) == self.at
+        if now:
+            self.server.down = True
+            if self.stop is not None:
+                self.stop.request()
+
+
+def right_when_0_to_6(item: Entry, call: Call) -> str:
+    return "a" if item.id[-1] in "0123456" else "b"
+
+
+def project_config(tmp_path: Path, experiment: str, entries: int = 12,
+                   reports: str = "reports", **constants: Any) -> EvalConfig:
+    """``entries`` functional entries (right when the id ends in 0-6) and one repeatability
+    entry of three repeats; the reports in ``tmp_path/reports``."""
+    dataset = write_dataset(tmp_path / "ds", {
+        **{f"e{i:02d}": entry("functional") for i in range(entries)},
+        "rep": entry("repeatability")})
+    return EvalConfig.from_constants({
+        "EXPERIMENT_NAME": experiment, "DATASET_PATH": str(dataset),
+        "REPORTS_DIR": str(tmp_path / reports), "EVAL_MIN_ACCURACY": 0.5, "REPEAT_COUNT": 3,
+        "EVAL_MIN_ACCURACY_REPEATABILITY": 0.5, "MAX_CONCURRENCY": 1, **constants}, "eval.py")
+
+
+@pytest.fixture
+def server(tmp_path: Path) -> Tracker:
+    return Tracker(backend=FlakyServer(), bundles_dir=tmp_path / ".evalkit" / "bundles")
+
+
+def test_a_run_that_loses_its_server_goes_on_and_sync_uploads_it(tmp_path: Path,
+                                                                  server: Tracker) -> None:
+    flaky = server.backend
+    assert isinstance(flaky, FlakyServer)
+    config = project_config(tmp_path, "team/outage", entries=16)
+    outage = Outage(flaky, at=3)
+
+    def component(item: Entry, call: Call) -> str:
+        outage.tick(item, call)
+        return right_when_0_to_6(item, call)
+
+    with pytest.raises(TrackingOffline) as offline:
+        evaluate(config, component, Selection("all"), tracker=server,
+                 runs_dir=tmp_path / "runs")
+    assert flaky.refused >= 1
+    (bundle,) = offline.value.bundles
+    assert f"evalkit sync {bundle}" in str(offline.value)
+    assert bundle == tmp_path / ".evalkit" / "bundles" / bundle.name
+    raw = (bundle / "artifacts" / "raw" / "raw-results.jsonl").read_text().splitlines()
+    assert len(raw) == len(outage.calls) == 16 + 3  # the run went on; nothing paid for lost
+    bundled = {p.name: p.read_bytes() for p in (bundle / "artifacts" / "reports").iterdir()}
+    assert bundled == {p.name: p.read_bytes() for p in (tmp_path / "reports").iterdir()}
+    assert set(bundled) == {"report-functional.md", "report-repeatability.md", "summary.md",
+                            "convergence-functional.svg", "convergence-repeatability.svg"}
+    document = json.loads((bundle / "bundle.json").read_text())
+    run_id = document["run_id"]
+    assert document["status"] == "FINISHED" and document["params"]["REPEAT_COUNT"] == "3"
+    assert server.unsynced_bundles() == [bundle]
+
+    flaky.down = False
+    assert server.reader.stored(run_id).status == "RUNNING"  # left dangling by the outage
+    assert server.upload(bundle) == run_id  # into its own run
+    stored = server.reader.stored(run_id)
+    assert stored.status == "FINISHED"
+    assert stored.metrics["functional_accuracy"] == pytest.approx(13 / 16)
+    assert stored.tags["verdict"] == "PASS"
+    for name, content in bundled.items():
+        assert flaky.artifact(run_id, f"reports/{name}") == content
+    assert flaky.artifact(run_id, "raw/raw-results.jsonl").decode().splitlines() == raw
+    assert render_reports(server.reader.fetch(run_id)) == {
+        name: content.decode() for name, content in bundled.items() if name.endswith(".md")}
+    assert_memory_traces_match_results(flaky, run_id)  # written by sync from the bundle
+    metrics = [(p.key, p.step, p.value) for p in flaky.journals[run_id].metrics]
+    assert len(metrics) == len(set(metrics))  # each point once, those logged before included
+    assert [(r.run_id, r.verdict) for r in history(server.reader, "team/outage")] == [
+        (run_id, "PASS")]
+    assert server.unsynced_bundles() == []
+    assert server.upload(bundle) == run_id  # a second sync changes nothing
+    assert [(p.key, p.step, p.value) for p in flaky.journals[run_id].metrics] == metrics
+
+
+def stopped_during_an_outage(tmp_path: Path, server: Tracker,
+                             config: EvalConfig) -> tuple[Path, Outage]:
+    """A run the server leaves at its 3rd call, then stopped: its bundle and the outage."""
+    flaky = server.backend
+    assert isinstance(flaky, FlakyServer)
+    stop = Stop()
+    outage = Outage(flaky, at=3, stop=stop)
+
+    def component(item: Entry, call: Call) -> str:
+        outage.tick(item, call)
+        return "a"
+
+    with pytest.raises(RunInterrupted, match="--resume"):
+        evaluate(config, component, Selection("all"), tracker=server,
+                 runs_dir=tmp_path / "runs", stop=stop)
+    (bundle,) = server.unsynced_bundles()
+    return bundle, outage
+
+
+def test_a_run_stopped_during_an_outage_leaves_its_whole_bundle(tmp_path: Path,
+                                                                server: Tracker) -> None:
+    flaky = server.backend
+    assert isinstance(flaky, FlakyServer)
+    bundle, outage = stopped_during_an_outage(
+        tmp_path, server, project_config(tmp_path, "team/stopped", entries=40))
+    document = json.loads((bundle / "bundle.json").read_text())
+    assert document["status"] == "KILLED"
+    raw = (bundle / "artifacts" / "raw" / "raw-results.jsonl").read_text().splitlines()
+    assert [tuple(json.loads(line)[k] for k in ("entry_id", "repeat")) for line in raw] == \
+        outage.calls  # every call paid for, none invented
+    assert 3 <= len(raw) < 40 + 3
+    run_id = document["run_id"]
+
+    flaky.down = False
+    assert server.reader.stored(run_id).status == "RUNNING"  # the server never heard
+    assert server.upload(bundle) == run_id
+    assert server.reader.stored(run_id).status == "KILLED"
+    assert flaky.artifact(run_id, "raw/raw-results.jsonl").decode().splitlines() == raw
+
+
+def test_a_resume_after_the_outage_supersedes_the_bundle_it_left(tmp_path: Path,
+                                                                  server: Tracker) -> None:
+    flaky = server.backend
+    assert isinstance(flaky, FlakyServer)
+    config = project_config(tmp_path, "team/resumed", entries=10)
+    bundle, _ = stopped_during_an_outage(tmp_path, server, config)
+    run_id = bundle.name
+    flaky.down = False
+    resume(config, lambda item, call: "a", run_id, tracker=server, runs_dir=tmp_path / "runs")
+    assert server.reader.stored(run_id).status == "FINISHED"
+    raw = flaky.artifact(run_id, "raw/raw-results.jsonl")
+    assert len(raw.splitlines()) == 10 + 3
+    assert server.unsynced_bundles() == []  # nothing left to upload: the run holds it all
+
+    with pytest.raises(TrackingError, match=f"run {run_id} was resumed and finished after the "
+                                            "bundle .* was saved: the bundle is out of date"):
+        server.upload(bundle)  # named by hand, the old bundle still changes nothing
+    assert server.reader.stored(run_id).status == "FINISHED"
+    assert flaky.artifact(run_id, "raw/raw-results.jsonl") == raw
+
+
+def interrupted(tmp_path: Path, tracker: Tracker, config: EvalConfig, after: int,
+                component: Callable[[Entry, Call], Any], stop: Stop | None = None
+                ) -> tuple[str, list[tuple[str, int]]]:
+    """A run stopped (by ``stop``) once ``after`` calls are made: its id and the calls it
+    made."""
+    stop = stop or Stop()
+    made: list[tuple[str, int]] = []
+
+    def stopping(item: Entry, call: Call) -> Any:
+        made.append((item.id, call.repeat))
+        if len(made) == after:
+            stop.request()
+        return component(item, call)
+
+    with pytest.raises(RunInterrupted) as stopped:
+        evaluate(config, stopping, Selection("all"), tracker=tracker,
+                 runs_dir=tmp_path / "runs", stop=stop)
+    run_id = re.search(r"--resume (\w+)", str(stopped.value)).group(1)  # type: ignore[union-attr]
+    return run_id, made
+
+
+def test_an_interrupted_run_resumes_with_only_the_missing_calls(tmp_path: Path,
+                                                                tracker: Tracker) -> None:
+    reference = evaluate(project_config(tmp_path, "team/resume", reports="reference"),
+                         right_when_0_to_6, Selection("all"), tracker=tracker,
+                         runs_dir=tmp_path / "runs")
+    config = project_config(tmp_path, "team/resume", reports="interrupted")
+    stop = Stop()  # the same one for the resume, as a notebook keeps its own
+    run_id, before = interrupted(tmp_path, tracker, config, 5, right_when_0_to_6, stop)
+    assert tracker.reader.stored(run_id).status == "KILLED"
+    assert len(before) == 5
+
+    after: list[tuple[str, int]] = []
+
+    def component(item: Entry, call: Call) -> str:
+        after.append((item.id, call.repeat))
+        return right_when_0_to_6(item, call)
+
+    resumed = resume(config, component, run_id, tracker=tracker, runs_dir=tmp_path / "runs",
+                     stop=stop)  # spent with the run it stopped: this one runs to its end
+    everything = [(f"e{i:02d}", 0) for i in range(12)] + [("rep", r) for r in range(3)]
+    assert sorted(before + after) == sorted(everything)  # each call made exactly once
+    stored = tracker.reader.stored(run_id)
+    assert resumed.run_id == run_id and stored.status == "FINISHED"
+    assert (stored.tags["resumed"], stored.tags["resume_calls_saved"],
+            stored.tags["resume_calls_made"]) == ("true", "5", str(len(after)))
+
+    def stable(metrics: Any) -> dict[str, float]:
+        return {k: v for k, v in metrics.items() if "latency" not in k}
+
+    assert stable(stored.metrics) == stable(tracker.reader.stored(reference.run_id).metrics)
+    assert isinstance(tracker.backend, MemoryBackend)
+    assert_memory_traces_match_results(tracker.backend, run_id)
+
+    def body(report: Path) -> list[str]:
+        return [line for line in report.read_text().splitlines()
+                if not line.startswith(("- **Date:**", "- **MLflow:**"))]
+
+    for name in ("report-functional.md", "report-repeatability.md"):
+        assert body(tmp_path / "interrupted" / name) == body(tmp_path / "reference" / name)
+    with pytest.raises(ConfigError, match="nothing to resume"):
+        resume(config, component, run_id, tracker=tracker, runs_dir=tmp_path / "runs")
+
+
+def test_resume_refuses_a_changed_dataset(tmp_path: Path, tracker: Tracker) -> None:
+    config = project_config(tmp_path, "team/changed")
+    run_id, _ = interrupted(tmp_path, tracker, config, 2, right_when_0_to_6)
+    write_dataset(tmp_path / "ds", {"e00": entry("functional", expected="changed")})
+    calls: list[str] = []
+    with pytest.raises(ConfigError, match=r"dataset_digest.*differ"):
+        resume(config, lambda item, call: calls.append(item.id), run_id, tracker=tracker,
+               runs_dir=tmp_path / "runs")
+    assert calls == []
+    assert tracker.reader.stored(run_id).status == "KILLED"
+
+
+# --- a real team server (slow) -------------------------------------------------------------------
+
+COMPONENT = """
+import json, os, time
+def invoke_component(entry, call):
+    time.sleep(DELAY)
+    with open("calls.log", "a") as log:
+        log.write(json.dumps([entry.id, call.repeat]) + "\\n")
+    return "a" if entry.id[-1] in "0123456" else "b"
+"""
+
+
+def project(folder: Path, experiment: str, entries: int = 12, delay: float = 0.0,
+            **constants: object) -> Path:
+    """The eval script of :func:`project_config`, run as users run it; it logs each call to
+    ``calls.log``."""
+    folder.mkdir(parents=True, exist_ok=True)
+    write_dataset(folder / "ds", {
+        **{f"e{i:02d}": entry("functional") for i in range(entries)},
+        "rep": entry("repeatability")})
+    write_eval_script(folder, {"EXPERIMENT_NAME": experiment, "DATASET_PATH": "ds",
+                               "EVAL_MIN_ACCURACY": 0.5, "REPEAT_COUNT": 3,
+                               "EVAL_MIN_ACCURACY_REPEATABILITY": 0.5, "DELAY": delay,
+                               "MAX_CONCURRENCY": 1, **constants}, COMPONENT)
+    return folder
+
+
+def calls_made(folder: Path) -> list[tuple[str, int]]:
+    log = folder / "calls.log"
+    return [tuple(json.loads(line)) for line in log.read_text().splitlines()] \
+        if log.exists() else []
+
+
+@pytest.fixture(scope="module")
+def team(tmp_path_factory: pytest.TempPathFactory) -> Iterator[TeamServer]:
+    with TeamServer.create(tmp_path_factory.mktemp("team")) as server:
+        yield server
+
+
+@pytest.fixture
+def team_up(team: TeamServer) -> Iterator[TeamServer]:
+    """The team server, started again after a test that stopped it."""
+    yield team
+    if team.mlflow.process is None or team.mlflow.process.poll() is not None:
+        team.mlflow.start()
+
+
+@pytest.fixture
+def command(capsys: pytest.CaptureFixture[str]) -> Any:
+    """``evalkit ARGS`` in this process: (status, stdout, stderr)."""
+    def run(*args: str) -> tuple[int, str, str]:
+        capsys.readouterr()
+        status = evalkit_command(*args)
+        out, err = capsys.readouterr()
+        return status, out, err
+    return run
+
+
+@pytest.mark.slow
+def test_a_full_evaluation_against_the_team_server(
+        tmp_path: Path, team_up: TeamServer, command: Any,
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    from evalkit.run import evaluate_replicates
+
+    config = project_config(tmp_path, "team/full", REPLICATES=2)
+    monkeypatch.setenv("MLFLOW_TRACKING_URI", team_up.tracking_uri)  # as its users export it
+    tracker = Tracker()
+    single = evaluate(config, right_when_0_to_6, Selection("all"), tracker=tracker,
+                      runs_dir=tmp_path / "runs")
+    series = evaluate_replicates(config, right_when_0_to_6, Selection("all"), tracker=tracker,
+                                 runs_dir=tmp_path / "runs")
+    assert not (tmp_path / "mlflow.db").exists() and not (tmp_path / "mlruns").exists()
+
+    client = mlflow.MlflowClient(team_up.tracking_uri)
+    experiment = client.get_experiment_by_name("team/full")
+    runs = client.search_runs([experiment.experiment_id])
+    children = [r for r in runs if r.data.tags.get("mlflow.parentRunId") == series.parent_run_id]
+    assert len(runs) == 4 and len(children) == 2
+    assert all(r.info.status == "FINISHED" for r in runs)
+    run = client.get_run(single.run_id)
+    # right when the id ends in 0-6: e00-e06, e10, e11
+    assert run.data.metrics["functional_accuracy"] == pytest.approx(9 / 12)
+    assert "functional_noise_floor" in client.get_run(series.parent_run_id).data.metrics
+    # (MlflowClient.load_table searches runs through the process's URI: read the file itself)
+    table = json.loads(Path(client.download_artifacts(
+        single.run_id, "results/entries.json", str(tmp_path / "table"))).read_text())
+    assert len(table["data"]) == 13 and "correct" in table["columns"]
+    assert_traces_match_results(team_up.tracking_uri, single.run_id)
+    # Reports rendered back through the server equal the ones written at the end of the run.
+    status, _, err = command("report", single.run_id, "--output", str(tmp_path / "again"))
+    assert status == 0, err
+    for name in ("report-functional.md", "report-repeatability.md"):
+        served = Path(client.download_artifacts(single.run_id, f"reports/{name}",
+                                                str(tmp_path / "dl")))
+        assert (tmp_path / "again" / name).read_bytes() == served.read_bytes()
+    status, out, _ = command("history", "team/full", "--json")
+    assert [r["replicates"] for r in json.loads(out)] == [2, None]
+
+
+@pytest.mark.slow
+def test_an_outage_mid_run_exits_6_with_a_bundle_that_sync_uploads(
+        tmp_path: Path, team_up: TeamServer, command: Any,
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    folder = project(tmp_path, "team/outage", entries=16, delay=0.25)
+    env = {"MLFLOW_TRACKING_URI": team_up.tracking_uri}
+    process = start_eval(folder, "--type=all", env=env)
+    try:
+        wait_for(lambda: len(calls_made(folder)) >= 3, "three calls")
+        team_up.mlflow.stop()  # the server dies mid-run; PostgreSQL and the artifacts survive
+        process.wait(timeout=180)
+    finally:
+        if process.poll() is None:
+            process.kill()
+        team_up.mlflow.start()
+    output = (folder / "run.log").read_text()
+    assert process.returncode == 6, output
+    assert "Traceback" not in output
+    found = re.search(r"evalkit sync (\S+)", output)
+    assert found, output
+    bundle = Path(found.group(1))
+    bundle = bundle if bundle.is_absolute() else folder / bundle
+    raw = (bundle / "artifacts" / "raw" / "raw-results.jsonl").read_text().splitlines()
+    assert len(raw) == len(calls_made(folder)) == 16 + 3  # nothing paid for was lost
+    bundled_reports = {p.name: p.read_bytes()
+                       for p in (bundle / "artifacts" / "reports").iterdir()}
+    assert bundled_reports == {p.name: p.read_bytes() for p in (folder / "reports").iterdir()}
+    run_id = json.loads((bundle / "bundle.json").read_text())["run_id"]
+    client = mlflow.MlflowClient(team_up.tracking_uri)
+    assert client.get_run(run_id).info.status == "RUNNING"  # left dangling by the outage
+
+    monkeypatch.setenv("MLFLOW_TRACKING_URI", team_up.tracking_uri)
+    monkeypatch.chdir(folder)  # where the bundles are
+    status, out, err = command("sync")
+    assert status == 0, err
+    assert f"as run {run_id}" in out
+    run = client.get_run(run_id)
+    assert run.info.status == "FINISHED"
+    assert run.data.metrics["functional_accuracy"] == pytest.approx(13 / 16)
+    for name, content in bundled_reports.items():
+        served = Path(client.download_artifacts(run_id, f"reports/{name}",
+                                                str(tmp_path / "served")))
+        assert served.read_bytes() == content
+    served_raw = Path(client.download_artifacts(run_id, "raw/raw-results.jsonl",
+                                                str(tmp_path / "served")))
+    assert served_raw.read_text().splitlines() == raw
+    assert_traces_match_results(team_up.tracking_uri, run_id)  # written by sync from the bundle
+    status, _, err = command("report", run_id, "--output", str(tmp_path / "again"))
+    assert status == 0, err
+    assert {p.name: p.read_bytes() for p in (tmp_path / "again").iterdir()} == bundled_reports
+    status, out, _ = command("history", "team/outage", "--json")
+    assert [(r["run_id"], r["verdict"]) for r in json.loads(out)] == [(run_id, "PASS")]
+    assert command("sync")[1] == "no bundle to upload\n"
+
+
+@pytest.mark.slow
+def test_ctrl_c_during_an_outage_exits_130_naming_the_bundle(
+        tmp_path: Path, team_up: TeamServer) -> None:
+    folder = project(tmp_path, "team/stopped", entries=80, delay=0.2)
+    env = {"MLFLOW_TRACKING_URI": team_up.tracking_uri}
+    process = start_eval(folder, "--type=all", env=env)
+    try:
+        wait_for(lambda: len(calls_made(folder)) >= 3, "three calls")
+        team_up.mlflow.stop()
+        process.send_signal(signal.SIGINT)
+        process.wait(timeout=180)
+    finally:
+        if process.poll() is None:
+            process.kill()
+        team_up.mlflow.start()
+    output = (folder / "run.log").read_text()
+    assert process.returncode == 130, output
+    (bundle,) = (folder / ".evalkit" / "bundles").iterdir()
+    assert f"evalkit sync {bundle.relative_to(folder)}" in output
+    document = json.loads((bundle / "bundle.json").read_text())
+    assert document["status"] == "KILLED"
+    raw = (bundle / "artifacts" / "raw" / "raw-results.jsonl").read_text().splitlines()
+    assert [tuple(json.loads(line)[k] for k in ("entry_id", "repeat")) for line in raw] == \
+        calls_made(folder)  # every call paid for, none invented
+    synced = run_evalkit(folder, "sync", env=env)
+    assert synced.returncode == 0, synced.stderr
+    run = mlflow.MlflowClient(team_up.tracking_uri).get_run(document["run_id"])
+    assert run.info.status == "KILLED"
+
+
+@pytest.mark.slow
+def test_ctrl_c_then_evalkit_resume_makes_only_the_missing_calls(tmp_path: Path) -> None:
+    folder = project(tmp_path, "team/resume", delay=0.2)
+    process = start_eval(folder, "--type=all")
+    try:
+        wait_for(lambda: len(calls_made(folder)) >= 5, "five calls")
+        process.send_signal(signal.SIGINT)
+        process.wait(timeout=60)
+    finally:
+        if process.poll() is None:
+            process.kill()
+    output = (folder / "run.log").read_text()
+    assert process.returncode == 130, output
+    found = re.search(r"--resume (\w+)", output)
+    assert found, output
+    run_id = found.group(1)
+    before = calls_made(folder)
+    assert 5 <= len(before) < 15
+
+    done = run_evalkit(folder, "resume", run_id)  # which runs eval.py --resume RUN_ID
+    assert done.returncode == 0, done.stderr
+    after = calls_made(folder)[len(before):]
+    everything = [(f"e{i:02d}", 0) for i in range(12)] + [("rep", r) for r in range(3)]
+    assert sorted(before + after) == sorted(everything)  # each call made exactly once
+    store = f"sqlite:///{folder / 'mlflow.db'}"
+    run = mlflow.MlflowClient(store).get_run(run_id)
+    assert run.info.status == "FINISHED"
+    assert (run.data.tags["resumed"], run.data.tags["resume_calls_saved"],
+            run.data.tags["resume_calls_made"]) == ("true", str(len(before)), str(len(after)))
+    assert run.data.metrics["functional_accuracy"] == pytest.approx(9 / 12)
+    assert_traces_match_results(store, run_id)  # none written twice
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("destination", ["local store", "team server"])
+def test_two_evaluations_write_at_the_same_time(tmp_path: Path, team: TeamServer,
+                                                destination: str) -> None:
+    # Both use tmp_path/mlflow.db when local, and both start before it exists.
+    uri = (f"sqlite:///{tmp_path / 'mlflow.db'}" if destination == "local store"
+           else team.tracking_uri)
+    folders = [project(tmp_path / f"writer{i}", f"team/concurrent-{destination}-{i % 2}",
+                       entries=20, delay=0.01) for i in range(2)]
+    processes = [start_eval(f, "--type=all", env={"MLFLOW_TRACKING_URI": uri})
+                 for f in folders]
+    for folder, process in zip(folders, processes, strict=True):
+        try:
+            process.wait(timeout=300)
+        finally:
+            if process.poll() is None:
+                process.kill()
+        assert process.returncode == 0, (folder / "run.log").read_text()
+    client = mlflow.MlflowClient(uri)
+    for i in range(2):
+        experiment = client.get_experiment_by_name(f"team/concurrent-{destination}-{i}")
+        (run,) = client.search_runs([experiment.experiment_id])
+        assert run.info.status == "FINISHED"
+        assert run.data.metrics["functional_samples"] == 20
+        assert {a.path for a in client.list_artifacts(run.info.run_id, "reports")} == {
+            "reports/report-functional.md", "reports/report-repeatability.md",
+            "reports/summary.md", "reports/convergence-functional.svg",
+            "reports/convergence-repeatability.svg"}
+
+
+
+# --- behind MLflow's basic auth (make dev-mlflow-server AUTH=1) ----------------------------------
+
+@pytest.fixture(scope="module")
+def auth_team(tmp_path_factory: pytest.TempPathFactory) -> Iterator[TeamServer]:
+    with TeamServer.create(tmp_path_factory.mktemp("auth-team"),
+                           auth_experiment="team/auth") as server:
+        yield server
+
+
+def as_user(server: TeamServer, user: str, password: str | None = None) -> dict[str, str]:
+    """The environment a user exports: the server's URI and MLflow's credential variables."""
+    auth = server.mlflow.auth
+    assert auth is not None
+    return {"MLFLOW_TRACKING_URI": server.tracking_uri, "MLFLOW_TRACKING_USERNAME": user,
+            "MLFLOW_TRACKING_PASSWORD": password or auth.passwords[user]}
+
+
+@pytest.mark.slow
+def test_behind_basic_auth_the_editor_runs_the_reader_and_a_wrong_password_exit_2(
+        tmp_path: Path, auth_team: TeamServer) -> None:
+    auth = auth_team.mlflow.auth
+    assert auth is not None
+    folder = project(tmp_path / "editor", "team/auth", entries=4)
+    done = run_eval(folder, "--type=all", "--json", "summary.json",
+                    env=as_user(auth_team, "editor"))
+    assert done.returncode == 0, done.stderr
+    run_id = json.loads((folder / "summary.json").read_text())["run_id"]
+    assert_traces_match_results(auth.uri_as("admin", auth_team.tracking_uri), run_id)
+
+    folder = project(tmp_path / "reader", "team/auth", entries=4)
+    done = run_eval(folder, "--type=all", env=as_user(auth_team, "reader"))
+    assert done.returncode == 2, done.stderr
+    assert (f"error: user reader lacks EDIT permission on experiment 'team/auth' at "
+            f"{auth_team.tracking_uri} (HTTP 403)") in done.stderr
+    assert calls_made(folder) == []
+
+    done = run_eval(folder, "--type=all", env=as_user(auth_team, "editor", "not-the-password"))
+    assert done.returncode == 2, done.stderr
+    assert ("refused the credentials (HTTP 401; set: MLFLOW_TRACKING_USERNAME, "
+            "MLFLOW_TRACKING_PASSWORD)") in done.stderr
+    assert "not-the-password" not in done.stdout + done.stderr
+    assert calls_made(folder) == []

@@ -1,0 +1,238 @@
+"""Traces and assessments survive an outage: a run, or a replicate series, that loses its
+tracking server mid-run ends as a bundle, and after ``evalkit sync`` the server holds one trace
+per entry with every verdict, as an uninterrupted run would.
+
+What goes into the bundles and comes out of sync is checked against a server in memory that
+stops answering on cue (fast); the same through a real team server (PostgreSQL + MLflow on
+loopback), whose stored traces sync must not duplicate, is slow."""
+
+from __future__ import annotations
+
+import json
+import threading
+from collections import Counter
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import mlflow
+import pytest
+
+from evalkit import Call, Entry, EvalConfig, Selection, evaluate
+from evalkit.cli._common import _PROCESS_DEFAULTS
+from evalkit.run import evaluate_replicates
+from evalkit.tracking import Tracker, TrackingOffline
+from tests.support.builders import entry, write_dataset
+from tests.support.commands import evalkit_command
+from tests.test_team_server import FlakyServer
+from tests.test_traces import (
+    assert_memory_traces_match_results,
+    assert_traces_match_results,
+    memory_assessments,
+    traces_of,
+)
+from tools.team_server import TeamServer
+
+
+@pytest.fixture(scope="module")
+def team(tmp_path_factory: pytest.TempPathFactory) -> Iterator[TeamServer]:
+    with TeamServer.create(tmp_path_factory.mktemp("team")) as server:
+        yield server
+
+
+@pytest.fixture
+def bounded_retries(monkeypatch: pytest.MonkeyPatch) -> None:
+    """MLflow's HTTP retries bounded as the command line bounds them for its process: an
+    evaluation called from Python leaves MLflow's defaults, about four minutes of retries per
+    request to a server that stopped."""
+    for name, value in _PROCESS_DEFAULTS.items():
+        monkeypatch.setenv(name, value)
+
+
+class Outage:
+    """Counts the component's calls; the ``at``-th stops the server (a team server's MLflow
+    process, its database surviving; or a server in memory), the way an outage strikes a run
+    mid-way. The other calls go on meanwhile."""
+
+    def __init__(self, server: TeamServer | FlakyServer, at: int) -> None:
+        self.server, self.at, self.calls, self.lock = server, at, 0, threading.Lock()
+
+    def tick(self) -> None:
+        with self.lock:
+            self.calls += 1
+            now = self.calls == self.at
+        if now:
+            if isinstance(self.server, FlakyServer):
+                self.server.down = True
+            else:
+                self.server.mlflow.stop()
+
+
+def restart(team: TeamServer) -> None:
+    if team.mlflow.process is None or team.mlflow.process.poll() is not None:
+        team.mlflow.start()
+
+
+def sync(bundles: list[Path], team: TeamServer, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The server back, then ``evalkit sync`` (the command's own code, in this process)."""
+    restart(team)
+    monkeypatch.setenv("MLFLOW_TRACKING_URI", team.tracking_uri)
+    assert evalkit_command("sync", *bundles) == 0
+
+
+SERIES = {"steady": entry("functional"), "flaky": entry("functional"),
+          "wrong": entry("functional")}
+STABILITY = {
+    "steady": [("always right", "r0: right (a); r1: right (a); r2: right (a)")],
+    "flaky": [("changed", "r0: right (a); r1: wrong (b); r2: right (a)")],
+    "wrong": [("always wrong", "r0: wrong (b); r1: wrong (b); r2: wrong (b)")]}
+
+
+def series_config(tmp_path: Path, experiment: str) -> EvalConfig:
+    return EvalConfig.from_constants({
+        "EXPERIMENT_NAME": experiment, "DATASET_PATH": str(write_dataset(tmp_path / "ds",
+                                                                         SERIES)),
+        "REPORTS_DIR": str(tmp_path / "reports"), "EVAL_MIN_ACCURACY": 0.0,
+        "REPLICATES": 3, "MAX_CONCURRENCY": 1}, "eval.py")
+
+
+def series_answer(outage: Outage) -> Any:
+    def answer(item: Entry, call: Call) -> str:
+        outage.tick()
+        right = item.id == "steady" or (item.id == "flaky" and call.replicate != 1)
+        return "a" if right else "b"
+    return answer
+
+
+def test_a_series_that_went_offline_gets_every_trace_and_its_stability_after_sync(
+        tmp_path: Path) -> None:
+    server = FlakyServer()
+    tracker = Tracker(backend=server, bundles_dir=tmp_path / "bundles")
+    outage = Outage(server, 2)  # during replicate 0; the server stays down for 1 and 2
+    with pytest.raises(TrackingOffline) as offline:
+        evaluate_replicates(series_config(tmp_path, "outage/replicates"),
+                            series_answer(outage), Selection("functional"), tracker=tracker,
+                            runs_dir=tmp_path / "runs")
+    assert len(offline.value.bundles) == 4  # the three replicates and the parent
+    assert outage.calls == 3 * 3  # every replicate made all its calls
+    parent_id = json.loads((offline.value.bundles[-1] / "bundle.json").read_text())["run_id"]
+    known = set(server.journals)  # the parent and replicate 0 began before the outage
+
+    server.down = False
+    synced = [tracker.upload(bundle) for bundle in offline.value.bundles]
+    assert synced[-1] == parent_id and synced[0] in known
+    assert not set(synced[1:3]) & known  # begun offline: created by sync
+    children = {int(tracker.reader.stored(r).tags["replicate"]): r for r in synced[:3]}
+    assert sorted(children) == [0, 1, 2]
+    for run_id in [parent_id, *children.values()]:
+        stored = tracker.reader.stored(run_id)
+        assert stored.status == "FINISHED"
+        if run_id != parent_id:
+            assert stored.tags["mlflow.parentRunId"] == parent_id
+            assert_memory_traces_match_results(server, run_id)
+    stability = {entry_id: [(a.value, a.rationale) for a in held["functional_stability"]]
+                 for entry_id, held in memory_assessments(tracker, children[2]).items()}
+    assert stability == STABILITY
+    for earlier in (0, 1):  # only the replicate that completes the series carries them
+        assert all("functional_stability" not in held
+                   for held in memory_assessments(tracker, children[earlier]).values())
+    for bundle in offline.value.bundles:  # a second sync adds nothing
+        tracker.upload(bundle)
+    assert {e: [(a.value, a.rationale) for a in held["functional_stability"]]
+            for e, held in memory_assessments(tracker, children[2]).items()} == STABILITY
+
+
+class DownAfterReplicate0(FlakyServer):
+    """Goes down once replicate 0 has finished: between two runs, no write has failed yet."""
+
+    def set_status(self, run_id: str, status: str) -> None:
+        super().set_status(run_id, status)
+        if status == "FINISHED" and self.journals[run_id].tags.get("replicate") == "0":
+            self.down = True
+
+
+def test_a_series_whose_server_goes_down_between_two_replicates_goes_on_offline(
+        tmp_path: Path) -> None:
+    server = DownAfterReplicate0()
+    tracker = Tracker(backend=server, bundles_dir=tmp_path / "bundles")
+    outage = Outage(server, 10**6)  # never strikes: the server goes down on its own
+    with pytest.raises(TrackingOffline) as offline:
+        evaluate_replicates(series_config(tmp_path, "outage/between"), series_answer(outage),
+                            Selection("functional"), tracker=tracker,
+                            runs_dir=tmp_path / "runs")
+    assert outage.calls == 3 * 3  # replicates 1 and 2 still made all their calls
+    assert len(offline.value.bundles) == 3  # replicates 1 and 2 (begun offline), the parent
+    assert str(offline.value).endswith(
+        "evalkit sync " + " ".join(str(b) for b in offline.value.bundles))
+    server.down = False
+    synced = [tracker.upload(bundle) for bundle in offline.value.bundles]
+    assert all(tracker.reader.stored(r).status == "FINISHED" for r in synced)
+    assert sorted(int(tracker.reader.stored(r).tags["replicate"]) for r in synced[:2]) == [1, 2]
+
+
+@pytest.mark.slow
+def test_200_entries_x_5_repeats_at_concurrency_16_keep_every_trace_through_an_outage(
+        tmp_path: Path, team: TeamServer, monkeypatch: pytest.MonkeyPatch,
+        bounded_retries: None) -> None:
+    dataset = write_dataset(tmp_path / "ds", {f"e{i:03d}": entry("repeatability")
+                                              for i in range(200)})
+    config = EvalConfig.from_constants({
+        "EXPERIMENT_NAME": "outage/traces", "DATASET_PATH": str(dataset),
+        "REPORTS_DIR": str(tmp_path / "reports"), "REPEAT_COUNT": 5,
+        "EVAL_MIN_ACCURACY_REPEATABILITY": 0.0, "MAX_CONCURRENCY": 16}, "eval.py")
+    outage = Outage(team, 400)  # entries complete in batches of 50 traces streamed meanwhile
+
+    def component(item: Entry, call: Call) -> str:
+        outage.tick()
+        return "a" if int(item.id[1:]) % 4 else f"b{call.repeat % 2}"  # every 4th flips
+
+    with pytest.raises(TrackingOffline) as offline:
+        evaluate(config, component, Selection("repeatability"),
+                 tracker=Tracker(team.tracking_uri), runs_dir=tmp_path / "runs")
+    (bundle,) = offline.value.bundles
+    run_id = json.loads((bundle / "bundle.json").read_text())["run_id"]
+    restart(team)
+    before = len(traces_of(team.tracking_uri, run_id))
+    assert before < 200  # the outage cut the run's traces short
+    sync([bundle], team, monkeypatch)
+    assert_traces_match_results(team.tracking_uri, run_id)  # no entry or verdict missing or twice
+    traces = traces_of(team.tracking_uri, run_id)
+    assert len(traces) == 200
+    assert sum(len(t.data.spans) for t in traces) == 200 * (1 + 5)  # each entry and its calls
+    verdicts = Counter(a.value for t in traces for a in t.info.assessments
+                       if a.name == "repeatability")
+    assert verdicts == {True: 150, False: 50}
+    run = mlflow.MlflowClient(team.tracking_uri).get_run(run_id)
+    assert run.info.status == "FINISHED" and "traces_missing" not in run.data.metrics
+
+
+@pytest.mark.slow
+def test_a_replicate_series_that_went_offline_gets_its_stability_after_sync(
+        tmp_path: Path, team: TeamServer, monkeypatch: pytest.MonkeyPatch,
+        bounded_retries: None) -> None:
+    outage = Outage(team, 2)  # during replicate 0; the server stays down for 1 and 2
+    with pytest.raises(TrackingOffline) as offline:
+        evaluate_replicates(series_config(tmp_path, "outage/replicates"),
+                            series_answer(outage), Selection("functional"),
+                            tracker=Tracker(team.tracking_uri), runs_dir=tmp_path / "runs")
+    assert len(offline.value.bundles) == 4  # the three replicates and the parent
+    sync(offline.value.bundles, team, monkeypatch)
+
+    client = mlflow.MlflowClient(team.tracking_uri)
+    (parent,) = client.search_runs(
+        [client.get_experiment_by_name("outage/replicates").experiment_id],
+        filter_string="tags.mode = 'replicates'")
+    children = {int(r.data.tags["replicate"]): r for r in client.search_runs(
+        [parent.info.experiment_id],
+        filter_string=f"tags.mlflow.parentRunId = '{parent.info.run_id}'")}
+    assert sorted(children) == [0, 1, 2]
+    assert {r.info.status for r in [parent, *children.values()]} == {"FINISHED"}
+    for child in children.values():
+        assert_traces_match_results(team.tracking_uri, child.info.run_id)
+    stability = {t.info.tags["evalkit.entry_id"]: [
+        (a.value, a.rationale) for a in t.info.assessments if a.name == "functional_stability"]
+        for t in traces_of(team.tracking_uri, children[2].info.run_id)}
+    assert stability == STABILITY
+    for earlier in (0, 1):  # only the replicate that completes the series carries them
+        assert not [a for t in traces_of(team.tracking_uri, children[earlier].info.run_id)
+                    for a in t.info.assessments if a.name == "functional_stability"]

@@ -1,0 +1,626 @@
+"""eval scripts and the evalkit command as users run them.
+
+Refusals (bad options, configuration errors, an unreachable store), --help and SIGINT
+ignored at start are tested in-process: ``run_eval_script`` and ``evalkit.cli.main`` return
+the exit status (argparse ends a bad command line with ``SystemExit(2)``). Only what a process
+alone can show runs in one (``tests/support/processes.py``), in the slow tier: the exit status and the
+terminal's lines of a real run in a fresh interpreter (which never imports torch), and an
+interrupted run. ``evalkit report`` against a real store, and the repository's own example
+(the semantic model), are in-process but slow.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import runpy
+import shutil
+import signal
+import sys
+import threading
+import uuid
+import xml.etree.ElementTree as ET
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from evalkit import EvalConfig, NotFound, RunInterrupted, Selection, Stop, evaluate
+from evalkit.cli._signals import stopping_on_signals
+from evalkit.records import names
+from evalkit.run import build_plan, evaluate_calibration, evaluate_replicates, record_plan
+from evalkit.tracking import Tracker
+from tests.support.builders import REPO, RecordingComponent, entry, write_dataset, write_eval_script
+from tests.support.commands import eval_script, evalkit_command
+from tests.support.processes import run_eval, start_eval, wait_for
+
+CONSTANTS = {"EXPERIMENT_NAME": "cli/tests", "DATASET_PATH": "ds", "EVAL_MIN_ACCURACY": 0.5}
+ECHO = """
+def invoke_component(entry, call):
+    return entry.expected_output if entry.id != "wrong" else "nope"
+"""
+
+
+# --- refusals, in-process ------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(("args", "constants", "message"), [
+    ([], CONSTANTS, "the following arguments are required: --type"),
+    (["--type=smok"], CONSTANTS, "invalid choice: 'smok'"),
+    (["--type=all", "--resume", "0" * 32], CONSTANTS,
+     "--resume takes the run's own --type, --groups and --human-review"),
+    (["--type=all"], {**CONSTANTS, "EVAL_MIN_ACURACY": 0.5}, "did you mean EVAL_MIN_ACCURACY"),
+    (["--type=all", "--groups=nothing"], CONSTANTS, "nothing to evaluate"),
+])
+def test_usage_and_configuration_errors_exit_2_before_any_run(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str],
+        args: list[str], constants: dict[str, Any], message: str) -> None:
+    write_dataset(tmp_path / "ds", {"a": entry("functional")})
+    component = RecordingComponent()
+    assert eval_script(constants, component, *args) == 2
+    assert message in capsys.readouterr().err
+    assert component.calls == []
+    assert not (tmp_path / "mlflow.db").exists() and not (tmp_path / ".evalkit").exists()
+
+
+def test_every_problem_with_the_constants_is_in_one_error(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    write_dataset(tmp_path / "ds", {"r": entry("repeatability"), "s": entry("smoke")})
+    component = RecordingComponent()
+    constants = {**CONSTANTS, "EVAL_MIN_ACURACY_SMOKE": 1.0, "EVAL_MIN_F1": 2,
+                 "REPEAT_COUNT": 3}
+    assert eval_script(constants, component, "--type=all") == 2
+    assert capsys.readouterr().err == (
+        "error: eval.py: 3 problems with the constants, each with its fix:\n"
+        "  - unknown constant EVAL_MIN_ACURACY_SMOKE: did you mean EVAL_MIN_ACCURACY_SMOKE?\n"
+        "  - EVAL_MIN_F1=2 must be a number between 0 and 1\n"
+        "  - EVAL_MIN_ACCURACY_REPEATABILITY is missing: the repeatability policy requires an "
+        "explicit threshold for repeatability_accuracy\n")
+    assert component.calls == []
+    # With a dataset that does not load as well, the constants come first (exit 2, not 3).
+    assert eval_script({**constants, "DATASET_PATH": "nowhere"}, component, "--type=all") == 2
+    assert "unknown constant EVAL_MIN_ACURACY_SMOKE" in capsys.readouterr().err
+
+
+def test_an_unreachable_tracking_server_is_a_runtime_failure_before_any_call(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str],
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("MLFLOW_TRACKING_URI", "http://127.0.0.1:9")  # nothing listens there
+    write_dataset(tmp_path / "ds", {"a": entry("functional")})
+    component = RecordingComponent()
+    assert eval_script(CONSTANTS, component, "--type=all") == 4
+    err = capsys.readouterr().err
+    assert "error: cannot reach the MLflow tracking server at http://127.0.0.1:9" in err
+    assert "Traceback" not in err
+    assert component.calls == []
+    assert not (tmp_path / ".evalkit").exists()
+
+
+def test_help_documents_options_and_exit_statuses(
+        capsys: pytest.CaptureFixture[str]) -> None:
+    assert eval_script(CONSTANTS, RecordingComponent(), "--help") == 0
+    script_help = capsys.readouterr().out
+    assert script_help.startswith("usage: eval.py ")
+    for option in ("--type TYPE", "--groups A,B", "--human-review", "--replicates",
+                   "--calibrate", "--resume RUN_ID", "--json PATH", "--junit-xml PATH"):
+        assert option in script_help, option
+    assert evalkit_command("--help") == 0
+    command_help = capsys.readouterr().out
+    assert command_help.startswith("usage: evalkit ")
+    for command in ("init", "lint", "report", "compare", "plan", "sync", "resume", "history",
+                    "ui"):
+        assert f"\n    {command} " in command_help, command
+    for text in (script_help, command_help):
+        for status in ("0 ", "1 ", "2 ", "3 ", "4 ", "5 ", "6 ", "130"):
+            assert f"\n  {status}" in text
+
+
+def test_a_run_reference_resolves_by_id_prefix_or_experiment_and_refuses_the_unknown(
+        tmp_path: Path, tracker: Tracker) -> None:
+    dataset = write_dataset(tmp_path / "ds", {"f": entry("functional")})
+    config = EvalConfig.from_constants({**CONSTANTS, "DATASET_PATH": str(dataset),
+                                        "REPORTS_DIR": str(tmp_path / "reports")}, "eval.py")
+    outcome = evaluate(config, RecordingComponent(), Selection("functional"), tracker=tracker,
+                       runs_dir=tmp_path / "runs")
+    reader = tracker.reader
+    for reference in (outcome.run_id, outcome.run_id[:8], "cli/tests"):
+        assert reader.resolve(reference) == outcome.run_id
+    with pytest.raises(NotFound, match=r"no run at memory: has an id starting with "
+                                       r"'ffff0000': give more of the run id"):
+        reader.resolve("ffff0000")
+    with pytest.raises(NotFound, match=f"run {'0' * 32} not found") as raised:
+        reader.fetch(reader.resolve("0" * 32))
+    assert raised.value.exit_status == 2  # a usage error: the store answered
+    with pytest.raises(NotFound, match=r"no experiment 'cli/other' at memory: \(and it is not "
+                                       "a run id"):
+        reader.resolve("cli/other")
+
+
+UNKNOWN = {
+    "history": ["history", "nosuch/exp"],
+    "report (prefix)": ["report", "ffff0000"],
+    "report (experiment)": ["report", "nosuch/exp"],
+    "report (run id)": ["report", "f" * 32],
+    "compare": ["compare", "zzzz", "cli/tests"],
+    "plan": ["plan", "nosuch/exp"],
+    "label": ["label", "ffff0000", "--from", "labels.csv"],
+}
+
+
+@pytest.mark.parametrize("command", list(UNKNOWN))
+def test_an_unknown_experiment_run_or_prefix_is_a_usage_error(
+        tmp_path: Path, tracker: Tracker, monkeypatch: pytest.MonkeyPatch,
+        capsys: pytest.CaptureFixture[str], command: str) -> None:
+    dataset = write_dataset(tmp_path / "ds", {"f": entry("functional")})
+    config = EvalConfig.from_constants({**CONSTANTS, "DATASET_PATH": str(dataset),
+                                        "REPORTS_DIR": str(tmp_path / "reports")}, "eval.py")
+    evaluate(config, RecordingComponent(), Selection("functional"), tracker=tracker,
+             runs_dir=tmp_path / "runs")
+    (tmp_path / "labels.csv").write_text("entry_id,test_type,verdict\n", encoding="utf-8")
+    monkeypatch.setattr("evalkit.cli._main.Tracker", lambda *args, **kwargs: tracker)
+    capsys.readouterr()
+    assert evalkit_command(*UNKNOWN[command]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and err.startswith("error: ") and "memory" in err, err
+    assert re.search(r"nosuch/exp|ffff0000|'zzzz'|f{32}", err)
+
+
+def test_resuming_an_unknown_run_is_a_usage_error(
+        tmp_path: Path, tracker: Tracker, monkeypatch: pytest.MonkeyPatch,
+        capsys: pytest.CaptureFixture[str]) -> None:
+    write_dataset(tmp_path / "ds", {"a": entry("functional")})
+    monkeypatch.setattr("evalkit.run._evaluate.Tracker", lambda *args, **kwargs: tracker)
+    component = RecordingComponent()
+    assert eval_script(CONSTANTS, component, "--resume", "f" * 32) == 2
+    assert f"error: run {'f' * 32} not found at memory" in capsys.readouterr().err
+    assert component.calls == []
+
+
+def test_a_missed_threshold_exits_1_with_its_verdict_usage_and_failing_ids(
+        tmp_path: Path, tracker: Tracker, monkeypatch: pytest.MonkeyPatch,
+        capsys: pytest.CaptureFixture[str]) -> None:
+    """eval.py's main past a missed threshold, in this process (tracked in memory): the
+    slow tier's fresh process checks the same status without the terminal's other lines."""
+    write_dataset(tmp_path / "ds", {"right": entry("functional"), "wrong": entry("functional"),
+                                    "wrong2": entry("functional", expected="b")})
+    monkeypatch.setattr("evalkit.run._evaluate.Tracker", lambda *args, **kwargs: tracker)
+
+    def metered(item: Any, call: Any) -> Any:
+        call.record_usage(input_tokens=100, output_tokens=50, model="m")
+        return "a" if item.id != "wrong" else "nope"
+
+    constants = {**CONSTANTS, "EVAL_MIN_ACCURACY": 0.9, "TOKEN_PRICES": {"m": (1.0, 2.0)}}
+    assert eval_script(constants, RecordingComponent(default=metered), "--type=functional",
+                       "--json", "out/summary.json") == 1
+    out, err = capsys.readouterr()
+    assert "threshold missed: functional_accuracy 0.333 < 0.9" in err
+    verdict = out.strip().splitlines()[-2]
+    # 3 calls of 100 + 50 tokens; 300 x $1 + 150 x $2 per million
+    assert re.fullmatch(r"FAIL: 0/1 types passed \(failed: functional\); 3 entries, 3 calls, "
+                        r"0 errors, \d+\.\d s; 450 tokens, \$0\.00060", verdict), verdict
+    summary = json.loads((tmp_path / "out" / "summary.json").read_text())
+    assert (summary["verdict"], summary["exit_status"]) == ("FAIL", 1)
+    assert summary["usage"] == {"tokens": 450, "cost_usd": pytest.approx(0.0006),
+                                "judge_tokens": None, "judge_cost_usd": None}
+    (functional,) = summary["types"]
+    assert sorted(functional["failing_ids"]) == ["wrong", "wrong2"]
+    report = (tmp_path / "reports" / "summary.md").read_text()
+    assert "- **Tokens and cost:** 450 tokens, $0.00060" in report
+
+
+# --- a job started with SIGINT ignored, in-process -----------------------------------------------
+
+
+# --- evalkit report writes a run's own folder; history and plan default to ./eval.py's -------
+
+
+def test_report_writes_each_run_into_a_folder_of_its_own(
+        tmp_path: Path, tracker: Tracker, monkeypatch: pytest.MonkeyPatch) -> None:
+    dataset = write_dataset(tmp_path / "ds", {"f": entry("functional")})
+    config = EvalConfig.from_constants({**CONSTANTS, "DATASET_PATH": str(dataset),
+                                        "REPORTS_DIR": str(tmp_path / "latest")}, "eval.py")
+    runs = [evaluate(config, RecordingComponent(answers={"f": answer}),
+                     Selection("functional"), tracker=tracker, runs_dir=tmp_path / "runs")
+            for answer in ("a", "wrong")]
+    monkeypatch.setattr("evalkit.cli._main.Tracker", lambda *args, **kwargs: tracker)
+    for outcome in runs:
+        assert evalkit_command("report", outcome.run_id[:8]) == 0
+    # named by the run's name made safe for a path (MLflow names hold spaces and colons)
+    folders = sorted((tmp_path / "reports" / "runs").iterdir(),
+                     key=lambda p: [o.run_id[:8] for o in runs].index(p.name[-8:]))
+    assert [re.sub(r"-\d\d-\d\d-\d\d-\d\d-", "-<time>-", p.name) for p in folders] == [
+        f"{verdict}-functional-<time>-{o.run_id[:8]}"
+        for verdict, o in zip(("PASS", "FAIL"), runs, strict=True)]
+    for folder, verdict in zip(folders, ("✓", "✗"), strict=True):
+        assert sorted(p.name for p in folder.iterdir()) == [
+            "convergence-functional.svg", "report-functional.md", "summary.md"]
+        assert f"| functional | {verdict} |" in (folder / "summary.md").read_text()
+    assert evalkit_command("report", runs[0].run_id, "--output", tmp_path / "mine") == 0
+    assert (tmp_path / "mine" / "summary.md").read_text() == (
+        folders[0] / "summary.md").read_text()
+
+
+def test_report_refuses_a_destination_it_cannot_write_before_writing_anything(
+        tmp_path: Path, tracker: Tracker, monkeypatch: pytest.MonkeyPatch,
+        capsys: pytest.CaptureFixture[str]) -> None:
+    """Root writes anywhere a mode allows: a path under a file, or a folder where the JSON
+    should go, is what the operating system refuses everyone."""
+    dataset = write_dataset(tmp_path / "ds", {"f": entry("functional")})
+    config = EvalConfig.from_constants({**CONSTANTS, "DATASET_PATH": str(dataset),
+                                        "REPORTS_DIR": str(tmp_path / "latest")}, "eval.py")
+    run_id = evaluate(config, RecordingComponent(), Selection("functional"), tracker=tracker,
+                      runs_dir=tmp_path / "runs").run_id
+    monkeypatch.setattr("evalkit.cli._main.Tracker", lambda *args, **kwargs: tracker)
+    (tmp_path / "a-file").write_text("not a folder")
+    (tmp_path / "a-folder").mkdir()
+    for json_path, why in ((tmp_path / "a-file" / "check.json", "Not a directory"),
+                           (tmp_path / "a-folder", "it is a folder")):
+        capsys.readouterr()
+        assert evalkit_command("report", run_id, "--output", tmp_path / "out" / "new",
+                               "--json", json_path) == 2
+        captured = capsys.readouterr()
+        assert (captured.out, captured.err) == ("", (
+            f"error: cannot write {json_path} ({why}); nothing was written: give --json a "
+            "path you can write\n"))
+        assert not (tmp_path / "out").exists()  # not even the folders it would have made
+        assert sorted(p.name for p in tmp_path.iterdir()) == [
+            "a-file", "a-folder", "ds", "latest", "runs"]
+        assert list((tmp_path / "a-folder").iterdir()) == []
+    assert evalkit_command("report", run_id, "--output", tmp_path / "a-file" / "reports") == 2
+    assert capsys.readouterr().err.startswith(
+        f"error: cannot write {tmp_path / 'a-file' / 'reports'}")
+    # writable: every file in place, each listed once written, no scratch file left
+    assert evalkit_command("report", run_id, "--output", tmp_path / "out",
+                           "--json", tmp_path / "checks" / "check.json") == 0
+    assert capsys.readouterr().out.splitlines() == [
+        f"report: {tmp_path / 'out' / 'report-functional.md'}",
+        f"report: {tmp_path / 'out' / 'summary.md'}",
+        f"json: {tmp_path / 'checks' / 'check.json'}",
+        f"chart: {tmp_path / 'out' / 'convergence-functional.svg'}"]
+    assert sorted(p.name for p in (tmp_path / "out").iterdir()) == [
+        "convergence-functional.svg", "report-functional.md", "summary.md"]
+    assert json.loads((tmp_path / "checks" / "check.json").read_text())["run_id"] == run_id
+
+
+def test_history_and_plan_take_the_experiment_of_the_eval_script_here(
+        tmp_path: Path, tracker: Tracker, monkeypatch: pytest.MonkeyPatch,
+        capsys: pytest.CaptureFixture[str]) -> None:
+    dataset = write_dataset(tmp_path / "ds", {"f": entry("functional")})
+    outcome = evaluate(EvalConfig.from_constants({**CONSTANTS, "DATASET_PATH": str(dataset),
+                                                  "REPORTS_DIR": str(tmp_path / "r")}, "eval.py"),
+                       RecordingComponent(), Selection("functional"), tracker=tracker,
+                       runs_dir=tmp_path / "runs")
+    monkeypatch.setattr("evalkit.cli._main.Tracker", lambda *args, **kwargs: tracker)
+    capsys.readouterr()
+    assert evalkit_command("history") == 2
+    assert capsys.readouterr().err == (
+        "error: no EXPERIMENT given and no eval.py here to read EXPERIMENT_NAME from: name the "
+        "experiment on the command line, e.g. support-router/golden\n")
+    # Read, never run: the script would exit 9 and its import would fail.
+    script = tmp_path / "eval.py"
+    script.write_text("import not_installed_anywhere\nEXPERIMENT_NAME = 'x/y'\n"
+                      "EXPERIMENT_NAME: str = 'cli/tests'\nraise SystemExit(9)\n")
+    assert evalkit_command("history", "--json") == 0
+    assert [row["run_id"] for row in json.loads(capsys.readouterr().out)] == [outcome.run_id]
+    assert evalkit_command("plan") == 2  # the experiment read, then its missing measurements
+    assert "experiment 'cli/tests' has no finished run with repeatability" in \
+        capsys.readouterr().err
+    script.write_text("EXPERIMENT_NAME = 'cli/' + 'tests'\n")
+    assert evalkit_command("history") == 2
+    assert "sets EXPERIMENT_NAME to an expression, not a string literal" in \
+        capsys.readouterr().err
+    script.write_text("DATASET_PATH = 'ds'\n")
+    assert evalkit_command("history") == 2
+    assert "eval.py sets no EXPERIMENT_NAME" in capsys.readouterr().err
+
+
+# --- evalkit resume runs a script as python does; an interrupt says what to paste ---------------
+
+
+def interrupted_run(tracker: Tracker, constants: dict[str, Any],
+                    script: str) -> tuple[str, str]:
+    """An evaluation of two entries stopped after its first call: its message and run id."""
+    stop = Stop()
+
+    def first_then_stop(entry: Any, call: Any) -> Any:
+        stop.request()
+        return "a"
+
+    with pytest.raises(RunInterrupted) as stopped:
+        evaluate(EvalConfig.from_constants(constants, script), first_then_stop,
+                 Selection("functional"), tracker=tracker, stop=stop)
+    (run,) = tracker.reader.runs(constants["EXPERIMENT_NAME"])
+    assert run.status == "KILLED"
+    return str(stopped.value), run.run_id
+
+
+@pytest.mark.parametrize(("script", "command"), [
+    ("eval.py", "python eval.py --resume {id}"),
+    ("sub folder/eval.py", "evalkit resume {id} --script 'sub folder/eval.py'"),
+])
+def test_an_interrupted_run_says_the_command_that_continues_it(
+        tmp_path: Path, tracker: Tracker, script: str, command: str) -> None:
+    dataset = write_dataset(tmp_path / "ds", {"a": entry("functional"), "b": entry("functional")})
+    message, run_id = interrupted_run(tracker, {**CONSTANTS, "DATASET_PATH": str(dataset),
+                                                "MAX_CONCURRENCY": 1}, script)
+    assert message.endswith("; continue it with: " + command.format(id=run_id))
+
+
+def test_evalkit_resume_imports_the_scripts_own_modules_from_its_folder(
+        tmp_path: Path, tracker: Tracker, monkeypatch: pytest.MonkeyPatch) -> None:
+    dataset = write_dataset(tmp_path / "ds", {"a": entry("functional"), "b": entry("functional")})
+    constants = {**CONSTANTS, "DATASET_PATH": str(dataset), "MAX_CONCURRENCY": 1,
+                 "REPORTS_DIR": str(tmp_path / "reports")}
+    project = tmp_path / "project"
+    project.mkdir()
+    module = f"component_{uuid.uuid4().hex[:8]}"  # new to sys.modules
+    (project / f"{module}.py").write_text("def answer(entry):\n    return 'a'\n")
+    script = write_eval_script(project, constants, f"""
+        from {module} import answer
+        def invoke_component(entry, call):
+            return answer(entry)
+        """)
+    _, run_id = interrupted_run(tracker, constants, "project/eval.py")
+    monkeypatch.setattr("evalkit.run._evaluate.Tracker", lambda *args, **kwargs: tracker)
+    path_before = list(sys.path)
+    assert evalkit_command("resume", run_id, "--script", "project/eval.py") == 0
+    assert sys.path == path_before
+    resumed = tracker.reader.stored(run_id)
+    assert resumed.status == "FINISHED" and resumed.tags["resume_calls_made"] == "1"
+
+    script.write_text(script.read_text().replace(module, "no_such_module_here"))
+    assert evalkit_command("resume", run_id, "--script", script) == 2
+    assert sys.path == path_before
+
+
+def test_a_module_the_script_cannot_import_is_named_with_its_folder(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    script = write_eval_script(tmp_path, CONSTANTS, """
+        import no_such_module_here
+        def invoke_component(entry, call):
+            return 'a'
+        """)
+    assert evalkit_command("resume", "f" * 32, "--script", script) == 2
+    assert capsys.readouterr().err == (
+        f"error: {script} imports no_such_module_here, which is neither in {tmp_path} nor "
+        f"installed in {sys.executable}: install it there, or run it with the Python that made "
+        f"the run: python {script} --resume {'f' * 32}\n")
+
+
+def test_sigint_ignored_at_start_still_becomes_a_stop_request() -> None:
+    """A shell starts a background job (``make eval &``), and some CI runners start a process,
+    with SIGINT ignored; Python then installs no handler of its own, and only evalkit's makes
+    Ctrl-C work. (Every other rule of the handlers: tests/promises/test_cli_signals.py.)"""
+    if threading.current_thread() is not threading.main_thread():
+        pytest.skip("signal handlers are installed from the main thread only")
+    previous = signal.signal(signal.SIGINT, signal.SIG_IGN)  # installed first: never fatal
+    try:
+        stop = Stop()
+        with stopping_on_signals(stop), stop.open_run():
+            signal.raise_signal(signal.SIGINT)
+            assert stop.requested and not stop.abandons
+            signal.raise_signal(signal.SIGINT)
+            assert stop.abandons
+        assert signal.getsignal(signal.SIGINT) is signal.SIG_IGN  # put back as it was
+    finally:
+        signal.signal(signal.SIGINT, previous)
+
+
+# --- a real process ----------------------------------------------------------------------------
+
+
+@pytest.mark.slow
+def test_an_exact_only_run_in_a_fresh_process(tmp_path: Path) -> None:
+    """Exit status 1 on a missed threshold, the verdict and the run's URL as the last lines on
+    the terminal, the CI outputs written, and torch never imported."""
+    write_dataset(tmp_path / "ds", {"right": entry("functional"), "wrong": entry("functional"),
+                                    "wrong2": entry("functional", expected="b")})
+    write_eval_script(tmp_path, {**CONSTANTS, "EVAL_MIN_ACCURACY": 0.9}, ECHO, epilogue="""
+        import json, sys
+        heavy = sorted(m for m in sys.modules
+                       if m.split(".")[0] in {"torch", "sentence_transformers", "transformers"})
+        open("heavy_modules.json", "w").write(json.dumps(heavy))
+    """)
+    done = run_eval(tmp_path, "--type=functional", "--json", "out/summary.json",
+                    "--junit-xml", "out/junit.xml")
+    # 'wrong' answers "nope" (0); 'right' and 'wrong2' echo their expected output (1): 2/3
+    assert done.returncode == 1, done.stderr
+    assert "threshold missed: functional_accuracy 0.667 < 0.9" in done.stderr
+    assert "Traceback" not in done.stderr
+    *_, json_line, junit_line, verdict, url = done.stdout.strip().splitlines()
+    assert (json_line, junit_line) == ("json: out/summary.json", "junit: out/junit.xml")
+    assert re.fullmatch(r"FAIL: 0/1 types passed \(failed: functional\); 3 entries, 3 calls, "
+                        r"0 errors, \d+\.\d s", verdict), verdict
+    summary = json.loads((tmp_path / "out" / "summary.json").read_text())
+    assert (summary["verdict"], summary["exit_status"]) == ("FAIL", 1)
+    assert url == f"run: {summary['run_url']}"
+    assert re.fullmatch(rf"run: http://127\.0\.0\.1:5000/#/experiments/\d+/runs/"
+                        rf"{summary['run_id']}", url)
+    assert ET.parse(tmp_path / "out" / "junit.xml").getroot().find("testsuite") is not None
+    assert "**Overall: FAIL**" in (tmp_path / "reports" / "report-functional.md").read_text()
+    stored = Tracker(f"sqlite:///{tmp_path / 'mlflow.db'}").reader.stored(summary["run_id"])
+    assert stored.status == "FINISHED" and stored.tags["verdict"] == "FAIL"
+    assert json.loads((tmp_path / "heavy_modules.json").read_text()) == []
+
+
+SLOW = """
+import time
+def invoke_component(entry, call):
+    time.sleep(0.25)
+    return entry.expected_output
+"""
+
+
+@pytest.mark.slow
+def test_sigterm_keeps_every_output_marks_the_run_killed_and_exits_130(tmp_path: Path) -> None:
+    """The first stop starts no new call and awaits those in flight; Ctrl-C, and SIGINT when
+    the job was started ignoring it, are in tests/promises/test_hostile_components.py."""
+    write_dataset(tmp_path / "ds", {f"e{i:02d}": entry("functional") for i in range(40)})
+    write_eval_script(tmp_path, CONSTANTS, SLOW)
+    process = start_eval(tmp_path, "--type=all")
+    runs = tmp_path / ".evalkit" / "runs"
+
+    def four_calls_kept() -> bool:
+        return any(len(p.read_text().splitlines()) >= 4 for p in runs.glob("*/raw-results.jsonl"))
+
+    try:
+        wait_for(four_calls_kept, "four calls kept")
+        process.send_signal(signal.SIGTERM)
+        assert process.wait(timeout=120) == 130
+    finally:
+        process.kill()
+    log = (tmp_path / "run.log").read_text()
+    (run_dir,) = runs.iterdir()
+    run_id = run_dir.name
+    assert re.search(r"stopping: waiting for \d call\(s\) in flight to finish and be kept", log)
+    assert "marked KILLED" in log and f"--resume {run_id}" in log
+    assert "Traceback" not in log
+
+    local_lines = (run_dir / "raw-results.jsonl").read_text().splitlines()
+    assert 4 <= len(local_lines) < 40
+    records = [json.loads(line) for line in local_lines]  # every line is complete
+    assert [r["entry_id"] for r in records] == [f"e{i:02d}" for i in range(len(records))]
+    assert all(r["error"] is None for r in records)  # the calls in flight were awaited
+    reader = Tracker(f"sqlite:///{tmp_path / 'mlflow.db'}").reader
+    assert reader.stored(run_id).status == "KILLED"
+    assert reader.read_text(run_id, names.RAW_RESULTS_ARTIFACT).splitlines() == local_lines
+    assert not (tmp_path / "reports").exists()
+
+
+# --- evalkit report against a real store (in-process, slow) -----------------------------------
+
+
+@pytest.mark.slow
+def test_evalkit_report_renders_a_run_again_byte_for_byte(
+        tmp_path: Path, tracking_uri: str,
+        monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    monkeypatch.setenv("MLFLOW_TRACKING_URI", tracking_uri)
+    dataset = write_dataset(tmp_path / "ds", {
+        "a": entry("functional"), "b": entry("functional", expected={"k": "v|w"}),
+        "r": entry("repeatability"), "x1": entry("bias", bias_group=1),
+        "x2": entry("bias", bias_group=1),
+        "h": entry("smoke", human_review=True, human_instructions="read it")})
+    experiment = f"cli/report-{tmp_path.name}"
+    config = EvalConfig.from_constants({
+        **CONSTANTS, "EXPERIMENT_NAME": experiment, "DATASET_PATH": str(dataset),
+        "REPEAT_COUNT": 3, "EVAL_MIN_ACCURACY_REPEATABILITY": 0.5}, "eval.py")
+    outcome = evaluate(config, RecordingComponent({"b": {"k": "v|w"}}), Selection("all"),
+                       tracker=Tracker(tracking_uri), runs_dir=tmp_path / "runs")
+    reports = tmp_path / "reports"
+    original = {p.name: p.read_bytes() for p in reports.iterdir()}
+    # five reports and summary.md, each chart's SVG beside its report
+    assert len([n for n in original if n.endswith(".md")]) == 6
+    assert sorted(n for n in original if not n.endswith(".md")) == [
+        f"convergence-{t}.svg" for t in ("bias", "functional", "repeatability", "smoke")]
+    shutil.rmtree(reports)
+    assert evalkit_command("report", outcome.run_id) == 0, capsys.readouterr().err
+    (own,) = (reports / "runs").iterdir()  # a folder of the run's own
+    # the run's name made safe for a path: "PASS all 12-01 23:43" -> PASS-all-12-01-23-43
+    run_name = Tracker(tracking_uri).reader.stored(outcome.run_id).run_name
+    assert own.name == f"{run_name.replace(' ', '-').replace(':', '-')}-{outcome.run_id[:8]}"
+    assert {p.name: p.read_bytes() for p in own.iterdir()} == original
+    for reference in (outcome.run_id[:8], experiment):
+        out = tmp_path / reference.replace("/", "_")
+        assert evalkit_command("report", reference, "--output", out) == 0
+        assert {p.name: p.read_bytes() for p in out.iterdir()} == original
+    capsys.readouterr()
+    assert evalkit_command("report", "0" * 32) == 2  # the store answered: a usage error
+    assert f"error: run {'0' * 32} not found" in capsys.readouterr().err
+    assert evalkit_command("report", "ffff0000") == 2
+    err = capsys.readouterr().err
+    assert "no run at" in err and "'ffff0000'" in err and "Traceback" not in err
+
+
+# --- the repository's own example (in-process, tracked in memory; slow: the semantic model) ----
+
+
+@pytest.fixture(scope="module")
+def example(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Tracker, Any]:
+    """The repository's eval.py and its dataset, with one tracker in memory for the module's
+    runs."""
+    folder = tmp_path_factory.mktemp("example")
+    script = runpy.run_path(str(REPO / "eval.py"), run_name="example_eval")
+    # Its dataset as it is; its reports (and the replicates' lock) in the scratch folder.
+    script.update(DATASET_PATH=str(REPO / script["DATASET_PATH"]),
+                  LABELS_PATH=str(REPO / script["LABELS_PATH"]),
+                  REPORTS_DIR=str(folder / "reports"))
+    return folder, Tracker.in_memory(folder / ".evalkit" / "bundles"), script
+
+
+def example_config(script: dict[str, Any]) -> EvalConfig:
+    return EvalConfig.from_constants(script, "eval.py")
+
+
+@pytest.mark.slow
+def test_example_repeatability_run_writes_only_its_report(
+        example: tuple[Path, Tracker, Any]) -> None:
+    folder, tracker, script = example
+    outcome = evaluate(example_config(script), script["invoke_component"],
+                       Selection.parse("repeatability"), tracker=tracker)
+    assert sorted(p.name for p in (folder / "reports").iterdir()) == [
+        "convergence-repeatability.svg", "report-repeatability.md", "summary.md"]
+    report = (folder / "reports" / "report-repeatability.md").read_text()
+    assert "- **Repeat count:** 5" in report
+    assert "| ID | Input | Outputs (how the repeats differ) | Avg pairwise cosine | Result |" \
+        in report
+    stored = tracker.reader.stored(outcome.run_id)
+    assert stored.metrics["repeat_count"] == 5
+    assert 0 <= stored.metrics["repeatability_accuracy"] <= 1
+    assert stored.tags["test_types"] == "repeatability"
+    evaluation = tracker.reader.read_json(outcome.run_id, names.EVALUATION_ARTIFACT)
+    items = evaluation["types"][0]["items"]
+    assert len(items) >= 10 and all(len(i["outputs"]) == 5 for i in items)
+    assert all(-1 <= i["similarity"] <= 1 for i in items)
+    assert f"| {items[0]['id']} |" in report
+
+
+@pytest.mark.slow
+def test_example_full_run_reports_every_type(example: tuple[Path, Tracker, Any]) -> None:
+    folder, tracker, script = example
+    shutil.rmtree(folder / "reports", ignore_errors=True)
+    outcome = evaluate(example_config(script), script["invoke_component"],
+                       Selection.parse("all"), tracker=tracker)
+    names_written = sorted(p.name for p in (folder / "reports").iterdir())
+    stored = tracker.reader.stored(outcome.run_id)
+    types = stored.tags["test_types"].split(",")
+    assert names_written == sorted([f"report-{t}.md" for t in types]
+                                   + [f"convergence-{t}.svg" for t in types]
+                                   + ["report-human-review.md", "report-judge.md", "summary.md"])
+    # the example's labels correct functional's accuracy: 20 drawn of its 26 entries
+    assert stored.metrics["functional_labels_drawn"] == 20
+    assert stored.metrics["functional_accuracy_corrected"] <= 1.0
+    assert "| functional | ✓ |" in (folder / "reports" / "summary.md").read_text()
+    assert {"functional", "smoke", "fairness", "repeatability", "bias"} <= set(types)
+    assert stored.tags["groups_filter"] == "all"
+    assert stored.params["component.temperature"] == "0.05"
+    for t in types:
+        assert f"{t}_accuracy" in stored.metrics
+
+
+@pytest.mark.slow
+def test_example_calibration_replicates_and_plan(example: tuple[Path, Tracker, Any]) -> None:
+    folder, tracker, script = example
+    config, component = example_config(script), script["invoke_component"]
+    calibrated = evaluate_calibration(config, component, Selection.parse("repeatability"),
+                                      tracker=tracker)
+    raw = calibrated.run.raw_results.read_text().splitlines()
+    calls = [json.loads(line)["entry_id"] for line in raw]
+    per_entry = {calls.count(entry_id) for entry_id in set(calls)}
+    assert per_entry == {20} and len(set(calls)) >= 10  # CALIBRATION_REPEAT_COUNT each
+    assert all(entry_id.startswith("repeatability/") for entry_id in calls)
+    report = (folder / "reports" / "report-calibration.md").read_text()
+    assert "**Recommended REPEAT_COUNT:** " in report
+    assert "recommended k = " in (folder / "reports" / "calibration.svg").read_text()
+
+    evaluate(config, component, Selection.parse("all"), tracker=tracker)
+    evaluate_replicates(config, component, Selection.parse("all"), tracker=tracker)
+    # ROOT_SEED = 0 seeds every draw: the example's replicates disagree on some items.
+    stability = json.loads((folder / "reports" / "stability.json").read_text())
+    assert sum(m["unstable_items"] for m in stability["metrics"]) >= 1
+    assert "## Unstable Items" in (folder / "reports" / "report-stability.md").read_text()
+    plan = build_plan(tracker, "support-router/golden")
+    _, path, text = record_plan(tracker, plan, folder / "reports", {})
+    assert "| replicates |" in text and "| repeats |" in text
+    assert "## Items or Replicates" in text
+    assert path == folder / "reports" / "report-planning.md" and path.exists()
+
