@@ -33,7 +33,7 @@ import pytest
 
 from tests.support.builders import entry, write_dataset, write_eval_script
 from tests.support.processes import REPO, run_eval, start_eval, wait_for
-from tools.team_server import free_port
+from tests.support.processes import free_port
 
 pytestmark = pytest.mark.ray
 

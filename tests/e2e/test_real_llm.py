@@ -30,7 +30,7 @@ import mlflow
 import pytest
 
 from tests.support.processes import run_eval
-from tools.team_server import free_port
+from tests.support.processes import free_port
 
 pytestmark = pytest.mark.llm
 

@@ -5,7 +5,7 @@ wrong password are refused before any call (exit 2).
 
 What evalkit does about an outage, a stop or a resume is tested in memory against a store
 that stops answering on cue (fast). A real PostgreSQL-backed MLflow server on loopback
-(``tools/team_server.py``) shows the same through MLflow's client and server (slow); a
+(``tests/support/team_server.py``) shows the same through MLflow's client and server (slow); a
 subprocess only where the promise is about the process: its exit status and what it prints.
 """
 
@@ -31,8 +31,8 @@ from evalkit.tracking._memory import MemoryTraceStore
 from tests.support.builders import entry, write_dataset, write_eval_script
 from tests.support.commands import evalkit_command
 from tests.support.processes import run_eval, run_evalkit, start_eval, wait_for
-from tests.test_traces import assert_memory_traces_match_results, assert_traces_match_results
-from tools.team_server import TeamServer
+from tests.unit.tracking.test_traces import assert_memory_traces_match_results, assert_traces_match_results
+from tests.support.team_server import TeamServer
 
 # --- a tracking server in memory that stops answering on cue -------------------------------------
 

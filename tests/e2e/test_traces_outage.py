@@ -24,14 +24,14 @@ from evalkit.run import evaluate_replicates
 from evalkit.tracking import Tracker, TrackingOffline
 from tests.support.builders import entry, write_dataset
 from tests.support.commands import evalkit_command
-from tests.test_team_server import FlakyServer
-from tests.test_traces import (
+from tests.e2e.test_team_server import FlakyServer
+from tests.unit.tracking.test_traces import (
     assert_memory_traces_match_results,
     assert_traces_match_results,
     memory_assessments,
     traces_of,
 )
-from tools.team_server import TeamServer
+from tests.support.team_server import TeamServer
 
 
 @pytest.fixture(scope="module")

@@ -32,7 +32,7 @@ from evalkit.tracking._links import SERVED_UI
 from tests.support.builders import REPO
 from tests.support.openai_stub import OpenAIStub, RecordedRequest, Reply, ok
 from tests.support.processes import run_eval, run_evalkit, script_env
-from tools.team_server import free_port
+from tests.support.processes import free_port
 
 pytestmark = pytest.mark.ui
 

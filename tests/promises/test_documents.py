@@ -305,7 +305,7 @@ def test_every_command_and_option_the_readme_names_exists() -> None:
 
 
 def test_the_readme_check_notices_a_made_up_option(monkeypatch: pytest.MonkeyPatch) -> None:
-    import tests.test_documents as this
+    import tests.promises.test_documents as this
 
     invented = ["evalkit compare A B --noise-floor 3", "python eval.py --type=all --fast",
                 "evalkit frobnicate X", "make eval-everything", "make eval NOSUCHVAR=1",

@@ -24,7 +24,7 @@ import evalkit
 from evalkit.tracking import Tracker
 from tests.support.builders import config_for, entry, write_dataset
 from tests.promises.lint_corpus_expected import Expected
-from tests.test_lint_corpus import (
+from tests.promises.test_lint_corpus import (
     EvalDone,
     _assert_listed,
     _assert_nothing_run,

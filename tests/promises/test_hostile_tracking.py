@@ -32,7 +32,8 @@ from evalkit.tracking import _connection as connection
 from tests.support.builders import entry, write_dataset, write_eval_script
 from tests.support.commands import eval_script, evalkit_command
 from tests.support.processes import run_eval, wait_for
-from tools.team_server import MlflowServer, free_port
+from tests.support.processes import free_port
+from tests.support.team_server import MlflowServer
 
 RUN_ID = "0123456789abcdef0123456789abcdef"
 PASSWORD = "hunter2-Pa55word"

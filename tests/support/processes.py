@@ -14,6 +14,7 @@ from __future__ import annotations
 import contextlib
 import os
 import shutil
+import socket
 import subprocess
 import sys
 import time
@@ -75,6 +76,13 @@ def run_command(folder: Path, *argv: str | Path, env: Mapping[str, str] | None =
     :func:`script_env`."""
     return subprocess.run([str(a) for a in argv], cwd=folder, capture_output=True, text=True,
                           timeout=timeout, env=script_env(folder, env, seed_store=seed_store))
+
+
+def free_port(host: str = "127.0.0.1") -> int:
+    """A port nothing listens on at ``host`` (a loopback address) right now."""
+    with socket.socket() as probe:
+        probe.bind((host, 0))
+        return int(probe.getsockname()[1])
 
 
 def wait_for(condition: Callable[[], bool], what: str, timeout: float = 120) -> None:

@@ -15,7 +15,7 @@ from evalkit.run._compare import CorrectedGap, MetricComparison, Side
 from evalkit.stats import StabilityDocument
 from evalkit.tracking import Tracker
 from tests.support.commands import evalkit_command
-from tests.test_compare_sides import Store, cells, evaluation, item, summary
+from tests.unit.review.test_compare_sides import Store, cells, evaluation, item, summary
 
 
 @pytest.fixture

@@ -31,7 +31,8 @@ from evalkit.stats import replicate_seed
 from evalkit.tracking import MemoryBackend, Tracker, history, render_history
 from tests.support.builders import entry, write_dataset
 from tests.support.commands import evalkit_command
-from tools.team_server import MlflowServer, free_port
+from tests.support.processes import free_port
+from tests.support.team_server import MlflowServer
 
 ENTRIES = {f"q{i:02d}": entry("functional") for i in range(24)}
 

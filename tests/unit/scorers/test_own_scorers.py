@@ -66,7 +66,7 @@ def test_scorer_functions_score_record_and_report(tmp_path: Path, tracker: Track
     params = tracker.reader.stored(outcome.run_id).params
     digest = hashlib.sha256(inspect.getsource(length_within).encode()).hexdigest()
     assert params["functional_scorer_source_sha256"] == digest
-    assert params["SCORER_FUNCTIONAL"] == "tests.test_own_scorers.length_within"
+    assert params["SCORER_FUNCTIONAL"] == "tests.unit.scorers.test_own_scorers.length_within"
     report = render_reports(tracker.reader.fetch(outcome.run_id))["report-functional.md"]
     assert "| Score | Rationale |" in report
     assert "length gap 5" in report

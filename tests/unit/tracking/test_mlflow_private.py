@@ -251,7 +251,8 @@ def test_a_prompt_is_linked_to_a_run_of_the_clients_own_store(tmp_path: Path) ->
 @pytest.fixture(scope="module")
 def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
     """An MLflow tracking server on loopback (SQLite behind it)."""
-    from tools.team_server import MlflowServer, free_port
+    from tests.support.processes import free_port
+    from tests.support.team_server import MlflowServer
 
     folder = tmp_path_factory.mktemp("private-server")
     server = MlflowServer(f"sqlite:///{folder / 'server.db'}", folder / "artifacts",

@@ -322,7 +322,7 @@ def test_a_bias_group_verdict_lands_on_every_member() -> None:
 
 @pytest.fixture(scope="module")
 def team(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
-    from tools.team_server import TeamServer
+    from tests.support.team_server import TeamServer
 
     with TeamServer.create(tmp_path_factory.mktemp("team")) as server:
         yield server.tracking_uri
