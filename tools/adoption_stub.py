@@ -1,4 +1,5 @@
-"""The OpenAI-compatible endpoint of `make test-adoption`'s first-week steps (tests/support/openai_stub.py).
+"""The OpenAI-compatible endpoint of `make test-adoption`'s first-week steps
+(tests/support/openai_stub.py).
 
     python tools/adoption_stub.py COUNTS_FILE URL_FILE
 

@@ -32,8 +32,7 @@ from typing import Any
 import pytest
 
 from tests.support.builders import entry, write_dataset, write_eval_script
-from tests.support.processes import REPO, run_eval, start_eval, wait_for
-from tests.support.processes import free_port
+from tests.support.processes import REPO, free_port, run_eval, start_eval, wait_for
 
 pytestmark = pytest.mark.ray
 

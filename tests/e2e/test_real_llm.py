@@ -29,8 +29,7 @@ from typing import Any
 import mlflow
 import pytest
 
-from tests.support.processes import run_eval
-from tests.support.processes import free_port
+from tests.support.processes import free_port, run_eval
 
 pytestmark = pytest.mark.llm
 

@@ -14,7 +14,6 @@ from __future__ import annotations
 import json
 import re
 import signal
-import threading
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -27,103 +26,12 @@ from evalkit._errors import TrackingError
 from evalkit.reports import render_reports
 from evalkit.run import Stop, resume
 from evalkit.tracking import MemoryBackend, Tracker, TrackingOffline, history
-from evalkit.tracking._memory import MemoryTraceStore
 from tests.support.builders import entry, write_dataset, write_eval_script
 from tests.support.commands import evalkit_command
 from tests.support.processes import run_eval, run_evalkit, start_eval, wait_for
-from tests.unit.tracking.test_traces import assert_memory_traces_match_results, assert_traces_match_results
+from tests.support.servers import FlakyServer, Outage
 from tests.support.team_server import TeamServer
-
-# --- a tracking server in memory that stops answering on cue -------------------------------------
-
-class ServerDown(ConnectionError):
-    """What a client gets from a server that stopped answering."""
-
-
-class FlakyTraces(MemoryTraceStore):
-    """The server's trace store: refuses every request while the server is down."""
-
-    def __init__(self, server: FlakyServer) -> None:
-        super().__init__()
-        self.server = server
-
-    def write_calls(self, *args: Any, **kwargs: Any) -> None:
-        self.server.refuse()
-        super().write_calls(*args, **kwargs)
-
-    def write_verdicts(self, *args: Any, **kwargs: Any) -> None:
-        self.server.refuse()
-        super().write_verdicts(*args, **kwargs)
-
-    def add_assessments(self, *args: Any, **kwargs: Any) -> None:
-        self.server.refuse()
-        super().add_assessments(*args, **kwargs)
-
-    def assessment_names(self, *args: Any, **kwargs: Any) -> dict[str, list[str]]:
-        self.server.refuse()
-        return super().assessment_names(*args, **kwargs)
-
-
-class FlakyServer(MemoryBackend):
-    """A tracking server (remote) in memory: while :attr:`down` it answers nothing, every
-    request raises and :meth:`answers` is false, as a server that stopped would."""
-
-    tracking_uri = "http://team.example:5000"
-    is_remote = True
-
-    def __init__(self) -> None:
-        super().__init__()
-        self.down = False
-        self.refused = 0
-        """Requests made while down."""
-        self.traces = FlakyTraces(self)
-
-    def refuse(self) -> None:
-        if self.down:
-            self.refused += 1
-            raise ServerDown(f"{self.tracking_uri}: Connection refused")
-
-    def check_reachable(self) -> None:
-        if self.down:
-            raise TrackingError(f"cannot reach the MLflow tracking server at "
-                                f"{self.tracking_uri} (Connection refused)")
-
-    def answers(self) -> bool:
-        return not self.down
-
-
-def _refusing(name: str) -> Callable[..., Any]:
-    def method(self: FlakyServer, *args: Any, **kwargs: Any) -> Any:
-        self.refuse()
-        return getattr(MemoryBackend, name)(self, *args, **kwargs)
-    method.__name__ = name
-    return method
-
-
-for _request in ("experiment_id", "experiment_name", "create_run", "log_batch", "log_artifact",
-                 "log_table", "log_dataset_input", "set_status", "run", "metric_history",
-                 "artifact", "runs", "run_ids", "human_feedback", "register_dataset",
-                 "register_prompts"):
-    setattr(FlakyServer, _request, _refusing(_request))
-
-
-class Outage:
-    """Counts the component's calls; the ``at``-th takes the server down (and, with
-    ``stop``, then asks the run to stop), the way an outage strikes mid-run."""
-
-    def __init__(self, server: FlakyServer, at: int, stop: Stop | None = None) -> None:
-        self.server, self.at, self.stop = server, at, stop
-        self.calls: list[tuple[str, int]] = []
-        self.lock = threading.Lock()
-
-    def tick(self, item: Entry, call: Call) -> None:
-        with self.lock:
-            self.calls.append((item.id, call.repeat))
-            now = len(self.calls) == self.at
-        if now:
-            self.server.down = True
-            if self.stop is not None:
-                self.stop.request()
+from tests.support.traces import assert_memory_traces_match_results, assert_traces_match_results
 
 
 def right_when_0_to_6(item: Entry, call: Call) -> str:

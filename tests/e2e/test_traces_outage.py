@@ -9,7 +9,6 @@ loopback), whose stored traces sync must not duplicate, is slow."""
 from __future__ import annotations
 
 import json
-import threading
 from collections import Counter
 from collections.abc import Iterator
 from pathlib import Path
@@ -24,14 +23,14 @@ from evalkit.run import evaluate_replicates
 from evalkit.tracking import Tracker, TrackingOffline
 from tests.support.builders import entry, write_dataset
 from tests.support.commands import evalkit_command
-from tests.e2e.test_team_server import FlakyServer
-from tests.unit.tracking.test_traces import (
+from tests.support.servers import FlakyServer, Outage
+from tests.support.team_server import TeamServer
+from tests.support.traces import (
     assert_memory_traces_match_results,
     assert_traces_match_results,
     memory_assessments,
     traces_of,
 )
-from tests.support.team_server import TeamServer
 
 
 @pytest.fixture(scope="module")
@@ -47,25 +46,6 @@ def bounded_retries(monkeypatch: pytest.MonkeyPatch) -> None:
     request to a server that stopped."""
     for name, value in _PROCESS_DEFAULTS.items():
         monkeypatch.setenv(name, value)
-
-
-class Outage:
-    """Counts the component's calls; the ``at``-th stops the server (a team server's MLflow
-    process, its database surviving; or a server in memory), the way an outage strikes a run
-    mid-way. The other calls go on meanwhile."""
-
-    def __init__(self, server: TeamServer | FlakyServer, at: int) -> None:
-        self.server, self.at, self.calls, self.lock = server, at, 0, threading.Lock()
-
-    def tick(self) -> None:
-        with self.lock:
-            self.calls += 1
-            now = self.calls == self.at
-        if now:
-            if isinstance(self.server, FlakyServer):
-                self.server.down = True
-            else:
-                self.server.mlflow.stop()
 
 
 def restart(team: TeamServer) -> None:
@@ -98,7 +78,7 @@ def series_config(tmp_path: Path, experiment: str) -> EvalConfig:
 
 def series_answer(outage: Outage) -> Any:
     def answer(item: Entry, call: Call) -> str:
-        outage.tick()
+        outage.tick(item, call)
         right = item.id == "steady" or (item.id == "flaky" and call.replicate != 1)
         return "a" if right else "b"
     return answer
@@ -114,7 +94,7 @@ def test_a_series_that_went_offline_gets_every_trace_and_its_stability_after_syn
                             series_answer(outage), Selection("functional"), tracker=tracker,
                             runs_dir=tmp_path / "runs")
     assert len(offline.value.bundles) == 4  # the three replicates and the parent
-    assert outage.calls == 3 * 3  # every replicate made all its calls
+    assert len(outage.calls) == 3 * 3  # every replicate made all its calls
     parent_id = json.loads((offline.value.bundles[-1] / "bundle.json").read_text())["run_id"]
     known = set(server.journals)  # the parent and replicate 0 began before the outage
 
@@ -160,7 +140,7 @@ def test_a_series_whose_server_goes_down_between_two_replicates_goes_on_offline(
         evaluate_replicates(series_config(tmp_path, "outage/between"), series_answer(outage),
                             Selection("functional"), tracker=tracker,
                             runs_dir=tmp_path / "runs")
-    assert outage.calls == 3 * 3  # replicates 1 and 2 still made all their calls
+    assert len(outage.calls) == 3 * 3  # replicates 1 and 2 still made all their calls
     assert len(offline.value.bundles) == 3  # replicates 1 and 2 (begun offline), the parent
     assert str(offline.value).endswith(
         "evalkit sync " + " ".join(str(b) for b in offline.value.bundles))
@@ -183,7 +163,7 @@ def test_200_entries_x_5_repeats_at_concurrency_16_keep_every_trace_through_an_o
     outage = Outage(team, 400)  # entries complete in batches of 50 traces streamed meanwhile
 
     def component(item: Entry, call: Call) -> str:
-        outage.tick()
+        outage.tick(item, call)
         return "a" if int(item.id[1:]) % 4 else f"b{call.repeat % 2}"  # every 4th flips
 
     with pytest.raises(TrackingOffline) as offline:

@@ -1,9 +1,10 @@
 """evalkit's records as MLflow's own, checked in a real browser (`make test-ui`).
 
 A fresh run of the example (one group of the dataset, to keep it quick) and a judged run of
-examples/eval_llm.py (the llm-smoke dataset, with tests/support/openai_stub.py as both the component's
-endpoint and the judge) are logged to a local store; `mlflow ui` serves it on loopback, and
-headless Chromium (tests/e2e/ui_browse.py, from the cached UI venv) renders the pages. Screenshots
+examples/eval_llm.py (the llm-smoke dataset, with tests/support/openai_stub.py as both the
+component's endpoint and the judge) are logged to a local store; `mlflow ui` serves it on
+loopback, and headless Chromium (tests/e2e/ui_browse.py, from the cached UI venv) renders the
+pages. Screenshots
 are kept in .cache/ui/screenshots for a reviewer.
 """
 
@@ -31,8 +32,7 @@ from evalkit.tracking import ServedUi
 from evalkit.tracking._links import SERVED_UI
 from tests.support.builders import REPO
 from tests.support.openai_stub import OpenAIStub, RecordedRequest, Reply, ok
-from tests.support.processes import run_eval, run_evalkit, script_env
-from tests.support.processes import free_port
+from tests.support.processes import free_port, run_eval, run_evalkit, script_env
 
 pytestmark = pytest.mark.ui
 

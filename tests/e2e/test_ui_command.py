@@ -17,8 +17,7 @@ import pytest
 
 from evalkit._errors import ExitStatus
 from tests.support.builders import REPO
-from tests.support.processes import script_env, wait_for
-from tests.support.processes import free_port
+from tests.support.processes import free_port, script_env, wait_for
 
 
 def group_members(group: int) -> list[int]:

@@ -1,5 +1,6 @@
-"""What lint must report for each folder of ``tests/promises/broken_datasets/``: the exact multiset of
-(file relative to the dataset folder, JSON pointer, a distinctive substring of the message)."""
+"""What lint must report for each folder of ``tests/promises/broken_datasets/``: the exact
+multiset of (file relative to the dataset folder, JSON pointer, a distinctive substring of the
+message)."""
 
 from __future__ import annotations
 

@@ -15,14 +15,13 @@ import os
 import socket
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 
 import evalkit
 from evalkit.tracking import Tracker
-from tests.support.builders import config_for, entry, write_dataset
 from tests.promises.lint_corpus_expected import Expected
 from tests.promises.test_lint_corpus import (
     EvalDone,
@@ -32,40 +31,10 @@ from tests.promises.test_lint_corpus import (
     _run_eval,
     _violation_lines,
 )
+from tests.support.builders import config_for, entry, write_dataset
+from tests.support.servers import SilentServer
 
 S = "dataset.schema.json"
-
-
-class SilentServer:
-    """A TCP server on 127.0.0.1 that accepts every connection and never sends a byte."""
-
-    def __init__(self) -> None:
-        self._socket = socket.create_server(("127.0.0.1", 0))
-        self.port = self._socket.getsockname()[1]
-        self.accepted = 0
-        self._held: list[socket.socket] = []
-        threading.Thread(target=self._serve, daemon=True).start()
-
-    def _serve(self) -> None:
-        while True:
-            try:
-                connection, _ = self._socket.accept()
-            except OSError:  # closed
-                return
-            self.accepted += 1
-            self._held.append(connection)
-
-    def close(self) -> None:
-        self._socket.close()
-        for connection in self._held:
-            connection.close()
-
-
-@pytest.fixture
-def silent_server() -> Iterator[SilentServer]:
-    server = SilentServer()
-    yield server
-    server.close()
 
 
 def _base(tmp_path: Path) -> Path:

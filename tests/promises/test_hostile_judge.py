@@ -1,4 +1,5 @@
-"""The judge endpoint's preflight under a misbehaving provider, over real HTTP (tests/support/openai_stub).
+"""The judge endpoint's preflight under a misbehaving provider, over real HTTP
+(tests/support/openai_stub).
 
 Transient failures (429 with Retry-After, 5xx, a reply slower than the timeout) are retried
 within a small bound; permanent ones fail at once; a provider message quoting the key is

@@ -12,10 +12,8 @@ real server with credentials (slow).
 from __future__ import annotations
 
 import base64
-import socket
-import threading
 import urllib.request
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
@@ -31,8 +29,8 @@ from evalkit.tracking import MemoryBackend, Tracker
 from evalkit.tracking import _connection as connection
 from tests.support.builders import entry, write_dataset, write_eval_script
 from tests.support.commands import eval_script, evalkit_command
-from tests.support.processes import run_eval, wait_for
-from tests.support.processes import free_port
+from tests.support.processes import free_port, run_eval, wait_for
+from tests.support.servers import SilentServer
 from tests.support.team_server import MlflowServer
 
 RUN_ID = "0123456789abcdef0123456789abcdef"
@@ -50,48 +48,6 @@ def invoke_component(entry, call):
         log.write(entry.id + "\\n")
     return 'a'
 """
-
-
-class SilentServer:
-    """Accepts connections and reads each request, never answering (a server that hangs);
-    keeps the request lines it was sent."""
-
-    def __init__(self) -> None:
-        self._listener = socket.create_server(("127.0.0.1", 0))
-        self.uri = f"http://127.0.0.1:{self._listener.getsockname()[1]}"
-        self.requests: list[str] = []
-        self._held: list[socket.socket] = []
-        threading.Thread(target=self._accept, daemon=True).start()
-
-    def _accept(self) -> None:
-        while True:
-            try:
-                connection, _ = self._listener.accept()
-            except OSError:  # closed
-                return
-            self._held.append(connection)
-            threading.Thread(target=self._read, args=(connection,), daemon=True).start()
-
-    def _read(self, connection: socket.socket) -> None:
-        with connection.makefile("rb") as stream:
-            try:
-                line = stream.readline()
-            except OSError:
-                return
-        if line:
-            self.requests.append(line.decode("latin-1").split(" HTTP/")[0])
-
-    def close(self) -> None:
-        self._listener.close()
-        for held in self._held:
-            held.close()
-
-
-@pytest.fixture
-def silent_server() -> Iterator[SilentServer]:
-    server = SilentServer()
-    yield server
-    server.close()
 
 
 def dead_server() -> str:

@@ -1,13 +1,15 @@
 """Lint against a corpus of broken datasets: every violation listed, nothing run.
 
-Each folder of ``tests/promises/broken_datasets/`` is a small dataset with exactly the defect(s) named in
-its README (and in ``tests/promises/broken_datasets/README.md``). :data:`EXPECTED` is what lint must
-report for it: the exact multiset of (file relative to the dataset folder, JSON pointer, a
-distinctive substring of the message). Nothing more, nothing less.
+Each folder of ``tests/promises/broken_datasets/`` is a small dataset with exactly the
+defect(s) named in its README (and in ``tests/promises/broken_datasets/README.md``).
+:data:`EXPECTED` is what lint must report for it: the exact multiset of (file relative to the
+dataset folder, JSON pointer, a distinctive substring of the message). Nothing more, nothing
+less.
 
-``tests/promises/datasets/minimal_valid/`` is the control: it must lint clean, and the end-to-end control
-test proves that the harness used for the broken datasets does see calls and runs when there are
-some. The ``evalkit lint`` command and eval.py run in-process (they return the exit status).
+``tests/promises/datasets/minimal_valid/`` is the control: it must lint clean, and the
+end-to-end control test proves that the harness used for the broken datasets does see calls
+and runs when there are some. The ``evalkit lint`` command and eval.py run in-process (they
+return the exit status).
 """
 
 from __future__ import annotations
@@ -24,9 +26,9 @@ import pytest
 
 import evalkit
 from evalkit.tracking import Tracker
+from tests.promises.lint_corpus_expected import EXPECTED, Expected
 from tests.support.builders import REPO
 from tests.support.commands import eval_script, evalkit_command
-from tests.promises.lint_corpus_expected import EXPECTED, Expected
 
 BROKEN = REPO / "tests" / "promises" / "broken_datasets"
 VALID = REPO / "tests" / "promises" / "datasets" / "minimal_valid"

@@ -25,6 +25,7 @@ from evalkit.records import CallRecord
 from evalkit.run import CallWindow, EntryOutputs, Stop
 from evalkit.tracking import RawResultsLog
 from tests.support.builders import entry, plan_of
+from tests.support.clock import FakeClock
 
 
 def raw_order(path: Path) -> list[tuple[str, int]]:
@@ -483,22 +484,6 @@ def test_follow_ups_due_together_run_side_by_side_and_are_all_awaited(
     with RawResultsLog(tmp_path / "raw.jsonl") as log:
         window(lambda item, call: "a", concurrency=3).run(plan, log, follow_ups=follow_ups)
     assert sorted(ended) == [0, 1, 2]  # every one of them ended before the window returned
-
-
-class FakeClock:
-    """The window's clock, moved on by the components themselves: a timeout depends on what
-    the calls did, not on how busy the machine is."""
-
-    def __init__(self) -> None:
-        self.now = 0.0
-        self._lock = threading.Lock()
-
-    def __call__(self) -> float:
-        return self.now
-
-    def advance(self, seconds: float) -> None:
-        with self._lock:
-            self.now += seconds
 
 
 def test_a_call_past_its_timeout_is_recorded_and_the_window_goes_on(tmp_path: Path) -> None:

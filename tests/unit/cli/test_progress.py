@@ -20,21 +20,14 @@ from evalkit.run._progress import (
     ProgressCounter,
     estimate_seconds_left,
 )
-
-
-class FakeClock:
-    def __init__(self) -> None:
-        self.now = 100.0
-
-    def __call__(self) -> float:
-        return self.now
+from tests.support.clock import FakeClock
 
 
 def test_eta_ignores_the_first_calls_warm_up() -> None:
     # 12 calls: the first takes 10 s (a model load), then one call a second. After 3 calls
     # the naive estimate, elapsed / done x left = 12/3 x 9 = 36 s, is three times too long;
     # from the calls after the first it is 2/2 x 9 = 9 s, the true time left.
-    clock = FakeClock()
+    clock = FakeClock(100.0)
     seen: list[Progress] = []
     counter = ProgressCounter({f"e{i}": 1 for i in range(12)}, seen.append, clock=clock)
     clock.now += 10

@@ -229,7 +229,8 @@ def test_only_the_reports_of_this_run_are_overwritten(tmp_path: Path, tracker: T
     assert sorted(p.name for p in (tmp_path / "reports").iterdir()) == [
         "convergence-repeatability.svg", "report-repeatability.md", "report-smoke.md",
         "summary.md"]
-    # kept, under a note that the latest run did not write it (tests/unit/reports/test_report_files.py)
+    # kept, under a note that the latest run did not write it
+    # (tests/unit/reports/test_report_files.py)
     assert old_smoke.read_text().startswith("> **Not from the latest run.**")
     assert old_smoke.read_text().endswith("\n\nearlier smoke report\n")
 

@@ -13,7 +13,13 @@ from evalkit.records import RunRecord, names
 from evalkit.reports._common import header
 from evalkit.reports._svg import BOTTOM, LEFT, RIGHT, TOP, Y_TOP, Line, LineChart, Rule
 from evalkit.tracking import Tracker
-from tests.support.builders import MIXED_ENTRIES, RecordingComponent, config_for, entry, write_dataset
+from tests.support.builders import (
+    MIXED_ENTRIES,
+    RecordingComponent,
+    config_for,
+    entry,
+    write_dataset,
+)
 from tests.unit.evaluation.test_evaluation import run
 
 SVG = "{http://www.w3.org/2000/svg}"

@@ -6,23 +6,15 @@ from __future__ import annotations
 import hashlib
 import inspect
 import json
-import uuid
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from evalkit import ConfigError, EvalConfig, ScoreResult, Selection, evaluate
+from evalkit import ConfigError, ScoreResult, Selection, evaluate
 from evalkit.reports import render_reports
 from evalkit.tracking import Tracker
-from tests.support.builders import entry, write_dataset
-
-
-def config_for(dataset: Path, **constants: Any) -> EvalConfig:
-    return EvalConfig.from_constants({
-        "EXPERIMENT_NAME": f"own/{uuid.uuid4().hex[:10]}", "DATASET_PATH": str(dataset),
-        "EVAL_MIN_ACCURACY": 0.5, "REPEAT_COUNT": 3, "EVAL_MIN_ACCURACY_REPEATABILITY": 0.5,
-        **constants}, "eval.py")
+from tests.support.builders import config_for, entry, write_dataset
 
 
 def length_within(output: Any, expected: Any) -> ScoreResult:
@@ -49,7 +41,7 @@ def test_scorer_functions_score_record_and_report(tmp_path: Path, tracker: Track
             return f"word{call.repeat} tail"
         return "abcdef"
 
-    config = config_for(dataset, SCORER_FUNCTIONAL=length_within,
+    config = config_for(tmp_path, dataset, REPEAT_COUNT=3, SCORER_FUNCTIONAL=length_within,
                         SCORER_REPEATABILITY=same_first_word, SCORER_BIAS=same_first_word)
     outcome = evaluate(config, component, Selection("all"), tracker=tracker,
                        runs_dir=tmp_path / "runs")
@@ -74,8 +66,9 @@ def test_scorer_functions_score_record_and_report(tmp_path: Path, tracker: Track
 
 def test_a_failing_scorer_scores_zero_with_its_reason(tmp_path: Path, tracker: Tracker) -> None:
     dataset = write_dataset(tmp_path / "ds", {"f": entry("functional")})
-    outcome = evaluate(config_for(dataset, SCORER=raises), lambda e, c: "a",
-                       Selection("functional"), tracker=tracker, runs_dir=tmp_path / "runs")
+    outcome = evaluate(config_for(tmp_path, dataset, REPEAT_COUNT=3, SCORER=raises),
+                       lambda e, c: "a", Selection("functional"), tracker=tracker,
+                       runs_dir=tmp_path / "runs")
     (item,) = outcome.scored.type_result("functional").items
     assert not item.passed
     assert item.error == "scorer raises raised RuntimeError: scorer bug"
@@ -86,7 +79,7 @@ def test_a_scorer_with_the_wrong_signature_is_refused_before_any_call(
     dataset = write_dataset(tmp_path / "ds", {"r": entry("repeatability")})
     with pytest.raises(ConfigError, match=r"scorer 'length_within' of repeatability must take "
                                           r"\(outputs\)"):
-        evaluate(config_for(dataset, SCORER_REPEATABILITY=length_within),
+        evaluate(config_for(tmp_path, dataset, REPEAT_COUNT=3, SCORER_REPEATABILITY=length_within),
                  lambda e, c: pytest.fail("called"), Selection("repeatability"),
                  tracker=tracker, runs_dir=tmp_path / "runs")
     assert tracker.backend.journals == {}
@@ -104,8 +97,9 @@ def test_compared_fields_ignore_a_volatile_field(tmp_path: Path, tracker: Tracke
         return {"category": "billing", "reply": "ok", "request_id": stamp}
 
     def run(**constants: Any) -> dict[str, bool]:
-        outcome = evaluate(config_for(dataset, **constants), component, Selection("all"),
-                           tracker=tracker, runs_dir=tmp_path / "runs")
+        outcome = evaluate(config_for(tmp_path, dataset, REPEAT_COUNT=3, **constants),
+                           component, Selection("all"), tracker=tracker,
+                           runs_dir=tmp_path / "runs")
         return {i.id: i.passed for t in outcome.scored.types for i in t.items}
 
     assert run() == {"r": False, "s": False, "g": False}
@@ -122,8 +116,9 @@ def test_a_compared_field_no_output_has_fails_its_type_with_the_reason(
     def component(item: Any, call: Any) -> Any:
         return {"category": "billing", "answer": f"{item.id} take {call.repeat}"}
 
-    outcome = evaluate(config_for(dataset, COMPARED_FIELDS=["category", "reply"]), component,
-                       Selection("all"), tracker=tracker, runs_dir=tmp_path / "runs")
+    config = config_for(tmp_path, dataset, REPEAT_COUNT=3, COMPARED_FIELDS=["category", "reply"])
+    outcome = evaluate(config, component, Selection("all"), tracker=tracker,
+                       runs_dir=tmp_path / "runs")
     assert not outcome.passed
     assert {m.test_type: m.accuracy for m in outcome.metrics} == {"repeatability": 0.0,
                                                                   "bias": 0.0}
@@ -138,13 +133,14 @@ def test_a_compared_field_no_output_has_fails_its_type_with_the_reason(
     report = render_reports(tracker.reader.fetch(outcome.run_id))["report-repeatability.md"]
     assert f"Error in r: {item.error}" in report.replace("\\_", "_")
     # A field that one output has is compared as usual, missing elsewhere or not.
-    outcome = evaluate(config_for(dataset, COMPARED_FIELDS=["category"]), component,
-                       Selection("all"), tracker=tracker, runs_dir=tmp_path / "runs")
+    config = config_for(tmp_path, dataset, REPEAT_COUNT=3, COMPARED_FIELDS=["category"])
+    outcome = evaluate(config, component, Selection("all"), tracker=tracker,
+                       runs_dir=tmp_path / "runs")
     assert outcome.passed and all(i.error is None for t in outcome.scored.types
                                   for i in t.items)
 
 
 @pytest.mark.parametrize("value", ["category", [], [""], [1]])
-def test_compared_fields_must_be_a_list_of_names(value: Any) -> None:
+def test_compared_fields_must_be_a_list_of_names(tmp_path: Path, value: Any) -> None:
     with pytest.raises(ConfigError, match="COMPARED_FIELDS=.* must be a non-empty list"):
-        config_for(Path("ds"), COMPARED_FIELDS=value)
+        config_for(tmp_path, Path("ds"), COMPARED_FIELDS=value)
