@@ -11,7 +11,7 @@ import pytest
 from evalkit.dataset import load_dataset
 from tests.support.commands import evalkit_command
 
-pytestmark = [pytest.mark.slow, pytest.mark.mlflow_api]
+pytestmark = pytest.mark.mlflow_api
 
 
 def test_an_mlflow_evaluation_dataset_becomes_a_golden_dataset(

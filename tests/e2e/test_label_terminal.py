@@ -31,8 +31,6 @@ from evalkit.tracking import Tracker
 from tests.support.builders import REPO
 from tests.support.processes import run_eval, run_evalkit, script_env
 
-pytestmark = pytest.mark.slow
-
 EXPERIMENT = "support-router/golden"
 TYPE = "functional"
 LABEL = "functional_label"

@@ -34,7 +34,7 @@ from tests.support.builders import (
     write_dataset,
 )
 
-pytestmark = [pytest.mark.slow, pytest.mark.mlflow_api]
+pytestmark = pytest.mark.mlflow_api
 
 @pytest.fixture(scope="module")
 def mixed(tracking_uri: str, tmp_path_factory: pytest.TempPathFactory

@@ -12,11 +12,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-import pytest
-
 from tests.support.builders import REPO, entry, write_dataset
-
-pytestmark = pytest.mark.slow
 
 SETUP = f'''
 import json, os, sys, time

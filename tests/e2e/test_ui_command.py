@@ -16,7 +16,6 @@ from pathlib import Path
 import pytest
 
 from evalkit._errors import ExitStatus
-from tests.support.builders import REPO
 from tests.support.processes import free_port, script_env, wait_for
 
 
@@ -59,7 +58,6 @@ def serves(url: str) -> bool:
         return False
 
 
-@pytest.mark.slow
 @pytest.mark.parametrize("number", [signal.SIGTERM, signal.SIGINT], ids=["TERM", "INT"])
 def test_a_signal_to_evalkit_ui_stops_every_process_of_the_server_and_keeps_its_port(
         tmp_path: Path, number: int) -> None:
@@ -92,7 +90,6 @@ def test_a_signal_to_evalkit_ui_stops_every_process_of_the_server_and_keeps_its_
             ui.wait()
 
 
-@pytest.mark.slow
 def test_an_evalkit_ui_that_cannot_serve_leaves_run_links_on_the_port_served_before(
         tmp_path: Path) -> None:
     record = tmp_path / ".evalkit" / "ui.json"
@@ -112,10 +109,3 @@ def test_an_evalkit_ui_that_cannot_serve_leaves_run_links_on_the_port_served_bef
                               "above say why; a port in use: evalkit ui --port ANOTHER); run "
                               "links still name the UI recorded before\n")
     assert json.loads(record.read_text()) == before
-
-
-def test_make_dev_mlflow_is_evalkit_ui() -> None:
-    """So that it serves the store evalkit uses (MLFLOW_TRACKING_URI) and stops whole."""
-    makefile = (REPO / "Makefile").read_text(encoding="utf-8")
-    recipe = makefile.partition("\ndev-mlflow: install\n")[2].split("\n\n")[0]
-    assert recipe.strip() == "$(BIN)/evalkit ui $(if $(MLFLOW_PORT),--port $(MLFLOW_PORT))"

@@ -8,7 +8,6 @@ from __future__ import annotations
 import importlib.util
 import json
 import runpy
-import sys
 from pathlib import Path
 from typing import Any
 
@@ -19,7 +18,7 @@ from evalkit._distribution import SEMANTIC_EXTRA_COMMAND, VERSION
 from evalkit.tracking import Tracker
 from tests.support.builders import entry, write_dataset
 from tests.support.commands import eval_script, evalkit_command
-from tests.support.processes import run_command, run_evalkit
+from tests.support.processes import run_command
 
 
 def test_semantic_run_without_the_extra_fails_before_any_run_or_call(
@@ -52,13 +51,6 @@ def test_version_flag_prints_the_distribution_and_version(
         capsys: pytest.CaptureFixture[str]) -> None:
     assert evalkit_command("--version") == 0
     assert capsys.readouterr().out == f"evalkit-mlflow {VERSION}\n"
-
-
-@pytest.mark.slow
-def test_python_dash_m_evalkit_is_the_command(tmp_path: Path) -> None:
-    done = run_evalkit(tmp_path, "--version", seed_store=False)
-    assert done.returncode == 0, done.stderr
-    assert done.stdout == f"evalkit-mlflow {VERSION}\n"
 
 
 # --- every constant problem at once -----------------------------------------------------------
@@ -167,23 +159,6 @@ def test_init_scaffolds_a_runnable_evaluation(
     accuracy = {m.test_type: m.accuracy for m in outcome.metrics}
     assert accuracy == {"bias": 1.0, "functional": 1.0, "smoke": 1.0, "repeatability": 1.0}
     assert (repo / "reports" / "report-human-review.md").is_file()
-
-
-@pytest.mark.slow
-def test_init_then_make_eval_passes_and_leaves_git_clean(tmp_path: Path) -> None:
-    repo = tmp_path / "my-repo"
-    assert evalkit_command("init", repo) == 0
-    for git in (("init", "-q"), ("add", "-A"),
-                ("-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", "scaffold")):
-        assert run_command(repo, "git", *git).returncode == 0
-    make = run_command(repo, "make", "eval", f"PYTHON={sys.executable}")
-    assert make.returncode == 0, make.stderr
-    assert "7 entries, valid" in make.stdout
-    assert "PASS  repeatability_accuracy 1.000" in make.stdout  # request_id is not compared
-    assert (repo / "reports" / "report-human-review.md").is_file()
-    assert (repo / "mlflow.db.lock").is_file()  # the store, its lock, runs and reports: ignored
-    status = run_command(repo, "git", "status", "--porcelain", "--untracked-files=all")
-    assert status.stdout == ""
 
 
 def test_scaffold_schema_takes_any_expected_output_until_narrowed(

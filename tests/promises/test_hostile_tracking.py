@@ -27,11 +27,9 @@ from evalkit import Call, Entry
 from evalkit.cli._common import TRACEBACK_VARIABLE
 from evalkit.tracking import MemoryBackend, Tracker
 from evalkit.tracking import _connection as connection
-from tests.support.builders import entry, write_dataset, write_eval_script
 from tests.support.commands import eval_script, evalkit_command
-from tests.support.processes import free_port, run_eval, wait_for
+from tests.support.processes import free_port, wait_for
 from tests.support.servers import SilentServer
-from tests.support.team_server import MlflowServer
 
 RUN_ID = "0123456789abcdef0123456789abcdef"
 PASSWORD = "hunter2-Pa55word"
@@ -42,12 +40,6 @@ READERS = {
     "report": ["report", RUN_ID],
 }
 SCRIPT_COMMANDS = ["eval.py --type", "eval.py --resume", "evalkit resume"]
-COMPONENT = """
-def invoke_component(entry, call):
-    with open(CALLS_LOG, "a") as log:
-        log.write(entry.id + "\\n")
-    return 'a'
-"""
 
 
 def dead_server() -> str:
@@ -66,33 +58,21 @@ def terminal(monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
     return capsys.readouterr
 
 
-@pytest.fixture
-def project(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    """An eval script and its dataset; the working folder, as for a user."""
-    folder = tmp_path / "project"
-    folder.mkdir()
-    write_dataset(folder / "ds", {"e": entry("functional")})
-    write_eval_script(folder, {"EXPERIMENT_NAME": "hostile/tracking", "DATASET_PATH": "ds",
-                               "EVAL_MIN_ACCURACY": 0.5, "CALLS_LOG": "calls.log"}, COMPONENT)
-    monkeypatch.chdir(folder)
-    return folder
-
-
 def calls_made(folder: Path) -> list[str]:
     log = folder / "calls.log"
     return log.read_text().splitlines() if log.exists() else []
 
 
-def run_script_command(project: Path, command: str) -> int:
+def run_script_command(script_project: Path, command: str) -> int:
     """An eval script command, in this process as the command line runs it."""
     if command == "evalkit resume":
-        return evalkit_command("resume", RUN_ID, "--script", project / "eval.py")
+        return evalkit_command("resume", RUN_ID, "--script", script_project / "eval.py")
     constants = {"EXPERIMENT_NAME": "hostile/tracking", "DATASET_PATH": "ds",
                  "EVAL_MIN_ACCURACY": 0.5}
     args = ["--type=functional"] if command == "eval.py --type" else ["--resume", RUN_ID]
 
     def component(item: Entry, call: Call) -> str:
-        with (project / "calls.log").open("a") as log:
+        with (script_project / "calls.log").open("a") as log:
             log.write(item.id + "\n")
         return "a"
 
@@ -121,38 +101,39 @@ def assert_health_check_only(server: str, silent: SilentServer) -> None:
 @pytest.mark.parametrize("server", ["dead", "silent"])
 @pytest.mark.parametrize("command", list(READERS))
 def test_every_reading_command_fails_after_one_health_check_with_one_line(
-        project: Path, silent_server: SilentServer, server: str, command: str,
+        script_project: Path, silent_server: SilentServer, server: str, command: str,
         monkeypatch: pytest.MonkeyPatch, terminal: Callable[[], tuple[str, str]]) -> None:
     uri = server_uri(server, silent_server)
     monkeypatch.setenv("MLFLOW_TRACKING_URI", uri)
     assert evalkit_command(*READERS[command]) == 4
     assert_one_line_naming(uri, *terminal())
     assert_health_check_only(server, silent_server)
-    assert not (project / "mlflow.db").exists()
+    assert not (script_project / "mlflow.db").exists()
 
 
 @pytest.mark.parametrize("server", ["dead", "silent"])
 @pytest.mark.parametrize("command", SCRIPT_COMMANDS)
 def test_every_eval_script_command_fails_after_one_health_check_before_any_call(
-        project: Path, silent_server: SilentServer, server: str, command: str,
+        script_project: Path, silent_server: SilentServer, server: str, command: str,
         monkeypatch: pytest.MonkeyPatch, terminal: Callable[[], tuple[str, str]]) -> None:
     uri = server_uri(server, silent_server)
     monkeypatch.setenv("MLFLOW_TRACKING_URI", uri)
-    assert run_script_command(project, command) == 4
+    assert run_script_command(script_project, command) == 4
     assert_one_line_naming(uri, *terminal())
     assert_health_check_only(server, silent_server)
-    assert calls_made(project) == []
-    assert not (project / "mlflow.db").exists() and not (project / ".evalkit").exists()
+    assert calls_made(script_project) == []
+    assert not (script_project / "mlflow.db").exists()
+    assert not (script_project / ".evalkit").exists()
 
 
 @pytest.mark.parametrize("command", ["history", "eval.py --type"])
 def test_credentials_in_a_dead_uri_are_never_shown(
-        project: Path, command: str, monkeypatch: pytest.MonkeyPatch,
+        script_project: Path, command: str, monkeypatch: pytest.MonkeyPatch,
         terminal: Callable[[], tuple[str, str]]) -> None:
     uri = dead_server().replace("http://", f"http://evalkit:{PASSWORD}@")
     monkeypatch.setenv("MLFLOW_TRACKING_URI", uri)
     status = (evalkit_command(*READERS["history"]) if command == "history"
-              else run_script_command(project, command))
+              else run_script_command(script_project, command))
     assert status == 4
     out, err = terminal()
     assert PASSWORD not in out + err
@@ -196,7 +177,7 @@ class Exploding(MemoryBackend):
 
 
 def test_an_unexpected_error_under_a_command_is_one_redacted_line(
-        project: Path, monkeypatch: pytest.MonkeyPatch,
+        script_project: Path, monkeypatch: pytest.MonkeyPatch,
         terminal: Callable[[], tuple[str, str]]) -> None:
     monkeypatch.setenv("SERVICE_TOKEN", "tok-abcdef123456")
     monkeypatch.setattr("evalkit.cli._main.Tracker",
@@ -255,11 +236,11 @@ def refusing(monkeypatch: pytest.MonkeyPatch) -> type[RefusingClient]:
 
 @pytest.mark.parametrize("command", ["eval.py --type", "eval.py --resume"])
 def test_refused_credentials_exit_2_naming_the_variables_set_never_their_values(
-        project: Path, refusing: type[RefusingClient], monkeypatch: pytest.MonkeyPatch,
+        script_project: Path, refusing: type[RefusingClient], monkeypatch: pytest.MonkeyPatch,
         terminal: Callable[[], tuple[str, str]], command: str) -> None:
     monkeypatch.setenv("MLFLOW_TRACKING_USERNAME", "editor")
     monkeypatch.setenv("MLFLOW_TRACKING_PASSWORD", PASSWORD)
-    assert run_script_command(project, command) == 2
+    assert run_script_command(script_project, command) == 2
     out, err = terminal()
     assert err == ("error: the MLflow tracking server at http://127.0.0.1:5999 refused the "
                    "credentials (HTTP 401; set: MLFLOW_TRACKING_USERNAME, "
@@ -267,17 +248,17 @@ def test_refused_credentials_exit_2_naming_the_variables_set_never_their_values(
                    "MLFLOW_TRACKING_PASSWORD, or MLFLOW_TRACKING_TOKEN, to an account of "
                    "that server\n")
     assert "editor" not in err and PASSWORD not in out + err
-    assert calls_made(project) == []
+    assert calls_made(script_project) == []
 
 
 def test_refused_credentials_in_the_uri_or_none_at_all_are_named(
-        project: Path, refusing: type[RefusingClient], monkeypatch: pytest.MonkeyPatch,
+        script_project: Path, refusing: type[RefusingClient], monkeypatch: pytest.MonkeyPatch,
         terminal: Callable[[], tuple[str, str]]) -> None:
-    assert run_script_command(project, "eval.py --type") == 2
+    assert run_script_command(script_project, "eval.py --type") == 2
     assert "(HTTP 401; set: none)" in terminal()[1]
     monkeypatch.setenv("MLFLOW_TRACKING_URI", f"http://editor:{PASSWORD}@127.0.0.1:5999")
     monkeypatch.setenv("MLFLOW_TRACKING_TOKEN", "tok-abcdef123456")
-    assert run_script_command(project, "eval.py --type") == 2
+    assert run_script_command(script_project, "eval.py --type") == 2
     err = terminal()[1]
     assert ("at http://editor:***@127.0.0.1:5999 refused the credentials (HTTP 401; set: "
             "MLFLOW_TRACKING_TOKEN, a user in MLFLOW_TRACKING_URI)") in err
@@ -285,59 +266,17 @@ def test_refused_credentials_in_the_uri_or_none_at_all_are_named(
 
 
 def test_a_user_without_edit_on_the_experiment_exits_2_naming_the_permission(
-        project: Path, refusing: type[RefusingClient], monkeypatch: pytest.MonkeyPatch,
+        script_project: Path, refusing: type[RefusingClient], monkeypatch: pytest.MonkeyPatch,
         terminal: Callable[[], tuple[str, str]]) -> None:
     monkeypatch.setattr(RefusingClient, "refuse", "PERMISSION_DENIED")
     monkeypatch.setenv("MLFLOW_TRACKING_USERNAME", "reader")
     monkeypatch.setenv("MLFLOW_TRACKING_PASSWORD", PASSWORD)
-    assert run_script_command(project, "eval.py --type") == 2
+    assert run_script_command(script_project, "eval.py --type") == 2
     assert terminal()[1] == (
         "error: user reader lacks EDIT permission on experiment 'hostile/tracking' at "
         "http://127.0.0.1:5999 (HTTP 403): an admin of the server grants it (or use another "
         "user)\n")
-    assert calls_made(project) == []
-    assert run_script_command(project, "eval.py --resume") == 2  # reading the run: READ
+    assert calls_made(script_project) == []
+    assert run_script_command(script_project, "eval.py --resume") == 2  # reading the run: READ
     assert "user reader lacks READ permission on the run's experiment" in terminal()[1]
-
-
-# --- processes of their own, real servers (slow) ------------------------------------------------
-
-@pytest.mark.slow
-def test_an_eval_script_against_a_dead_server_exits_4_with_one_line(project: Path) -> None:
-    uri = dead_server().replace("http://", f"http://evalkit:{PASSWORD}@")
-    done = run_eval(project, "--type=functional", env={"MLFLOW_TRACKING_URI": uri})
-    assert done.returncode == 4, done.stderr
-    assert_one_line_naming(uri.replace(PASSWORD, "***"), done.stdout, done.stderr)
-    assert PASSWORD not in done.stdout + done.stderr
-    assert calls_made(project) == []
-
-
-@pytest.mark.slow
-def test_a_server_uri_with_credentials_is_accepted_and_the_password_kept_secret(
-        tmp_path: Path, project: Path, monkeypatch: pytest.MonkeyPatch,
-        terminal: Callable[[], tuple[str, str]]) -> None:
-    server = MlflowServer(f"sqlite:///{tmp_path / 'server.db'}", tmp_path / "artifacts",
-                          free_port())
-    server.start()
-    try:
-        uri = server.uri.replace("http://", f"http://evalkit:{PASSWORD}@")
-        done = run_eval(project, "--type=functional", env={"MLFLOW_TRACKING_URI": uri})
-        assert done.returncode == 0, done.stderr
-        assert calls_made(project) == ["e"]
-        monkeypatch.setenv("MLFLOW_TRACKING_URI", uri)
-        assert evalkit_command("history", "hostile/tracking") == 0
-        out, err = terminal()
-        shown = done.stdout + done.stderr + out + err
-        # printed without its credentials (shown_uri), never with the password
-        assert PASSWORD not in shown and server.uri in shown
-        reader = Tracker(server.uri).reader
-        (run,) = reader.runs("hostile/tracking")
-        assert run.status == "FINISHED"
-        assert PASSWORD not in repr(run.params) + repr(run.tags)
-        reports = [reader.read_text(run.run_id, f"reports/{name}")
-                   for name in ("report-functional.md", "summary.md")]
-        reports += [p.read_text() for p in (project / "reports").glob("*.md")]
-        assert [r for r in reports if PASSWORD in r] == []
-    finally:
-        server.stop()
 

@@ -25,7 +25,6 @@ from typing import Any
 import pytest
 
 import evalkit
-from evalkit.tracking import Tracker
 from tests.promises.lint_corpus_expected import EXPECTED, Expected
 from tests.support.builders import REPO
 from tests.support.commands import eval_script, evalkit_command
@@ -281,22 +280,3 @@ def test_invalid_dataset_makes_no_call_and_no_mlflow_run(
     assert len(_violation_lines(done.stderr)) == len(EXPECTED[case])
     assert "no component was called and no MLflow run was created" in done.stderr
     _assert_nothing_run(tmp_path, done)
-
-
-@pytest.mark.slow
-def test_control_valid_dataset_is_called_and_recorded(
-        tmp_path: Path, capsys: pytest.CaptureFixture[str],
-        monkeypatch: pytest.MonkeyPatch) -> None:
-    """The same harness on the valid dataset does see the call and the run, so the test above
-    cannot pass merely because nothing could be observed. (Slow: the run goes to a real store,
-    the one the test above would find created.)"""
-    monkeypatch.setenv("MLFLOW_TRACKING_URI", f"sqlite:///{tmp_path / 'mlflow.db'}")
-    shutil.copytree(VALID, tmp_path / "dataset")
-    done = _run_eval(capsys, Path("dataset"), "--type=functional")
-    assert done.returncode == 0, done.stdout + done.stderr
-    assert done.calls == [("functional/opening_hours", 0)]
-    (run,) = Tracker(f"sqlite:///{tmp_path / 'mlflow.db'}").reader.runs(
-        "broken/lint")
-    assert run.status == "FINISHED"
-    assert (tmp_path / "reports" / "report-functional.md").exists()
-    assert list((tmp_path / ".evalkit" / "runs").glob("*/raw-results.jsonl"))
