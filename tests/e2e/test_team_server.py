@@ -3,10 +3,11 @@ uploaded by sync; interrupted runs resume with only their missing calls; two eva
 write to one store at once; behind MLflow's basic auth an editor runs, while a reader and a
 wrong password are refused before any call (exit 2).
 
-What evalkit does about an outage, a stop or a resume is tested in memory against a store
-that stops answering on cue (fast). A real PostgreSQL-backed MLflow server on loopback
-(``tests/support/team_server.py``) shows the same through MLflow's client and server (slow); a
-subprocess only where the promise is about the process: its exit status and what it prints.
+What evalkit does about an outage, a stop or a resume is tested in memory against a store that
+stops answering on cue in tests/promises/test_server_outage.py. Here a real PostgreSQL-backed
+MLflow server on loopback (``tests/support/team_server.py``) shows the same through MLflow's
+client and server; a subprocess only where the promise is about the process: its exit status and
+what it prints.
 """
 
 from __future__ import annotations
@@ -21,33 +22,14 @@ from typing import Any
 import mlflow
 import pytest
 
-from evalkit import Call, Entry, EvalConfig, Selection, evaluate
+from evalkit import Selection, evaluate
 from evalkit.tracking import Tracker
 from tests.support.builders import entry, write_dataset, write_eval_script
 from tests.support.commands import evalkit_command
+from tests.support.outages import project_config, right_when_0_to_6
 from tests.support.processes import run_eval, run_evalkit, start_eval, wait_for
 from tests.support.team_server import TeamServer
 from tests.support.traces import assert_traces_match_results
-
-
-def right_when_0_to_6(item: Entry, call: Call) -> str:
-    return "a" if item.id[-1] in "0123456" else "b"
-
-
-def project_config(tmp_path: Path, experiment: str, entries: int = 12,
-                   reports: str = "reports", **constants: Any) -> EvalConfig:
-    """``entries`` functional entries (right when the id ends in 0-6) and one repeatability
-    entry of three repeats; the reports in ``tmp_path/reports``."""
-    dataset = write_dataset(tmp_path / "ds", {
-        **{f"e{i:02d}": entry("functional") for i in range(entries)},
-        "rep": entry("repeatability")})
-    return EvalConfig.from_constants({
-        "EXPERIMENT_NAME": experiment, "DATASET_PATH": str(dataset),
-        "REPORTS_DIR": str(tmp_path / reports), "EVAL_MIN_ACCURACY": 0.5, "REPEAT_COUNT": 3,
-        "EVAL_MIN_ACCURACY_REPEATABILITY": 0.5, "MAX_CONCURRENCY": 1, **constants}, "eval.py")
-
-
-# --- a real team server (slow) -------------------------------------------------------------------
 
 COMPONENT = """
 import json, os, time

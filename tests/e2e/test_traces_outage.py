@@ -3,8 +3,9 @@ tracking server mid-run ends as a bundle, and after ``evalkit sync`` the server 
 per entry with every verdict, as an uninterrupted run would.
 
 What goes into the bundles and comes out of sync is checked against a server in memory that
-stops answering on cue (fast); the same through a real team server (PostgreSQL + MLflow on
-loopback), whose stored traces sync must not duplicate, is slow."""
+stops answering on cue in tests/promises/test_series_outage.py; here the same goes through a
+real team server (PostgreSQL + MLflow on loopback), whose stored traces sync must not
+duplicate."""
 
 from __future__ import annotations
 
@@ -12,7 +13,6 @@ import json
 from collections import Counter
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
 
 import mlflow
 import pytest
@@ -23,6 +23,7 @@ from evalkit.run import evaluate_replicates
 from evalkit.tracking import Tracker, TrackingOffline
 from tests.support.builders import entry, write_dataset
 from tests.support.commands import evalkit_command
+from tests.support.outages import STABILITY, series_answer, series_config
 from tests.support.servers import Outage
 from tests.support.team_server import TeamServer
 from tests.support.traces import (
@@ -58,28 +59,6 @@ def sync(bundles: list[Path], team: TeamServer, monkeypatch: pytest.MonkeyPatch)
     assert evalkit_command("sync", *bundles) == 0
 
 
-SERIES = {"steady": entry("functional"), "flaky": entry("functional"),
-          "wrong": entry("functional")}
-STABILITY = {
-    "steady": [("always right", "r0: right (a); r1: right (a); r2: right (a)")],
-    "flaky": [("changed", "r0: right (a); r1: wrong (b); r2: right (a)")],
-    "wrong": [("always wrong", "r0: wrong (b); r1: wrong (b); r2: wrong (b)")]}
-
-
-def series_config(tmp_path: Path, experiment: str) -> EvalConfig:
-    return EvalConfig.from_constants({
-        "EXPERIMENT_NAME": experiment, "DATASET_PATH": str(write_dataset(tmp_path / "ds",
-                                                                         SERIES)),
-        "REPORTS_DIR": str(tmp_path / "reports"), "EVAL_MIN_ACCURACY": 0.0,
-        "REPLICATES": 3, "MAX_CONCURRENCY": 1}, "eval.py")
-
-
-def series_answer(outage: Outage) -> Any:
-    def answer(item: Entry, call: Call) -> str:
-        outage.tick(item, call)
-        right = item.id == "steady" or (item.id == "flaky" and call.replicate != 1)
-        return "a" if right else "b"
-    return answer
 
 
 def test_200_entries_x_5_repeats_at_concurrency_16_keep_every_trace_through_an_outage(

@@ -1,7 +1,8 @@
 """``evalkit ui``: the MLflow UI it starts ends whole on Ctrl-C or SIGTERM, and its address
-is recorded for run links and kept for them once it stops (slow: a real ``mlflow ui`` and its
-workers in a process of their own; the links themselves are tested in
-tests/promises/test_ci_outputs.py), and ``make dev-mlflow`` goes through it."""
+is recorded for run links and kept for them once it stops: a real ``mlflow ui`` and its
+workers in a process of their own (the links themselves are tested in
+tests/promises/test_ci_outputs.py; that ``make dev-mlflow`` goes through it in
+tests/promises/test_dev_mlflow.py)."""
 
 from __future__ import annotations
 

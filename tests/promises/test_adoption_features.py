@@ -1,7 +1,7 @@
 """Day one in a user's repository: the light core, init, ui, --version, constants reported
 all at once, and the command-line conventions. The command lines run in-process (they return
-their exit status); the slow tier runs ``python -m evalkit`` and the scaffold's ``make eval``
-as processes."""
+their exit status); ``python -m evalkit`` and the scaffold's ``make eval`` as processes are in
+test_adoption_processes.py (slow)."""
 
 from __future__ import annotations
 

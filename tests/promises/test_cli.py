@@ -2,11 +2,9 @@
 
 Refusals (bad options, configuration errors, an unreachable store), --help and SIGINT
 ignored at start are tested in-process: ``run_eval_script`` and ``evalkit.cli.main`` return
-the exit status (argparse ends a bad command line with ``SystemExit(2)``). Only what a process
-alone can show runs in one (``tests/support/processes.py``), in the slow tier: the exit status
-and the terminal's lines of a real run in a fresh interpreter (which never imports torch), and an
-interrupted run. ``evalkit report`` against a real store, and the repository's own example
-(the semantic model), are in-process but slow.
+the exit status (argparse ends a bad command line with ``SystemExit(2)``). What only a process
+alone can show, ``evalkit report`` against a real store and the repository's own example are in
+test_cli_processes.py (slow).
 """
 
 from __future__ import annotations

@@ -2,10 +2,11 @@
 
 Every per-call behaviour (one entry each, selected by the entry's input) runs in-process in one
 evaluation tracked in memory: each must be that call's recorded error with its message, or a
-kept output, while the run goes on to FINISHED with complete raw results and intact reports;
-so must a component that raises KeyboardInterrupt itself (an interrupt, never a call error).
-What acts on the process runs in one (slow): a job started with SIGINT ignored stopped by two
-Ctrl-C during a hung call, a torn raw-results line, two resumes at once, two SIGTERMs.
+kept output, while the run goes on to FINISHED with complete raw results and intact reports; so
+must a component that raises KeyboardInterrupt itself (an interrupt, never a call error). What
+acts on the process runs in one, in test_hostile_components_processes.py (slow): a job started
+with SIGINT ignored stopped by two Ctrl-C during a hung call, a torn raw-results line, two
+resumes at once, two SIGTERMs.
 """
 
 from __future__ import annotations

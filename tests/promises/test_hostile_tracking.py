@@ -4,9 +4,8 @@ not found", after one bounded health check and no request of MLflow's own (whose
 would take minutes). Credentials in MLFLOW_TRACKING_URI are accepted and never shown; an
 unexpected error is one redacted line.
 
-The commands run in this process, as the command line runs them (fast); one eval script runs
-as a process of its own, for its exit status and what reaches its terminal, and one against a
-real server with credentials (slow).
+The commands run in this process, as the command line runs them; an eval script as a process
+of its own and a real server with credentials are in test_hostile_tracking_processes.py (slow).
 """
 
 from __future__ import annotations

@@ -7,9 +7,9 @@ dataset folder, JSON pointer, a distinctive substring of the message). Nothing m
 less.
 
 ``tests/promises/datasets/minimal_valid/`` is the control: it must lint clean, and the
-end-to-end control test proves that the harness used for the broken datasets does see calls
-and runs when there are some. The ``evalkit lint`` command and eval.py run in-process (they
-return the exit status).
+end-to-end control test (test_lint_corpus_control.py, slow) proves that the harness used for the
+broken datasets does see calls and runs when there are some. The ``evalkit lint`` command and
+eval.py run in-process (they return the exit status).
 """
 
 from __future__ import annotations

@@ -5,7 +5,8 @@ set. The labels are redacted where they enter evalkit (the label file as it is r
 reviewer as it is named, the feedback typed in the MLflow UI as it is read back), so every path
 downstream is covered once.
 
-The fast tests read a label file and run a labelled evaluation in memory; the slow one greps
+These tests read a label file and run a labelled evaluation in memory; test_secret_labels_store.py
+(slow) greps
 every byte of a real local store (the sqlite file and the artifact folder) after a real run,
 an import, a reviewer's feedback typed into the MLflow UI and ``evalkit report``.
 """

@@ -12,7 +12,7 @@ import pytest
 from evalkit import Selection
 from evalkit.run import evaluate_replicates
 from evalkit.tracking import Tracker, TrackingOffline
-from tests.e2e.test_traces_outage import STABILITY, series_answer, series_config
+from tests.support.outages import STABILITY, series_answer, series_config
 from tests.support.servers import FlakyServer, Outage
 from tests.support.traces import (
     assert_memory_traces_match_results,

@@ -19,8 +19,8 @@ from evalkit._errors import TrackingError
 from evalkit.reports import render_reports
 from evalkit.run import Stop, resume
 from evalkit.tracking import MemoryBackend, Tracker, TrackingOffline, history
-from tests.e2e.test_team_server import project_config, right_when_0_to_6
 from tests.support.builders import entry, write_dataset
+from tests.support.outages import project_config, right_when_0_to_6
 from tests.support.servers import FlakyServer, Outage
 from tests.support.traces import assert_memory_traces_match_results
 

@@ -1,8 +1,8 @@
 """Replicate mode, the noise gate of `evalkit compare`, and `evalkit history`.
 
 The series, its seeds, its stability and what compare and history make of it are evalkit's
-own logic, tested in memory (fast). The commands themselves are tested (slow) on a real local
-store and on a tracking server on loopback, in this process.
+own logic, tested in memory. The commands themselves on a real local store and on a tracking server
+are tests/e2e/test_replicates_store.py.
 """
 
 from __future__ import annotations

@@ -1,5 +1,5 @@
-"""REPEAT_COUNT calibration and `evalkit plan`: the measurements in memory (fast), the command
-on a real local store (slow), in this process."""
+"""REPEAT_COUNT calibration and `evalkit plan`: the measurements in memory; the command on a
+real local store is tests/e2e/test_plan_command.py."""
 
 from __future__ import annotations
 

@@ -1,8 +1,8 @@
 """What the spans of LLM calls show: a judge call's span holds the messages sent (secrets
 redacted) and is named for what it judges; spans carry the tokens used as MLflow reads them.
 
-The spans are built in memory as they are written (fast); what a real store makes of them is
-in the slow tests at the end. Every test carries the ``mlflow_api`` marker: the span entities
+The spans are built in memory as they are written; what a real store makes of them is in
+tests/e2e/test_llm_spans_store.py. Every test carries the ``mlflow_api`` marker: the span entities
 are MLflow's.
 """
 

@@ -2,11 +2,10 @@
 evalkit expects it and takes the arguments evalkit gives it: a release of MLflow that moves or
 reshapes one fails here, by name, rather than deep inside a run.
 
-Fast: each internal exists with the signature evalkit calls it with (``inspect.signature``),
-and the spans evalkit builds are MLflow spans. Slow: each does its job against a real local
-store, and against a tracking server on loopback (the URL MLflow prints, the server version
-MLflow remembers). All are marked ``mlflow_api``: CI runs them on the oldest and the newest
-MLflow supported.
+Here each internal exists with the signature evalkit calls it with (``inspect.signature``), and
+the spans evalkit builds are MLflow spans; tests/e2e/test_mlflow_private_store.py shows each
+doing its job against a real local store and a tracking server on loopback. All are marked
+``mlflow_api``: CI runs them on the oldest and the newest MLflow supported.
 """
 
 from __future__ import annotations

@@ -1,6 +1,7 @@
 """The span writer: a worker process for a large run on a local SQL store, the caller's
-thread otherwise; a worker that dies is an error, never silence. The worker tests write to a
-real local store (slow); which writer a run gets is decided without one (fast)."""
+thread otherwise; a worker that dies is an error, never silence. Which writer a run gets is
+decided without a store; the worker itself on a real local store is
+tests/e2e/test_span_worker_process.py."""
 
 from __future__ import annotations
 

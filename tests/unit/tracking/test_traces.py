@@ -1,10 +1,9 @@
 """Every entry a trace, every verdict an assessment.
 
 What evalkit puts on the traces (which verdict on which entry, a series' stability on its last
-replicate, a reviewer's feedback back into the report) is checked in memory (fast); how MLflow
-holds them (spans, assessments, the judge's prompts, the evaluation dataset) is read back from
-a real store, local and team server (slow). Every test here carries the ``mlflow_api`` marker:
-CI runs them on the oldest and the newest MLflow supported.
+replicate, a reviewer's feedback back into the report) is checked in memory; how MLflow holds
+them is read back from a real store in tests/e2e/test_traces_stores.py. Every test here carries
+the ``mlflow_api`` marker: CI runs them on the oldest and the newest MLflow supported.
 """
 
 from __future__ import annotations

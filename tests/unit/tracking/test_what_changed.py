@@ -1,8 +1,8 @@
 """What each run records about what defines the component, and the "What differs" opening of
 ``evalkit compare``.
 
-Fast: runs in memory, compared in this process. Slow: git checkouts (subprocesses) and, marked
-``mlflow_api``, the prompt registry of a real local store.
+Runs in memory, compared in this process; git checkouts and the prompt registry of a real
+local store are tests/e2e/test_what_changed_store.py.
 """
 
 from __future__ import annotations
