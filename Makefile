@@ -68,9 +68,11 @@ eval-%: install
 run: install
 	$(BIN)/python eval.py $(ARGS)
 
-# Two tiers (markers in pyproject.toml). make test: every test not marked slow, llm or ui:
-# in-process, no MLflow store, no subprocess, no server. make test-slow: the rest of pytest's
-# tests but the real LLM and the browser, which have targets of their own.
+# Tiers are markers (pyproject.toml) set per folder or module: tests/e2e/conftest.py makes every
+# module there slow unless it names its own tier (llm, ui, ray); a slow module elsewhere says so
+# in its pytestmark. make test: every test not marked slow, llm, ui or ray: in-process, no MLflow
+# store, no subprocess, no server. make test-slow: the rest of pytest's tests but the real LLM,
+# the browser and Ray, which have targets of their own.
 # JUnit XML for CI in the ignored cache folder; the terminal keeps pytest's one summary line.
 # pytest-xdist runs one worker per core; --dist loadfile keeps each test module on one worker,
 # so a module's shared fixtures (the example project, the team server) are built once and its
