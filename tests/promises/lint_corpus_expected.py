@@ -1,10 +1,14 @@
 """What lint must report for each folder of ``tests/promises/broken_datasets/``: the exact
 multiset of (file relative to the dataset folder, JSON pointer, a distinctive substring of the
-message)."""
+message), and where the corpus and its valid control are."""
 
 from __future__ import annotations
 
 from evalkit.dataset._json import MAX_DEPTH
+from tests.support.builders import REPO
+
+BROKEN = REPO / "tests" / "promises" / "broken_datasets"
+VALID = REPO / "tests" / "promises" / "datasets" / "minimal_valid"
 
 Expected = tuple[str, str, str]
 

@@ -23,15 +23,15 @@ import pytest
 import evalkit
 from evalkit.tracking import Tracker
 from tests.promises.lint_corpus_expected import Expected
-from tests.promises.test_lint_corpus import (
-    EvalDone,
-    _assert_listed,
-    _assert_nothing_run,
-    _assert_violations,
-    _run_eval,
-    _violation_lines,
-)
 from tests.support.builders import config_for, entry, write_dataset
+from tests.support.lint import (
+    EvalDone,
+    assert_listed,
+    assert_nothing_run,
+    assert_violations,
+    run_eval_in_process,
+    violation_lines,
+)
 from tests.support.servers import SilentServer
 
 S = "dataset.schema.json"
@@ -118,17 +118,17 @@ CASES: dict[str, Callable[[Path], list[Expected]]] = {
 def _assert_refused(tmp_path: Path, done: EvalDone, expected: list[Expected]) -> None:
     assert done.returncode == 3, done.stdout + done.stderr
     assert "Traceback" not in done.stdout + done.stderr
-    _assert_listed(done.stderr, "dataset/", expected)
-    assert len(_violation_lines(done.stderr)) == len(expected), done.stderr
+    assert_listed(done.stderr, "dataset/", expected)
+    assert len(violation_lines(done.stderr)) == len(expected), done.stderr
     assert "no component was called and no MLflow run was created" in done.stderr
-    _assert_nothing_run(tmp_path, done)
+    assert_nothing_run(tmp_path, done)
 
 
 @pytest.mark.parametrize("case", sorted(CASES))
 def test_lint_names_the_hostile_file(case: str, tmp_path: Path) -> None:
     root = _base(tmp_path)
     expected = CASES[case](root)
-    _assert_violations(evalkit.lint_dataset(root).violations, root, expected)
+    assert_violations(evalkit.lint_dataset(root).violations, root, expected)
 
 
 @pytest.mark.parametrize("case", sorted(CASES))
@@ -136,7 +136,7 @@ def test_eval_refuses_the_hostile_dataset(case: str, tmp_path: Path,
                                           capsys: pytest.CaptureFixture[str]) -> None:
     root = _base(tmp_path)
     expected = CASES[case](root)
-    _assert_refused(tmp_path, _run_eval(capsys, root.relative_to(tmp_path), "--type=all"),
+    _assert_refused(tmp_path, run_eval_in_process(capsys, root.relative_to(tmp_path), "--type=all"),
                     expected)
 
 
@@ -150,12 +150,12 @@ def test_ref_to_a_silent_server_fails_fast_without_connecting(
     expected = [(S, "/properties/input/$ref", f"$ref {ref!r} points to the network")]
     finished: list[EvalDone] = []
     worker = threading.Thread(target=lambda: finished.append(
-        _run_eval(capsys, root.relative_to(tmp_path), "--type=all")), daemon=True)
+        run_eval_in_process(capsys, root.relative_to(tmp_path), "--type=all")), daemon=True)
     worker.start()
     worker.join(timeout=60)
     assert finished, "eval.py hung: lint fetched the $ref from the silent server"
     _assert_refused(tmp_path, finished[0], expected)
-    _assert_violations(evalkit.lint_dataset(root).violations, root, expected)
+    assert_violations(evalkit.lint_dataset(root).violations, root, expected)
     assert silent_server.accepted == 0
     with socket.create_connection(("127.0.0.1", silent_server.port), timeout=5):
         pass  # the server does accept, so a fetch would have been seen

@@ -10,7 +10,8 @@ from pathlib import Path
 import pytest
 
 from evalkit.tracking import Tracker
-from tests.promises.test_lint_corpus import VALID, _run_eval
+from tests.promises.lint_corpus_expected import VALID
+from tests.support.lint import run_eval_in_process
 
 pytestmark = pytest.mark.slow
 
@@ -23,7 +24,7 @@ def test_control_valid_dataset_is_called_and_recorded(
     the one the test above would find created.)"""
     monkeypatch.setenv("MLFLOW_TRACKING_URI", f"sqlite:///{tmp_path / 'mlflow.db'}")
     shutil.copytree(VALID, tmp_path / "dataset")
-    done = _run_eval(capsys, Path("dataset"), "--type=functional")
+    done = run_eval_in_process(capsys, Path("dataset"), "--type=functional")
     assert done.returncode == 0, done.stdout + done.stderr
     assert done.calls == [("functional/opening_hours", 0)]
     (run,) = Tracker(f"sqlite:///{tmp_path / 'mlflow.db'}").reader.runs(
