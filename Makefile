@@ -71,9 +71,11 @@ eval-%: install
 run: install
 	$(BIN)/python eval.py $(ARGS)
 
-# Two tiers (markers in pyproject.toml). make test: every test not marked slow, llm or ui:
-# in-process, no MLflow store, no subprocess, no server. make test-slow: the rest of pytest's
-# tests but the real LLM and the browser, which have targets of their own.
+# Tiers are markers (pyproject.toml) set per folder or module: tests/e2e/conftest.py makes every
+# module there slow unless it names its own tier (llm, ui, ray); a slow module elsewhere says so
+# in its pytestmark. make test: every test not marked slow, llm, ui or ray: in-process, no MLflow
+# store, no subprocess, no server. make test-slow: the rest of pytest's tests but the real LLM,
+# the browser and Ray, which have targets of their own.
 # JUnit XML for CI in the ignored cache folder; the terminal keeps pytest's one summary line.
 # pytest-xdist runs one worker per core; --dist loadfile keeps each test module on one worker,
 # so a module's shared fixtures (the example project, the team server) are built once and its
@@ -118,7 +120,7 @@ $(LLM_STAMP):
 
 test-llm: install $(LLM_STAMP)
 	EVALKIT_LLM_PYTHON=$(abspath $(LLM_VENV)/bin/python) EVALKIT_LLM_MODEL=$(abspath $(LLM_MODEL)) \
-		$(BIN)/python -m pytest -m llm tests/test_real_llm.py
+		$(BIN)/python -m pytest -m llm tests/e2e/test_real_llm.py
 
 # test-mlflow-versions: the oldest and the newest MLflow that pyproject.toml admits, each in a
 # virtualenv of its own under .cache/mlflow (kept between runs): the tests of what evalkit asks
@@ -134,7 +136,7 @@ test-mlflow-versions: install
 test-adoption: install
 	EVALKIT_BUILD_PYTHON=$(abspath $(BIN)/python) tools/test_adoption.sh
 
-# test-ui: the MLflow UI in a real headless browser over fresh runs (tests/test_ui.py).
+# test-ui: the MLflow UI in a real headless browser over fresh runs (tests/e2e/test_ui.py).
 # Debian's chromium (apt-get, when missing) is driven through its executable path by
 # Playwright for Python from a venv in the ignored cache (`playwright install` needs the
 # internet); `rm -rf .cache/ui` reinstalls. Screenshots land in .cache/ui/screenshots.
@@ -150,9 +152,9 @@ $(UI_STAMP):
 	touch $@
 
 test-ui: install $(UI_STAMP)
-	EVALKIT_UI_PYTHON=$(abspath $(UI_VENV)/bin/python) $(BIN)/python -m pytest -m ui tests/test_ui.py
+	EVALKIT_UI_PYTHON=$(abspath $(UI_VENV)/bin/python) $(BIN)/python -m pytest -m ui tests/e2e/test_ui.py
 
-# test-ray: tests/test_ray.py starts a Ray cluster of two nodes on this machine (ray start, the
+# test-ray: tests/e2e/test_ray.py starts a Ray cluster of two nodes on this machine (ray start, the
 # head on 127.0.0.2 and a worker node on 127.0.0.3, one CPU each, loopback only), runs eval.py
 # on it with --executor=ray, and kills every process it started by PID (never `ray stop`, which
 # would stop other Ray clusters of the machine). The ray extra goes into .venv once (the stamp).
@@ -163,7 +165,7 @@ $(RAY_STAMP): pyproject.toml
 	mkdir -p $(@D) && touch $@
 
 test-ray: install $(RAY_STAMP)
-	$(BIN)/python -m pytest -m ray tests/test_ray.py --junitxml=.cache/junit-ray.xml
+	$(BIN)/python -m pytest -m ray tests/e2e/test_ray.py --junitxml=.cache/junit-ray.xml
 
 # evalkit ui: the store evalkit itself uses; Ctrl-C or SIGTERM stops every process it started.
 dev-mlflow: install

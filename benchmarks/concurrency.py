@@ -1,6 +1,6 @@
 """Concurrency benchmark: how close a judged run gets to the ideal wall time.
 
-A local OpenAI-compatible server (tests/openai_stub.py, in a process of its own) answers
+A local OpenAI-compatible server (tests/support/openai_stub.py, in a process of its own) answers
 every call after a fixed latency. The evaluation has ENTRIES repeatability entries at
 REPEAT_COUNT, a component that calls the server for every repeat, and the LLM judge (one
 call per entry), all at MAX_CONCURRENCY calls in flight. The ideal wall time is
@@ -51,8 +51,8 @@ from evalkit import (  # noqa: E402
     evaluate,
 )
 from evalkit.tracking import Tracker  # noqa: E402
-from tests.builders import entry, write_dataset  # noqa: E402
-from tests.openai_stub import OpenAIStub, fixed_latency  # noqa: E402
+from tests.support.builders import entry, write_dataset  # noqa: E402
+from tests.support.openai_stub import OpenAIStub, fixed_latency  # noqa: E402
 
 
 def main() -> None:

@@ -25,7 +25,7 @@ from evalkit import Call, Entry, EvalConfig, RunContext, Selection  # noqa: E402
 from evalkit.evaluation._evaluation import Evaluation  # noqa: E402
 from evalkit.evaluation._prepare import prepare  # noqa: E402
 from evalkit.tracking import Tracker  # noqa: E402
-from tests.builders import entry, write_dataset  # noqa: E402
+from tests.support.builders import entry, write_dataset  # noqa: E402
 
 
 def main() -> None:

@@ -26,7 +26,7 @@ from evalkit import EvalConfig, LabelFileInvalid, Selection  # noqa: E402
 from evalkit.dataset import load_dataset, read_label_file  # noqa: E402
 from evalkit.evaluation._prepare import prepare  # noqa: E402
 from evalkit.review._labelling import known_entries  # noqa: E402
-from tests.builders import entry, write_dataset  # noqa: E402
+from tests.support.builders import entry, write_dataset  # noqa: E402
 
 
 def main() -> None:

@@ -1,11 +1,13 @@
-"""Fixtures: a scratch folder per test, a tracker in memory, and (for the slow tier) one real
-local MLflow store per session. Builders are in ``tests/builders.py``; running evalkit in a
-process of its own is ``tests/processes.py``.
+"""Fixtures: a scratch folder per test, a tracker in memory, and (for the slow tier) one real local
+MLflow store per session. Shared helpers are in ``tests/support/`` (builders, processes,
+servers, the OpenAI stub, the team server).
 
-Two tiers: ``make test`` runs every test not marked ``slow`` (in-process, no MLflow store, no
-subprocess, no server), ``make test-all`` adds the ``slow`` ones (end to end, subprocesses,
-servers), the real LLM (``llm``) and the browser (``ui``). No test depends on the wall time
-it takes: Hypothesis runs without a deadline.
+Tiers, set per folder or module (never test by test): ``make test`` runs every test not marked
+``slow`` (in-process, no MLflow store, no subprocess, no server: all of ``unit/``), ``make
+test-all`` adds the ``slow`` ones (every module of ``e2e/`` but those of their own tier, and the
+modules of ``promises/`` whose ``pytestmark`` says so), the real LLM (``llm``), the browser
+(``ui``) and Ray (``ray``). No test depends on the wall time it takes: Hypothesis runs without a
+deadline.
 """
 
 from __future__ import annotations
@@ -18,7 +20,7 @@ import pytest
 from hypothesis import settings
 
 from evalkit.tracking import Tracker
-from tests.processes import STORE_TEMPLATE
+from tests.support.processes import STORE_TEMPLATE
 
 # A deadline fails an example that a loaded machine merely ran slowly: behaviour, not speed.
 settings.register_profile("evalkit", deadline=None)

@@ -1,4 +1,5 @@
-"""The OpenAI-compatible endpoint of `make test-adoption`'s first-week steps (tests/openai_stub.py).
+"""The OpenAI-compatible endpoint of `make test-adoption`'s first-week steps
+(tests/support/openai_stub.py).
 
     python tools/adoption_stub.py COUNTS_FILE URL_FILE
 
@@ -16,7 +17,7 @@ import threading
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-from tests.openai_stub import OpenAIStub, RecordedRequest, Reply, ok  # noqa: E402
+from tests.support.openai_stub import OpenAIStub, RecordedRequest, Reply, ok  # noqa: E402
 
 JUDGE_MODEL = "judge"
 CAPITALS = {"France": "Paris", "Japan": "Tokyo", "Kenya": "Nairobi", "Peru": "Lima",

@@ -3,8 +3,9 @@
 MLflow's public API covers runs, artifacts, trace search, linking traces to runs, datasets
 and prompts; those calls live in :mod:`evalkit.tracking._mlflow` and ``_mlflow_genai``. What
 is here has no public equivalent that takes an explicit tracking URI, or none fast enough.
-Each function names the internals it touches; ``tests/test_mlflow_private.py`` fails when an
-MLflow release moves or reshapes any of them, on the oldest and the newest MLflow supported.
+Each function names the internals it touches; ``tests/unit/tracking/test_mlflow_private.py``
+fails when an MLflow release moves or reshapes any of them, on the oldest and the newest MLflow
+supported.
 
 - Traces are written as finished spans in batches (:func:`log_spans`). MLflow's public
   tracing (``start_trace``/``start_span``) exports through the process-wide tracer to the

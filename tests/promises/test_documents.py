@@ -1,0 +1,385 @@
+"""The documents a run stores (stability.json, items.json, plan.json) and the names it writes:
+each typed document reads back exactly what it wrote, and reads the files earlier runs left.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from evalkit.records import (
+    ItemCell,
+    ItemResult,
+    Mode,
+    ScoredRun,
+    SeriesItems,
+    TypeNames,
+    TypeResult,
+    names,
+)
+from evalkit.stats import (
+    Allocation,
+    ContrastInterval,
+    Plan,
+    StabilityDocument,
+    StabilitySummary,
+    allocate,
+    disagreement,
+    replicate_stability,
+    vote_table,
+)
+from evalkit.stats._plan import ContrastPlan, MeasuredP
+
+tables = st.dictionaries(
+    st.text("abcdefgh", min_size=1, max_size=4),
+    st.dictionaries(st.integers(0, 3), st.booleans(), min_size=1, max_size=4),
+    min_size=1, max_size=12)
+
+
+@given(tables)
+def test_a_stability_summary_reads_back_what_it_wrote(table: dict[str, dict[int, bool]]) -> None:
+    summary = StabilitySummary.of(replicate_stability("functional_accuracy", table))
+    written = json.loads(json.dumps(summary.to_json()))  # as the artifact holds it
+    again = StabilitySummary.from_json(written)
+    assert again == summary
+    assert again.to_json() == summary.to_json()
+
+
+def test_the_stability_document_of_an_earlier_run_still_reads() -> None:
+    # stability.json as the series before typed documents wrote it (seeds/000's example shape)
+    stored = {"pack_id": "support-router/golden", "root_seed": 0, "derivation": "d",
+              "seeds": [11, 22], "metrics": [{
+                  "metric": "bias_accuracy", "rates": {"0": [6, 6], "1": [5, 6]}, "mean": 0.9167,
+                  "sd": 0.1179, "spread": 0.1667, "unstable_items": 1, "repeated_items": 6,
+                  "components": {"completion": 0.04, "item": 0.0, "total": 0.03,
+                                 "trials": 2.0, "items": 6, "estimator": "anova_moment",
+                                 "reference": "NIST"},
+                  "interval": {"p": 0.9167, "n_eff": 12.0, "confidence": 0.95, "low": 0.64,
+                               "high": 0.98},
+                  "noise_floor": 0.1667,
+                  "pairwise": [{"replicates": [0, 1], "shared": 6, "disagree": 1,
+                                "rate": 0.1667}],
+                  "partition": {"always_right": 5, "always_wrong": 0, "changed": 1,
+                                "seen_once": 0, "changed_items": ["g1"]}}]}
+    document = StabilityDocument.from_json(stored)
+    (metric,) = document.metrics
+    assert document.seeds == (11, 22)
+    assert metric.rates == {0: (6, 6), 1: (5, 6)}
+    assert metric.partition.changed_items == ("g1",)
+    assert metric.pairwise[0].rate == pytest.approx(1 / 6)
+    assert metric.components is not None and metric.components.trials == 2.0
+    assert document.to_json() == {**stored, "metrics": [
+        {**stored["metrics"][0], "pairwise": [{**stored["metrics"][0]["pairwise"][0],
+                                               "rate": 1 / 6}]}]}
+
+
+def item(item_id: str, passed: bool, outputs: tuple[object, ...]) -> ItemResult:
+    return ItemResult(item_id, passed, True, "q", "a", outputs, (item_id,))
+
+
+def test_series_items_line_up_every_replicate_and_mark_what_one_did_not_score() -> None:
+    first = ScoredRun((TypeResult("functional", "exact", (item("a", True, ("x",)),
+                                                          item("b", False, ("y",)))),))
+    second = ScoredRun((TypeResult("functional", "exact", (item("a", False, ("z",)),)),))
+    series = SeriesItems.of([first, second])
+    rows = series.types["functional"]
+    assert rows["a"] == (ItemCell(True, True, ("x",), None), ItemCell(False, False, ("z",), None))
+    assert rows["b"] == (ItemCell(False, False, ("y",), None), None)
+    assert SeriesItems.from_json(json.loads(json.dumps(series.to_json()))) == series
+
+
+def test_a_plan_reads_back_what_it_wrote() -> None:
+    found = disagreement("replicates", [["a", "a", "b"], ["a", "a"], ["b", "a", "a", "a"]])
+    assert found is not None
+    interval = ContrastInterval(0.05, -0.02, 0.12, 3, 0.99, "t")
+    plan = Plan(
+        experiment="x/y", target_error=0.01,
+        measured=(MeasuredP("replicates", "r1", found, vote_table(found.p, 0.01, 5),
+                            vote_table(found.interval.high, 0.01, 5)),),
+        allocations={"functional": allocate(replicate_stability(
+            "functional_accuracy", {"a": {0: True, 1: False}, "b": {0: True, 1: True},
+                                    "c": {0: False, 1: False}}).components)},  # type: ignore
+        allocation_run="r1", against="x/z",
+        contrasts=(ContrastPlan("functional", (0.1, 0.0, 0.05), 3, interval, None, interval,
+                                1e-3, 2e-3, 7),),
+        contrast_count=1, half_width=0.02)
+    written = json.loads(json.dumps(plan.to_json()))
+    again = Plan.from_json(written)
+    assert again.to_json() == plan.to_json()
+    assert again.measured[0].disagreement.p == found.p
+    assert again.contrasts == plan.contrasts
+    assert isinstance(again.allocations["functional"], Allocation)
+    assert again.allocations["functional"].advice() == plan.allocations["functional"].advice()
+
+
+def test_type_names_are_the_type_and_a_suffix() -> None:
+    n = TypeNames.of("bias")
+    assert (n.accuracy, n.ci_lower, n.cumulative_f1, n.scorer_digest, n.stability) == (
+        "bias_accuracy", "bias_accuracy_ci_lower", "bias_cumulative_f1",
+        "bias_scorer_source_sha256", "bias_stability")
+    assert TypeNames.of_accuracy("functional_accuracy") == TypeNames.of("functional")
+    assert names.report_artifact(names.report_name("smoke")) == "reports/report-smoke.md"
+
+
+@pytest.mark.parametrize(("tags", "mode"), [
+    ({}, Mode.EVALUATION), ({"mode": "replicates"}, Mode.REPLICATES),
+    ({"mode": "planning"}, Mode.PLANNING), ({"mode": ""}, Mode.EVALUATION)])
+def test_a_run_s_mode_is_its_tag_or_an_evaluation(tags: dict[str, str], mode: Mode) -> None:
+    assert Mode.of(tags) is mode
+
+
+def test_a_mode_evalkit_never_writes_is_refused_by_name() -> None:
+    with pytest.raises(ValueError, match="tagged mode='fishing' was not made by evalkit"):
+        Mode.of({"mode": "fishing"})
+
+
+def test_nan_free_documents() -> None:
+    # A summary whose variance split is undefined stores null, never NaN (which JSON lacks).
+    summary = StabilitySummary.of(replicate_stability("m_accuracy", {"a": {0: True}}))
+    assert not any(isinstance(v, float) and math.isnan(v) for v in summary.to_json().values())
+
+
+ROOT = Path(__file__).resolve().parents[2]
+DOCUMENTS = (ROOT / "README.md", *sorted((ROOT / "docs").rglob("*.md")))
+"""The README and every page of the documentation site: their commands are checked below."""
+README_MAX_LINES = 200
+"""The README is the front door (what evalkit is, the two commands, the install line, the
+first run, links into the site); everything else lives in docs/."""
+
+
+def test_the_readme_is_a_front_door_into_the_site() -> None:
+    import re
+
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    assert len(readme.splitlines()) <= README_MAX_LINES
+    assert "make eval" in readme and "make test" in readme
+    # every page it links to exists (mkdocs build --strict checks the links inside docs/)
+    links = re.findall(r"\]\((docs/[^)#]+)(?:#[^)]*)?\)", readme)
+    assert links and [link for link in links if not (ROOT / link).is_file()] == []
+
+
+def test_the_architecture_page_shows_what_lint_imports_enforces() -> None:
+    import tomllib
+
+    pyproject = (ROOT / "pyproject.toml").read_text(encoding="utf-8")
+    contracts = tomllib.loads(pyproject)["tool"]["importlinter"]["contracts"]
+    layers = next(c for c in contracts if c["type"] == "layers")["layers"]
+    page = (ROOT / "docs" / "contributing" / "architecture.md").read_text(encoding="utf-8")
+    # The page shows the layer list itself, included from pyproject.toml at build time.
+    assert '--8<-- "pyproject.toml:layers"' in page
+    shown = pyproject.split("# --8<-- [start:layers]", 1)[1].split("# --8<-- [end:layers]")[0]
+    assert tomllib.loads(shown.split("\n", 1)[1])["layers"] == layers
+    services = layers.index("reports | tracking | scorers")  # independent: no imports between
+    assert layers[services - 2:services + 2] == [
+        "evaluation", "calls | review", "reports | tracking | scorers", "stats"]
+    pure = next(c for c in contracts if c.get("source_modules") == ["evalkit.stats"])
+    assert set(pure["forbidden_modules"]) == {"evalkit.config", "evalkit.dataset",
+                                              "evalkit._secrets"}
+    engine = next(c for c in contracts if c.get("source_modules") == ["evalkit.calls"])
+    assert set(engine["forbidden_modules"]) == {"evalkit.evaluation", "evalkit.review",
+                                                "evalkit.tracking"}
+    readers = next(c for c in contracts if c.get("source_modules") == ["evalkit.review"])
+    assert readers["forbidden_modules"] == ["evalkit.calls"]
+    prose = " ".join(page.split())
+    assert ("the after-the-run readers (`review/`: compare, plan, labels; a mode labels the run "
+            "it just made through them), which never import each other; those use scoring, "
+            "tracking and reports, which never import each other either; those three use "
+            "statistics, which imports nothing of evalkit but its records and errors;") in prose
+    assert "The engine knows neither the modes, the readers nor tracking" in prose
+
+
+def test_the_entries_on_writing_datasets_obey_the_rules_they_illustrate(tmp_path: Path) -> None:
+    import re
+
+    from evalkit import lint_dataset
+
+    page = (ROOT / "docs" / "datasets.md").read_text(encoding="utf-8")
+    entries = [json.loads(block) for block in re.findall(r"^```json\n(.*?)^```", page,
+                                                         flags=re.M | re.S)
+               if '"$schema"' in block]
+    assert len(entries) >= 5
+    for number, entry in enumerate(entries):
+        root = tmp_path / f"dataset-{number}"
+        folder = root / "data" / Path(*["x"] * (entry["$schema"].count("../") - 1))
+        folder.mkdir(parents=True)
+        (root / "README.md").write_text("# example\n", encoding="utf-8")
+        (root / "dataset.schema.json").write_text('{"type": "object"}', encoding="utf-8")
+        variants = ("a", "b") if "bias" in entry["test_types"] else ("a",)  # a group of two
+        for variant in variants:
+            (folder / f"{variant}.json").write_text(json.dumps(entry), encoding="utf-8")
+        report = lint_dataset(root)
+        assert report.ok, report.render()
+
+
+# --- The commands of the README and the site, checked against the real parsers and Makefiles ---
+
+class _ParserCaught(Exception):
+    def __init__(self, parser: object) -> None:
+        super().__init__("parser caught")
+        self.parser = parser
+
+
+def _parser_of(build: object) -> object:
+    """The argparse parser a command line builds, caught at ``parse_args`` (nothing runs)."""
+    import argparse
+
+    def caught(self: argparse.ArgumentParser, *args: object, **kwargs: object) -> None:
+        raise _ParserCaught(self)
+
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(argparse.ArgumentParser, "parse_args", caught)
+        try:
+            build()  # type: ignore[operator]
+        except _ParserCaught as parsed:
+            return parsed.parser
+    raise AssertionError("the command line never parsed its arguments")
+
+
+def _commands(parser: object, path: tuple[str, ...] = ()) -> dict[tuple[str, ...], set[str]]:
+    """Every (sub)command's path and its option strings."""
+    import argparse
+
+    assert isinstance(parser, argparse.ArgumentParser)
+    options: set[str] = set()
+    found: dict[tuple[str, ...], set[str]] = {path: options}
+    for action in parser._actions:
+        options.update(action.option_strings)
+        if isinstance(action, argparse._SubParsersAction):
+            for name, sub in action.choices.items():
+                found.update(_commands(sub, (*path, name)))
+    return found
+
+
+def _documents_code() -> list[str]:
+    """The fenced code lines and inline code spans of the README and of every page of the
+    site, each a piece of shell."""
+    import re
+
+    pieces = []
+    for document in DOCUMENTS:
+        text = document.read_text(encoding="utf-8")
+        fenced = re.findall(r"^ *```[^\n]*\n(.*?)^ *```", text, flags=re.M | re.S)
+        pieces += [line for block in fenced
+                   for line in block.replace("\\\n", " ").splitlines()]
+        prose = re.sub(r"^ *```[^\n]*\n.*?^ *```", "", text, flags=re.M | re.S)
+        pieces += re.findall(r"`([^`\n]+)`", prose)
+    return pieces
+
+
+def _words_after(piece: str, command: str) -> list[list[str]]:
+    """For each invocation of ``command`` in ``piece`` (``evalkit``, ``eval.py``, ``make``),
+    the words that follow it up to the end of its shell command."""
+    import re
+
+    found = []
+    for segment in re.split(r"[;|&]|\s#\s|^#\s", piece):
+        words = segment.split()
+        for i, word in enumerate(words):
+            before = words[i - 1] if i else ""
+            named = word == command or word.endswith(f"bin/{command}") or (
+                command == "eval.py" and word.endswith("/eval.py"))
+            if named and before not in {"import", "from", "pip", "install"}:
+                found.append(words[i + 1:])
+    return found
+
+
+def _options_in(words: list[str]) -> list[str]:
+    import re
+
+    return [m.group(1) for word in words
+            if (m := re.match(r"[\[(]?(--?[A-Za-z][\w-]*)", word))]
+
+
+def _evalkit_commands() -> list[str]:
+    from evalkit.cli import main
+
+    commands = _commands(_parser_of(lambda: main([])))
+    wrong = []
+    for piece in _documents_code():
+        for words in _words_after(piece, "evalkit"):
+            path: tuple[str, ...] = ()
+            rest = list(words)
+            while rest and (*path, rest[0]) in commands:
+                path = (*path, rest.pop(0))
+            if words and not path and not words[0].startswith("-"):
+                wrong.append(f"`{piece}`: no command {words[0]!r}")
+                continue
+            unknown = [o for o in _options_in(rest) if o not in commands[path]]
+            wrong += [f"`{piece}`: evalkit {' '.join(path)} has no {o}" for o in unknown]
+    return wrong
+
+
+def _script_options() -> list[str]:
+    from evalkit.cli import run_eval_script
+
+    options = _commands(_parser_of(lambda: run_eval_script({}, lambda e, c: None, [])))[()]
+    return [f"`{piece}`: eval.py has no {option}" for piece in _documents_code()
+            for words in _words_after(piece, "eval.py")
+            for option in _options_in(words) if option not in options]
+
+
+def _make_targets() -> list[str]:
+    """Targets and variables of ``make`` in the documents that neither evalkit's Makefile nor
+    the scaffold's (evalkit init) defines; ``eval-%`` takes a test type or a placeholder."""
+    import re
+
+    from evalkit.dataset import TEST_TYPES
+
+    makefiles = "\n".join(p.read_text(encoding="utf-8") for p in (
+        ROOT / "Makefile", ROOT / "evalkit" / "cli" / "templates" / "Makefile.tmpl"))
+    targets = set(re.findall(r"^([\w%-]+):", makefiles, flags=re.M))
+    wrong = []
+    for piece in _documents_code():
+        for words in _words_after(piece, "make"):
+            for word in (w.rstrip("'\"") for w in words):
+                if word.startswith(("-", "'", '"', ".", "[")) or not re.match(r"[\w<]", word):
+                    break  # past the make command (an option, a quote, prose)
+                if "=" in word:
+                    variable = word.split("=", 1)[0]
+                    if not re.search(rf"\b{variable}\b", makefiles):
+                        wrong.append(f"`{piece}`: no Makefile uses {variable}")
+                    continue
+                stem = word.split("-", 1)[1] if word.startswith("eval-") else None
+                known = word in targets or (
+                    stem is not None and "eval-%" in targets
+                    and (stem in TEST_TYPES or stem.startswith("<")))
+                if not known:
+                    wrong.append(f"`{piece}`: no make target {word!r}")
+    return wrong
+
+
+def test_every_command_and_option_the_readme_and_the_site_name_exists() -> None:
+    assert _evalkit_commands() == []
+    assert _script_options() == []
+    assert _make_targets() == []
+
+
+def test_the_documents_check_reads_the_site() -> None:
+    # commands shown only on pages of the site, not in the README
+    pieces = _documents_code()
+    assert ".venv/bin/evalkit plan A --against B --half-width 0.02   # plus intervals for A - B" \
+        in pieces
+    assert "make docs-build    # build it into .cache/site with --strict, as CI does" in pieces
+
+
+def test_the_documents_check_notices_a_made_up_option(monkeypatch: pytest.MonkeyPatch) -> None:
+    import tests.promises.test_documents as this
+
+    invented = ["evalkit compare A B --noise-floor 3", "python eval.py --type=all --fast",
+                "evalkit frobnicate X", "make eval-everything", "make eval NOSUCHVAR=1",
+                "make deploy"]
+    monkeypatch.setattr(this, "_documents_code", lambda: invented)
+    assert _evalkit_commands() == [
+        "`evalkit compare A B --noise-floor 3`: evalkit compare has no --noise-floor",
+        "`evalkit frobnicate X`: no command 'frobnicate'"]
+    assert _script_options() == [
+        "`python eval.py --type=all --fast`: eval.py has no --fast"]
+    assert _make_targets() == [
+        "`make eval-everything`: no make target 'eval-everything'",
+        "`make eval NOSUCHVAR=1`: no Makefile uses NOSUCHVAR",
+        "`make deploy`: no make target 'deploy'"]
