@@ -5,11 +5,13 @@ that logs its calls, and an API key in the environment."""
 from __future__ import annotations
 
 import uuid
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
 
+from evalkit.cli._common import TRACEBACK_VARIABLE
+from evalkit.tracking import _connection as connection
 from tests.support.builders import entry, write_dataset, write_eval_script
 from tests.support.servers import SilentServer
 
@@ -49,3 +51,15 @@ def secret(monkeypatch: pytest.MonkeyPatch) -> str:
     key = "sk-proj-" + uuid.uuid4().hex
     monkeypatch.setenv("OPENAI_API_KEY", key)
     return key
+
+
+@pytest.fixture
+def terminal(monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+             ) -> Callable[[], tuple[str, str]]:
+    """What a command printed (stdout, stderr: its log lines included), and the health
+    check's timeout shortened: a silent server is waited on for that long, and only that long
+    (what the server was sent is asserted, not how long it took)."""
+    monkeypatch.delenv(TRACEBACK_VARIABLE, raising=False)
+    monkeypatch.setattr(connection, "_HEALTH_TIMEOUT_SECONDS", 0.2)
+    capsys.readouterr()
+    return capsys.readouterr

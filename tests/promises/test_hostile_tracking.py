@@ -46,18 +46,6 @@ def dead_server() -> str:
     return f"http://127.0.0.1:{free_port()}"
 
 
-@pytest.fixture
-def terminal(monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
-             ) -> Callable[[], tuple[str, str]]:
-    """What a command printed (stdout, stderr: its log lines included), and the health
-    check's timeout shortened: a silent server is waited on for that long, and only that long
-    (what the server was sent is asserted, not how long it took)."""
-    monkeypatch.delenv(TRACEBACK_VARIABLE, raising=False)
-    monkeypatch.setattr(connection, "_HEALTH_TIMEOUT_SECONDS", 0.2)
-    capsys.readouterr()
-    return capsys.readouterr
-
-
 def calls_made(folder: Path) -> list[str]:
     log = folder / "calls.log"
     return log.read_text().splitlines() if log.exists() else []
