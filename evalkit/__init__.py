@@ -7,7 +7,8 @@ This face is the user's API, everything an eval script, a notebook or a service 
   :class:`EvalConfig` (the constants of ``eval.py``), over a :class:`Selection` of the dataset,
   given a :class:`RunContext` (where it is recorded, a :class:`Tracker`; how it is stopped, a
   :class:`Stop`; followed through a :class:`Progress` callback, which :class:`ProgressDisplay`
-  draws), returning an :class:`EvaluationOutcome`;
+  draws; :class:`InProcess` or another :class:`Executor` makes the calls), returning an
+  :class:`EvaluationOutcome` (a :class:`ReplicatesOutcome`, a :class:`CalibrationOutcome`);
 - writing the component: a :data:`Component` takes an :class:`Entry` and a :class:`Call`;
   :class:`ChatEndpoint` (with its :class:`RetryPolicy`) calls an OpenAI-compatible endpoint;
   a scorer function of your own returns a :class:`ScoreResult`;
@@ -37,7 +38,7 @@ from evalkit._errors import (
     TrackingError,
     TrackingOffline,
 )
-from evalkit.calls import Call, Component, Progress, Selection, Stop
+from evalkit.calls import Call, Component, Executor, InProcess, Progress, Selection, Stop
 from evalkit.cli import ExitStatus, ProgressDisplay, run_eval_script
 from evalkit.config import EvalConfig
 from evalkit.dataset import (
@@ -50,7 +51,9 @@ from evalkit.dataset import (
     load_dataset,
 )
 from evalkit.evaluation import (
+    CalibrationOutcome,
     EvaluationOutcome,
+    ReplicatesOutcome,
     RunContext,
     evaluate,
     evaluate_calibration,
@@ -73,13 +76,13 @@ from evalkit.stats import (
 from evalkit.tracking import Tracker
 
 __all__ = [
-    "TEST_TYPES", "Call", "CallRecord", "chart_points", "ChatEndpoint", "Component", "ConfigError",
-    "confusion_matrix", "ConfusionMatrix", "Convergence", "convergence", "cumulative_series",
-    "Dataset", "DatasetInvalid", "Entry", "EvalConfig", "EvalkitError", "evaluate",
-    "evaluate_calibration", "evaluate_replicates", "EvaluationOutcome", "ExitStatus",
-    "ImportInvalid", "LabelFileInvalid", "lint_dataset", "LintReport", "LintViolation",
-    "load_dataset", "NotFound", "Progress", "ProgressDisplay", "ProviderError", "rescore",
-    "resume", "RetryPolicy", "run_eval_script", "RunContext", "RunInterrupted", "ScoreResult",
-    "Selection", "Stop", "Threshold", "Tracker", "TrackingError", "TrackingOffline",
-    "wilson_interval", "WilsonInterval",
+    "CalibrationOutcome", "Call", "CallRecord", "chart_points", "ChatEndpoint", "Component",
+    "ConfigError", "confusion_matrix", "ConfusionMatrix", "convergence", "Convergence",
+    "cumulative_series", "Dataset", "DatasetInvalid", "Entry", "EvalConfig", "EvalkitError",
+    "evaluate", "evaluate_calibration", "evaluate_replicates", "EvaluationOutcome", "Executor",
+    "ExitStatus", "ImportInvalid", "InProcess", "LabelFileInvalid", "lint_dataset", "LintReport",
+    "LintViolation", "load_dataset", "NotFound", "Progress", "ProgressDisplay", "ProviderError",
+    "ReplicatesOutcome", "rescore", "resume", "RetryPolicy", "run_eval_script", "RunContext",
+    "RunInterrupted", "ScoreResult", "Selection", "Stop", "TEST_TYPES", "Threshold", "Tracker",
+    "TrackingError", "TrackingOffline", "wilson_interval", "WilsonInterval",
 ]

@@ -44,7 +44,7 @@ class Findings(Protocol):
 
 class FileProblem(Protocol):
     """What is wrong with one line of a file (line 0: the whole file), as the dataset wing's
-    ``LabelProblem`` holds it."""
+    ``dataset._rows.RowProblem`` holds it."""
 
     @property
     def line(self) -> int: ...

@@ -22,8 +22,6 @@ from evalkit.records import (
     RunUsage,
     TypeResult,
     as_text,
-    meets_threshold,
-    threshold_failures,
 )
 from evalkit.stats import TypeMetrics
 
@@ -49,7 +47,7 @@ class RunSummary:
         return tuple(m.test_type for m in self.runs[0].metrics)
 
     def type_passed(self, test_type: str) -> bool:
-        return all(meets_threshold(m) for run in self.runs for m in run.metrics
+        return all(m.passed for run in self.runs for m in run.metrics
                    if m.test_type == test_type)
 
     @property
@@ -106,7 +104,7 @@ def _type_json(test_type: str, runs: Sequence[tuple[TypeMetrics, TypeResult]],
     def figures(m: TypeMetrics, result: TypeResult) -> dict[str, Any]:
         return {"accuracy": m.accuracy, "ci_lower": m.ci_low, "ci_upper": m.ci_high,
                 "f1": m.f1, "precision": m.precision, "recall": m.recall,
-                "samples": m.samples, "failures": list(threshold_failures(m)),
+                "samples": m.samples, "failures": list(m.failures),
                 "failing_ids": [i.id for i in result.items if not i.correct],
                 "accuracy_corrected": None if m.corrected is None else {
                     "method": m.corrected.method, "estimate": m.corrected.estimate,

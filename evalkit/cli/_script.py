@@ -30,7 +30,6 @@ from evalkit.evaluation import (
     rescore,
     resume,
 )
-from evalkit.records import meets_threshold
 from evalkit.tracking import shown_uri
 
 
@@ -154,7 +153,7 @@ def _finish(args: argparse.Namespace, started: float, mode: str,
     series of replicates is named by its parent run."""
     runs = ran.replicates if isinstance(ran, ReplicatesOutcome) else (ran,)
     run_id = ran.parent_run_id if isinstance(ran, ReplicatesOutcome) else ran.run_id
-    passed = all(meets_threshold(m) for run in runs for m in run.metrics)
+    passed = all(m.passed for run in runs for m in run.metrics)
     status = ExitStatus.OK if passed or always_ok else ExitStatus.THRESHOLD_FAILED
     summary = RunSummary(mode, run_id, ran.run_url, ran.experiment_name,
                          runs, time.monotonic() - started, int(status))
@@ -194,7 +193,7 @@ def _print_outcome(outcome: EvaluationOutcome) -> None:
                            f"[{c.low:.3f}, {c.high:.3f}] (threshold checked on it)")
         else:
             figure = "no samples"
-        print(f"{'PASS' if meets_threshold(m) else 'FAIL'}  {m.test_type}_accuracy {figure}")
+        print(f"{'PASS' if m.passed else 'FAIL'}  {m.test_type}_accuracy {figure}")
     for path in outcome.reports:
         print(f"report: {path}")
     print(f"mlflow: run {outcome.run_id} in {outcome.experiment_name} "

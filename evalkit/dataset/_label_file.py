@@ -28,9 +28,6 @@ id with every entry's, so a file of stale ids would take minutes: the rest are c
 _WANTED = {"entry_id": "the id of the labelled entry", "type": "the test type labelled"}
 
 
-LabelProblem = RowProblem
-"""What is wrong with one line of a label file, and the fix; line 0 is the whole file."""
-
 
 def read_label_file(path: Path, known: Mapping[str, Collection[str]],
                     default_reviewer: str) -> tuple[HumanLabel, ...]:

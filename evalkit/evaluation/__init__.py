@@ -8,7 +8,7 @@ executor) comes in one :class:`RunContext`. This wing is the only one that knows
 pipeline; it drives the others.
 """
 
-from evalkit.evaluation._calibrate import evaluate_calibration
+from evalkit.evaluation._calibrate import CalibrationOutcome, evaluate_calibration
 from evalkit.evaluation._context import RunContext
 from evalkit.evaluation._evaluate import evaluate, resume
 from evalkit.evaluation._outcome import EvaluationOutcome
@@ -16,6 +16,6 @@ from evalkit.evaluation._replicates import ReplicatesOutcome, evaluate_replicate
 from evalkit.evaluation._rescore import rescore
 
 __all__ = [
-    "EvaluationOutcome", "ReplicatesOutcome", "RunContext", "evaluate", "evaluate_calibration",
-    "evaluate_replicates", "rescore", "resume",
+    "CalibrationOutcome", "EvaluationOutcome", "ReplicatesOutcome", "RunContext", "evaluate",
+    "evaluate_calibration", "evaluate_replicates", "rescore", "resume",
 ]

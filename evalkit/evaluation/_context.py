@@ -41,5 +41,6 @@ class RunContext:
     def store(self) -> Tracker:
         """The tracker runs are recorded in: ``tracker``, or the default store, opened the
         first time a mode needs it. Opening a local store creates it, so a run refused before
-        it starts (a bad dataset, a wrong selection) leaves none behind."""
+        it starts (a bad dataset, a wrong selection) leaves none behind. The opened default is
+        this context's own: a copy made with ``dataclasses.replace`` opens its own again."""
         return self.tracker or Tracker()

@@ -51,7 +51,7 @@ def resume(config: EvalConfig, component: Component, run_id: str,
     context = context or RunContext()
     tracker = context.store
     tracker.check_reachable()
-    run_id = tracker.reader.resolve(run_id)  # a prefix too, as the README and report take
+    run_id = tracker.reader.resolve(run_id)  # a prefix too, as the docs and the report take
     prepared = _resumable(config, tracker.reader.stored(run_id))
     opening = tracker.reopen(run_id, context.runs_dir, traced=config.trace_calls)
     with evaluation_in(opening, prepared, component, context) as evaluation:

@@ -40,7 +40,6 @@ from evalkit.records import (
     RunUsage,
     ScoredRun,
     TypeNames,
-    meets_threshold,
     names,
 )
 from evalkit.review import description_tags, label_new_run
@@ -217,7 +216,7 @@ class Evaluation:
     def _log_verdict(self) -> None:
         """The run's metrics and its verdict: PASS when every type met its threshold."""
         run = self.run
-        verdict = "PASS" if all(meets_threshold(m) for m in self.metrics) else "FAIL"
+        verdict = "PASS" if all(m.passed for m in self.metrics) else "FAIL"
         run.log(self._run_metrics(), {**names.verdict_tags(verdict, run.journal.run_name),
                                        names.RUN_URL_TAG: run.url})
 

@@ -6,7 +6,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from evalkit.records import RunUsage, ScoredRun, threshold_failures
+from evalkit.records import RunUsage, ScoredRun
 from evalkit.stats import JudgeCheck, TypeMetrics
 
 
@@ -33,7 +33,7 @@ class EvaluationOutcome:
 
     @property
     def failures(self) -> tuple[str, ...]:
-        return tuple(f for m in self.metrics for f in threshold_failures(m))
+        return tuple(f for m in self.metrics for f in m.failures)
 
     @property
     def passed(self) -> bool:

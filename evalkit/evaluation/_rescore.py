@@ -21,7 +21,7 @@ from dataclasses import replace
 from typing import Any
 
 from evalkit._errors import ConfigError
-from evalkit.calls import Call
+from evalkit.calls import Call, InProcess
 from evalkit.config import EvalConfig
 from evalkit.dataset import REPEATABILITY, Entry
 from evalkit.evaluation._context import RunContext
@@ -46,7 +46,9 @@ def rescore(config: EvalConfig, run: str,
 
     Raises :class:`ConfigError` when its outputs cannot be matched to this script's plan (see
     the module docstring) or it kept no raw results."""
-    context = context or RunContext()
+    # Every call is reused: whatever executor the caller brought, the window starts none, and
+    # the run records the in-process one, as a rescore always has.
+    context = replace(context or RunContext(), executor=InProcess())
     tracker = context.store
     tracker.check_reachable()
     source = tracker.reader.stored(tracker.reader.resolve(run))

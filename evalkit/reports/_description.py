@@ -9,14 +9,13 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from evalkit.records import meets_threshold
 from evalkit.reports._markdown import cell, table
 from evalkit.stats import TypeMetrics
 
 
 def run_description(metrics: Sequence[TypeMetrics], reports: Sequence[str]) -> str:
     """Markdown: the verdict table across types, and the reports the run holds."""
-    verdict = "PASS" if all(meets_threshold(m) for m in metrics) else "FAIL"
+    verdict = "PASS" if all(m.passed for m in metrics) else "FAIL"
     rows = []
     for m in metrics:
         interval = ("" if m.ci_low is None or m.ci_high is None
@@ -29,7 +28,7 @@ def run_description(metrics: Sequence[TypeMetrics], reports: Sequence[str]) -> s
         threshold = f">= {m.threshold.min_accuracy:g}" + (
             "" if m.threshold.min_f1 is None else f", F1 >= {m.threshold.min_f1:g}")
         rows.append([cell(m.test_type), accuracy, str(m.samples), threshold,
-                     "pass" if meets_threshold(m) else "**FAIL**"])
+                     "pass" if m.passed else "**FAIL**"])
     lines = [f"**evalkit verdict: {verdict}**", "",
              table(["test type", "accuracy [95% CI]", "n", "threshold", "verdict"], rows)]
     if reports:

@@ -10,9 +10,7 @@ from evalkit.records import (
     RunRecord,
     TypeNames,
     TypeResult,
-    meets_threshold,
     names,
-    threshold_failures,
 )
 from evalkit.reports._common import FAIL, MAX_ROWS, PASS, distinct, header, number
 from evalkit.reports._markdown import cell, table
@@ -68,12 +66,12 @@ def _overall(metrics: TypeMetrics) -> list[str]:
     else:
         accuracy, figures = "—", ["—", "—", "—"]
     row = [TypeNames.of(metrics.test_type).accuracy, accuracy, *figures, str(metrics.samples),
-           _thresholds(metrics), PASS if meets_threshold(metrics) else FAIL]
+           _thresholds(metrics), PASS if metrics.passed else FAIL]
     return [
         "## Overall Results", "",
         table(["Metric", "Accuracy (95% CI)", "F1", "Precision", "Recall", "Samples",
                "Threshold", "Status"], [row]),
-        "", f"**Overall: {'PASS' if meets_threshold(metrics) else 'FAIL'}**", "",
+        "", f"**Overall: {'PASS' if metrics.passed else 'FAIL'}**", "",
     ]
 
 
@@ -216,6 +214,6 @@ def _notes(result: TypeResult, metrics: TypeMetrics, also_repeated: Sequence[str
     notes += [f"Error in {cell(i.id)}: {cell(i.error, 300)}" for i in errors[:MAX_ROWS]]
     if len(errors) > MAX_ROWS:
         notes.append(f"{len(errors) - MAX_ROWS} more errors are in results/evaluation.json.")
-    for failure in threshold_failures(metrics):
+    for failure in metrics.failures:
         notes.append(f"Threshold missed: {cell(failure, 200)}.")
     return ["## Notes", "", *(f"- {n}" for n in notes), ""]

@@ -9,9 +9,7 @@ from evalkit.records import (
     RunRecord,
     RunUsage,
     TypeResult,
-    meets_threshold,
     names,
-    threshold_failures,
 )
 from evalkit.reports._common import FAIL, PASS, header, number
 from evalkit.reports._markdown import cell, table
@@ -22,7 +20,7 @@ def summary_report(record: RunRecord, results: Sequence[tuple[TypeResult, TypeMe
                    report_names: Sequence[str], judge: str | None = None) -> str:
     """The run's verdict and one row per test type (failing types first); ``report_names``
     are the type reports in the order of ``results``, ``judge`` the judge report if any."""
-    passed = all(meets_threshold(m) for _, m in results)
+    passed = all(m.passed for _, m in results)
     url = record.tags.get(names.RUN_URL_TAG)
     run_link = f"[{record.run_id}]({url})" if url else record.run_id
     metrics = record.metrics
@@ -35,9 +33,9 @@ def summary_report(record: RunRecord, results: Sequence[tuple[TypeResult, TypeMe
         ("Verdict", f"**{'PASS' if passed else 'FAIL'}**"), ("Calls", counts or "—"),
         *([("Tokens and cost", usage)] if usage else []), ("Run in the MLflow UI", run_link)])
     ordered = sorted(zip(results, report_names, strict=True),
-                     key=lambda r: meets_threshold(r[0][1]))
+                     key=lambda r: r[0][1].passed)
     corrected = any(m.corrected for (_, m), _ in ordered)
-    rows = [[cell(m.test_type), PASS if meets_threshold(m) else FAIL, _accuracy(m),
+    rows = [[cell(m.test_type), PASS if m.passed else FAIL, _accuracy(m),
              *([_corrected(m)] if corrected else []), _threshold(m), _failed_items(result),
              f"[{name}]({name})"]
             for (result, m), name in ordered]
@@ -45,7 +43,7 @@ def summary_report(record: RunRecord, results: Sequence[tuple[TypeResult, TypeMe
               table(["Type", "Verdict", "Accuracy (95% CI)",
                      *(["Corrected by labels (95% CI)"] if corrected else []), "Threshold",
                      "Failed items", "Report"], rows), ""]
-    misses = [f for (_, m), _ in ordered for f in threshold_failures(m)]
+    misses = [f for (_, m), _ in ordered for f in m.failures]
     if misses:
         lines += ["## Thresholds Missed", "", *(f"- {cell(f, 200)}" for f in misses), ""]
     lines += ["Accuracy intervals are 95% Wilson intervals over the type's entries (bias: its "

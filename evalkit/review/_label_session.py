@@ -16,9 +16,7 @@ from evalkit.records import (
     RunRecord,
     TypeNames,
     TypeResult,
-    meets_threshold,
     names,
-    threshold_failures,
 )
 from evalkit.reports import recorded_metrics, render_reports
 from evalkit.review._labelling import (
@@ -157,13 +155,13 @@ def after_labels(store: RunLabels, record: RunRecord, types: Collection[str]) ->
     mine = {t: checks.get(t) or check_judge(record.evaluation.type_result(t), record.labels,
                                             draws.get(t)) for t in types}
     metrics = corrected_metrics(recorded_metrics(record), checks)
-    verdict = "PASS" if all(meets_threshold(m) for m in metrics) else "FAIL"
+    verdict = "PASS" if all(m.passed for m in metrics) else "FAIL"
     reports = render_reports(record)
     store.publish([p for c in mine.values() for p in judge_points(c)], {
         **names.verdict_tags(verdict, record.run_name),
         **description_tags(record, metrics, reports)}, reports)
     return LabelOutcome(mine, record.tags.get(names.VERDICT_TAG), verdict,
-                        tuple(f for m in metrics for f in threshold_failures(m)))
+                        tuple(f for m in metrics for f in m.failures))
 
 
 def feedback_taken_in(tracker: Tracker, record: RunRecord) -> LabelOutcome | None:

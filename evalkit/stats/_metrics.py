@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from evalkit.records import Threshold, TypeResult
+from evalkit.records import Threshold, TypeResult, meets_threshold, threshold_failures
 from evalkit.stats._corrected import CorrectedAccuracy
 from evalkit.stats._one_run import (
     Convergence,
@@ -55,7 +55,8 @@ class TypeMetrics:
 
         References
         ----------
-        E. B. Wilson (1927) for the interval; SPEC.md section 5 for the metrics logged.
+        E. B. Wilson (1927) for the interval; docs/reports.md (Metrics and reports) for the
+        metrics logged.
 
         Examples
         --------
@@ -86,3 +87,14 @@ class TypeMetrics:
         if not self.samples:
             return None
         return convergence(self.cumulative_accuracy, self.cumulative_f1)
+
+    @property
+    def failures(self) -> tuple[str, ...]:
+        """Why this type misses its threshold, each miss named by the metric it was checked on;
+        empty when it meets it (:func:`evalkit.records.threshold_failures`)."""
+        return threshold_failures(self)
+
+    @property
+    def passed(self) -> bool:
+        """This type meets its threshold."""
+        return meets_threshold(self)

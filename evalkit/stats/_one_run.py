@@ -264,7 +264,8 @@ def convergence(accuracy: Sequence[float], f1: Sequence[float]) -> Convergence:
     References
     ----------
     agentme-edr-policy-155 (the repeatability standard evalkit follows, seeds/001) and
-    SPEC.md section 5: cumulative accuracy and F1, change over the last min(10, n) samples.
+    docs/reports.md (Metrics and reports): cumulative accuracy and F1, change over the last
+    min(10, n) samples.
 
     Examples
     --------
@@ -290,7 +291,7 @@ def chart_points(n: int) -> tuple[int, ...]:
     """Sample counts (1-based) plotted on the convergence chart.
 
     All of them when n <= 50; otherwise every floor(n/10)-th (at least every 5th) plus the
-    first and the last (SPEC.md section 5).
+    first and the last (docs/reports.md, Metrics and reports).
 
     Examples
     --------

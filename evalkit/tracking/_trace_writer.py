@@ -1,7 +1,7 @@
 """Writing a run's traces to MLflow in a few batched calls, and counting what the store holds.
 
-The path (measured in README's MLflow section), in two phases so that the first overlaps the
-calls:
+The path (measured in docs/mlflow.md, Traces and assessments), in two phases so that the
+first overlaps the calls:
 
 1. *calls*, as entries complete (in the background while the calls run): finished spans (the
    entry and its calls) are built in memory and written with one ``log_spans`` per batch of

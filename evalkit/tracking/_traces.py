@@ -155,7 +155,7 @@ def _assess(trace: Callable[[str], EntryTrace], result: TypeResult, item: ItemRe
     """The item's verdict on the trace of each of its entries (with the judge calls that
     gave it, when an LLM judged it), and its expected output as the entry's expectation."""
     judged = result.scorer == "llm_judge"
-    # one output of an entry's calls judged: the first (README "entry-first")
+    # one output of an entry's calls judged: the first ("Entry-first", docs/running.md)
     of_calls = 1 if result.test_type in COMPARATIVE_TYPES else len(trace(item.id).calls)
     verdict = Assessment(
         name=result.test_type, value=item.passed,  # a verdict is named for its type

@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import math
 from pathlib import Path
+from typing import Any
 
 import pytest
 from hypothesis import given
@@ -383,3 +384,48 @@ def test_the_documents_check_notices_a_made_up_option(monkeypatch: pytest.Monkey
         "`make eval-everything`: no make target 'eval-everything'",
         "`make eval NOSUCHVAR=1`: no Makefile uses NOSUCHVAR",
         "`make deploy`: no make target 'deploy'"]
+
+
+def _python_blocks() -> list[tuple[str, str]]:
+    """Every fenced ``python`` block of the README and the site: (page, code)."""
+    import re
+
+    return [(document.name, block) for document in DOCUMENTS
+            for block in re.findall(r"^```py(?:thon)?\n(.*?)^```", document.read_text(
+                encoding="utf-8"), flags=re.M | re.S)]
+
+
+def test_the_python_the_documents_show_calls_evalkit_as_it_is() -> None:
+    """Each block parses, and every ``evalkit.NAME(...)`` it calls (or ``evalkit.NAME.ATTR``)
+    is in evalkit's face and takes the keywords the block passes: a renamed argument breaks
+    the page, not only code."""
+    import ast
+    import inspect
+
+    import evalkit
+
+    blocks = _python_blocks()
+    assert blocks  # docs/python.md shows the library from Python
+    for page, code in blocks:
+        for call in (n for n in ast.walk(ast.parse(code, page)) if isinstance(n, ast.Call)):
+            path, root = [], call.func
+            while isinstance(root, ast.Attribute):
+                path.insert(0, root.attr)
+                root = root.value
+            if not (isinstance(root, ast.Name) and root.id == "evalkit" and path):
+                continue
+            assert path[0] in evalkit.__all__, (page, path)
+            function: Any = evalkit
+            for part in path:
+                function = getattr(function, part)
+            taken = inspect.signature(function).parameters
+            assert {k.arg for k in call.keywords} <= set(taken), (page, path, list(taken))
+
+
+def test_the_python_check_notices_a_renamed_argument(monkeypatch: pytest.MonkeyPatch) -> None:
+    import tests.promises.test_documents as this
+
+    stale = "import evalkit\nevalkit.evaluate(config, component, selection, stop=stop)\n"
+    monkeypatch.setattr(this, "_python_blocks", lambda: [("stale.md", stale)])
+    with pytest.raises(AssertionError, match="evaluate"):
+        this.test_the_python_the_documents_show_calls_evalkit_as_it_is()

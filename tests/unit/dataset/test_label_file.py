@@ -10,7 +10,7 @@ import pytest
 from evalkit import EvalkitError, LabelFileInvalid
 from evalkit.cli._exit import ExitStatus, exit_status_of
 from evalkit.dataset import read_label_file
-from evalkit.dataset._label_file import LabelProblem
+from evalkit.dataset._rows import RowProblem
 from evalkit.records import HumanLabel
 
 KNOWN = {"functional": ["e1", "e2", "entry-10"], "smoke": ["e1"]}
@@ -229,10 +229,10 @@ def test_the_message_lists_fifty_problems_and_counts_the_rest(tmp_path: Path, ro
 
 
 def test_a_problem_renders_its_file_line_and_field() -> None:
-    assert LabelProblem(4, "verdict", "'a\x1bb' is neither").render("labels.csv") == \
+    assert RowProblem(4, "verdict", "'a\x1bb' is neither").render("labels.csv") == \
         "labels.csv:4: verdict: 'a\\u001bb' is neither"
-    assert LabelProblem(3, None, "twice").render(Path("l.csv")) == "l.csv:3: twice"
-    assert LabelProblem(0, None, "empty").render("l.csv") == "l.csv: empty"
+    assert RowProblem(3, None, "twice").render(Path("l.csv")) == "l.csv:3: twice"
+    assert RowProblem(0, None, "empty").render("l.csv") == "l.csv: empty"
 
 
 def test_a_bad_label_file_exits_with_the_usage_status(tmp_path: Path) -> None:
@@ -254,7 +254,7 @@ def test_stale_ids_get_a_bounded_number_of_suggestions_and_the_rest_are_counted(
     with pytest.raises(LabelFileInvalid) as raised:
         read_label_file(path, known, "ann")
     found = raised.value.problems
-    assert len(found) == 121 and found[0] == LabelProblem(0, None, (
+    assert len(found) == 121 and found[0] == RowProblem(0, None, (
         "120 rows name an entry id the dataset does not have (the closest id is suggested for "
         "the first 5 only): if the entries were renamed or the labels were written for another "
         "dataset, write the labels again against this one's ids"))
