@@ -265,10 +265,10 @@ def test_plan_gives_the_label_budget_of_the_latest_labelled_run(tmp_path: Path,
                                                                tracker: Tracker) -> None:
     dataset = write_dataset(tmp_path / "ds", {
         **{f"r{i}": entry("repeatability") for i in range(3)},
-        **{f"e{i:03d}": entry("functional") for i in range(300)}})
+        **{f"e{i:03d}": entry("functional") for i in range(400)}})
     labels = tmp_path / "labels.csv"
     labels.write_text("entry_id,type,verdict\n" + "".join(
-        f"e{i:03d},functional,{'fail' if i % 10 == 0 else 'pass'}\n" for i in range(300)),
+        f"e{i:03d},functional,{'fail' if i % 2 == 0 else 'pass'}\n" for i in range(400)),
         encoding="utf-8")
     config = config_for(tmp_path, dataset, LABELS_PATH=str(labels), LABEL_SAMPLE=40,
                         REPEAT_COUNT=3, EVAL_MIN_ACCURACY_REPEATABILITY=0.0)
@@ -281,7 +281,10 @@ def test_plan_gives_the_label_budget_of_the_latest_labelled_run(tmp_path: Path,
     assert budget is not None and label_plan.run_id == outcome.run_id
     assert (label_plan.labels_drawn, label_plan.needed, label_plan.more) == (
         40, {"pass": budget.needed[True]}, budget.more)
-    assert budget.more > 0  # ±0.05 needs more than 40 labels at a 0.9 agreement
+    # The draw is seeded by the run's id, so it differs from run to run. With half the labels
+    # disagreeing, ±0.05 needs more than 40 labels whichever 40 are drawn (only a draw without
+    # a disagreement, 2**-40 likely, needs fewer) and at most 385, within the 400 entries.
+    assert budget.more > 0
     assert type(plan).from_json(plan.to_json()) == plan
     _, _, report = record_plan(tracker, plan, tmp_path / "reports", {})
     assert f"| functional | 40 | {budget.needed[True]} / 0 | {budget.more} |" in report
