@@ -22,8 +22,10 @@ import pytest
 from evalkit import Call, Entry, RunInterrupted
 from evalkit._secrets import Redactor
 from evalkit.calls import CallWindow, EntryOutputs, Stop
+from evalkit.calls._books import Task
+from evalkit.calls._executors import Deliver, Lost
 from evalkit.records import CallRecord
-from evalkit.tracking import RawResultsLog
+from evalkit.tracking import RawResultsLog, read_raw_results
 from tests.support.builders import entry, plan_of
 from tests.support.clock import FakeClock
 
@@ -653,3 +655,41 @@ def test_an_async_component_raising_keyboard_interrupt_is_a_stop(tmp_path: Path)
 
     with RawResultsLog(tmp_path / "raw.jsonl") as log, pytest.raises(RunInterrupted):
         window(component).run(plan, log)
+
+
+class LosingCalls:
+    """An executor whose place to run goes away after ``keep`` calls: the first ``keep``
+    calls are answered, every later one is delivered :class:`Lost`, as a cluster that went
+    away delivers them."""
+
+    def __init__(self, keep: int) -> None:
+        self.keep, self.started = keep, 0
+        self.abandoned: list[Task] = []
+
+    def calls(self, component: Any, adapters: Any, redactor: Any, workers: Any) -> Any:
+        return self
+
+    def start(self, task: Task, entry: Entry, call: Call, deliver: Deliver) -> None:
+        self.started += 1
+        if self.started > self.keep:
+            threading.Thread(target=deliver, args=(task, Lost("the cluster went away"))).start()
+            return
+        deliver(task, CallRecord(entry.id, call.repeat, "a", None, 1.0))
+
+    def abandon(self, task: Task) -> None:
+        self.abandoned.append(task)
+
+    def close(self) -> None:
+        pass
+
+
+def test_a_lost_executor_stops_the_run_at_once_with_every_kept_call_kept(
+        tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+    plan = plan_of(tmp_path, {f"e{i}": entry("functional") for i in range(6)})
+    executor = LosingCalls(keep=2)
+    with pytest.raises(RunInterrupted), RawResultsLog(tmp_path / "raw.jsonl") as log:
+        window(lambda e, c: "a", executor=executor, concurrency=1).run(plan, log)
+    kept = read_raw_results(tmp_path / "raw.jsonl").records
+    assert [(r.entry_id, r.output) for r in kept] == [("e0", "a"), ("e1", "a")]
+    assert executor.started == 3  # no call started after the loss
+    assert "the cluster went away: stopping the run" in caplog.text

@@ -1,25 +1,23 @@
 """Choosing where calls run, in-process: the options and the constant, Ray asked without the
-extra, the setup hook, and a window whose executor loses its calls (a cluster gone).
+extra, and the setup hook. (A window whose executor loses its calls, a cluster gone, is
+tested with the window: tests/unit/calls/test_window.py.)
 
 The Ray cluster itself is tested in tests/e2e/test_ray.py (make test-ray)."""
 
 from __future__ import annotations
 
 import importlib.util
-import threading
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from evalkit import Call, EvalConfig, run_eval_script
-from evalkit._errors import ConfigError, RunInterrupted
+from evalkit import EvalConfig, run_eval_script
+from evalkit._errors import ConfigError
 from evalkit._secrets import Redactor
 from evalkit.calls import CallWindow, InProcess, RaySettings, Selection, plan_run
-from evalkit.calls._books import Task
-from evalkit.calls._executors import Deliver, Lost
-from evalkit.dataset import Entry, load_dataset
-from evalkit.tracking import RawResultsLog, read_raw_results
+from evalkit.dataset import load_dataset
+from evalkit.tracking import RawResultsLog
 from tests.support.builders import RecordingComponent, entry, write_dataset
 
 BASE = {"EXPERIMENT_NAME": "ray/tests", "EVAL_MIN_ACCURACY": 0.5}
@@ -143,43 +141,3 @@ def test_the_setup_hook_runs_once_in_process_before_the_first_call(tmp_path: Pat
             CallWindow.of(lambda e, c: order.append(e.id) or "a", {}, Redactor(), executor,
                           concurrency=1).run(plan, log)
     assert order == ["setup", "e0", "e1", "e2", "e0", "e1", "e2"]
-
-
-class LosingCalls:
-    """An executor whose place to run goes away after ``keep`` calls: the first ``keep``
-    calls are answered, every later one is delivered :class:`Lost`, as a cluster that went
-    away delivers them."""
-
-    def __init__(self, keep: int) -> None:
-        self.keep, self.started = keep, 0
-        self.abandoned: list[Task] = []
-
-    def calls(self, component: Any, adapters: Any, redactor: Any, workers: Any) -> Any:
-        return self
-
-    def start(self, task: Task, entry: Entry, call: Call, deliver: Deliver) -> None:
-        self.started += 1
-        if self.started > self.keep:
-            threading.Thread(target=deliver, args=(task, Lost("the cluster went away"))).start()
-            return
-        from evalkit.records import CallRecord
-        deliver(task, CallRecord(entry.id, call.repeat, "a", None, 1.0))
-
-    def abandon(self, task: Task) -> None:
-        self.abandoned.append(task)
-
-    def close(self) -> None:
-        pass
-
-
-def test_a_lost_executor_stops_the_run_at_once_with_every_kept_call_kept(
-        tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
-    plan = plan_and_log(tmp_path, 6)
-    executor = LosingCalls(keep=2)
-    with pytest.raises(RunInterrupted), RawResultsLog(tmp_path / "raw.jsonl") as log:
-        CallWindow.of(RecordingComponent(), {}, Redactor(), executor,
-                      concurrency=1).run(plan, log)
-    kept = read_raw_results(tmp_path / "raw.jsonl").records
-    assert [(r.entry_id, r.output) for r in kept] == [("e0", "a"), ("e1", "a")]
-    assert executor.started == 3  # no call started after the loss
-    assert "the cluster went away: stopping the run" in caplog.text

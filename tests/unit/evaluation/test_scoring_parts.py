@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import hashlib
 import inspect
+import logging
 from collections.abc import Sequence
 from importlib import resources
 from pathlib import Path
@@ -101,14 +102,17 @@ def test_compared_fields_decide_repeatability_and_bias(tmp_path: Path) -> None:
 
 
 def test_a_compared_field_absent_from_every_output_leaves_the_type_unscored(
-        tmp_path: Path) -> None:
+        tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
     results = scored(tmp_path, ("answer", "reply", "id"))
+    logged = [r.getMessage() for r in caplog.records if r.levelno == logging.ERROR]
     for test_type, outputs in (("repeatability", 3), ("bias", 2)):
         (item,) = results.type_result(test_type).items
         assert not item.passed and item.similarity is None
         assert item.error is not None and item.error.startswith(
             f"COMPARED_FIELDS names 'reply', 'id', which none of the {outputs} {test_type} "
             "outputs has (they have: answer, call)")
+        # Said in the terminal too, under the type's name, with the same words.
+        assert f"{test_type}: {item.error}" in logged
     # The functional type compares no fields: scored as ever.
     assert [i.passed for i in results.type_result("functional").items] == [True]
 

@@ -12,6 +12,7 @@ from evalkit.records import ItemCell
 from evalkit.review import FLOOR_MULTIPLE, MetricComparison, Side, compare
 from evalkit.review._compare import ComparisonVerdict as Verdict
 from evalkit.review._compare import _majority, noise_gate
+from evalkit.stats import paired_gap
 
 
 def test_noise_gate() -> None:
@@ -36,6 +37,9 @@ def test_compare_counts_flips_in_each_direction() -> None:
     assert result.undecided_items == 1
     assert result.paired is not None and result.paired.items == 3
     assert (result.paired.a_only, result.paired.b_only, result.paired.gap) == (1, 1, 0.0)
+    # x right in both, y in A only, z in B only: the interval is that of those four counts.
+    assert result.paired == paired_gap(1, 1, 1, 0)
+    assert result.to_json()["paired_gap"] == result.paired.to_json()
 
 
 def test_only_a_floor_inside_which_the_gap_falls_refuses() -> None:

@@ -14,7 +14,15 @@ from typing import Any
 
 import pytest
 
-from evalkit.records import ItemCell, ItemResult, ScoredRun, SeriesItems, TypeResult, names
+from evalkit.records import (
+    ItemCell,
+    ItemResult,
+    RunUsage,
+    ScoredRun,
+    SeriesItems,
+    TypeResult,
+    names,
+)
 from evalkit.review import Side, load_side
 from evalkit.stats import StabilityDocument, StabilitySummary
 from evalkit.stats._stability import PairDisagreement
@@ -107,6 +115,17 @@ def test_an_ordinary_run_read_by_experiment_name(store: Store) -> None:
                         {"functional": {"x": True, "y": False, "z": True}, "smoke": {"s": True}},
                         {})
     assert load_side(store.reader, older).accuracy == {"functional": 0.1}
+
+
+def test_a_side_carries_the_tokens_and_cost_its_run_logged(store: Store) -> None:
+    usage = RunUsage(tokens=1200, cost_usd=0.03, judge_tokens=400, judge_cost_usd=0.01)
+    run_id = store.run("r0", {"test_types": "functional"},
+                       {"functional_accuracy": 1.0, **usage.to_metrics()},
+                       evaluation(functional=(item("x", True),)))
+    assert load_side(store.reader, run_id).usage == usage
+    unpriced = store.run("r1", {"test_types": "functional"}, {"functional_accuracy": 1.0},
+                         evaluation(functional=(item("x", True),)))
+    assert load_side(store.reader, unpriced).usage == RunUsage()
 
 
 def test_a_replicate_series_counts_items_by_majority_with_its_own_floor(store: Store) -> None:

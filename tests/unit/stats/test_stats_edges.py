@@ -118,13 +118,19 @@ def test_calls_that_never_varied_are_never_told_to_buy_replicates() -> None:
         "in 40 chances) could go unseen at this size")
     # Items that differ, each always the same: tau2 = 0, sigma2 > 0.
     steady = allocate(VarianceComponents(0.0, 0.25, 0.25, 3.0, 20))
-    assert steady.buy == "items" and "the items differ from each other" in steady.advice()
+    assert steady.buy == "items" and steady.advice() == (
+        "no run-to-run variance seen: each of the 20 items scored the same in all 3 "
+        "replicates, so more replicates have no noise measured so far to average away; the "
+        "items differ from each other (sigma² > 0): the next unit of budget should buy items. "
+        "This does not show the component is deterministic: a per-call change rate up to "
+        "0.072 (one-sided 95% bound for no change in 40 chances) could go unseen at this size")
     # A plan.json written before the items were kept reads back without the bound.
     doc = flat.to_json()
     del doc["items"]
     old = Allocation.from_json(doc)
     assert old.items is None and old.unseen_rate_bound is None
     assert old.advice().startswith("no run-to-run variance seen: each item scored the same")
+    assert old.advice().endswith("This does not show the component is deterministic")
 
 
 def test_allocation_advice_when_items_do_not_vary() -> None:
