@@ -7,7 +7,7 @@ wings knows about the others.
 """
 
 from evalkit.records import names
-from evalkit.records._calls import CallRecord
+from evalkit.records._calls import CallRecord, SpanRecord
 from evalkit.records._labels import (
     HumanLabel,
     ReviewerVerdict,
@@ -56,7 +56,8 @@ __all__ = [
     "ItemCell", "ItemResult", "JudgeCall", "MetricPoint", "Prices", "RunUsage", "TokenPrice",
     "TokenUsage",
     "Mode", "ReviewerVerdict", "RunRecord",
-    "ScoredRun", "SeriesItems", "SkippedGroup", "Threshold", "TypeNames", "TypeResult",
+    "ScoredRun", "SeriesItems", "SkippedGroup", "SpanRecord", "Threshold", "TypeNames",
+    "TypeResult",
     "as_object", "as_text", "checked_usage", "cost_of", "label_names", "label_verdict",
     "labels_in", "meets_threshold", "merged", "names",
     "prices_from_param", "review_verdicts", "threshold_failures", "threshold_from_params",
