@@ -9,6 +9,7 @@ Tracking stores and reads plain records; it knows nothing of scoring or the call
 """
 
 from evalkit.tracking._backend import StoredRun
+from evalkit.tracking._component_spans import call_trace
 from evalkit.tracking._connection import local_store
 from evalkit.tracking._history import history, render_history
 from evalkit.tracking._import_sources import SOURCE_COLUMNS, is_mlflow_source, mlflow_rows
@@ -19,12 +20,18 @@ from evalkit.tracking._raw import RawResults, RawResultsLog, read_raw_results
 from evalkit.tracking._reader import RunReader, resume_commands
 from evalkit.tracking._run import TrackedRun
 from evalkit.tracking._source import SourceState, source_state
-from evalkit.tracking._traces import Assessment, answers_of, stability_assessment
+from evalkit.tracking._traces import (
+    Assessment,
+    answers_of,
+    stability_assessment,
+    trace_id_for,
+)
 from evalkit.tracking._tracker import Tracker
 
-__all__ = ["SOURCE_COLUMNS", "answers_of", "Assessment", "history", "is_mlflow_source",
+__all__ = ["SOURCE_COLUMNS", "answers_of", "Assessment", "call_trace", "history",
+           "is_mlflow_source",
            "judge_points", "label_assessment", "local_store", "mlflow_rows", "RawResults",
            "RawResultsLog", "read_raw_results", "render_history", "resume_commands", "RunLabels",
            "RunReader", "ServedUi", "shown_uri", "source_state", "SourceState",
-           "stability_assessment", "StoredRun", "TrackedRun", "Tracker", "type_points", "ui_port",
-           "wanted_assessment"]
+           "stability_assessment", "StoredRun", "trace_id_for", "TrackedRun", "Tracker",
+           "type_points", "ui_port", "wanted_assessment"]

@@ -69,9 +69,8 @@ class EndedSpan:
 
     trace_id: str
     name: str
-    """Unique in its trace: the span's id is derived from it."""
     parent: str | None
-    """The parent span's name; None for the root span."""
+    """The parent span's key; None for the root span."""
     start_ns: int
     end_ns: int
     kind: str
@@ -82,11 +81,18 @@ class EndedSpan:
     error: str | None
     trace_tags: Mapping[str, str] | None = None
     """The trace's tags, carried by its root span."""
+    key: str | None = None
+    """Unique in its trace: the span's id is derived from it. ``None``: its name, for spans
+    evalkit names uniquely itself (a component's own spans may share a name)."""
+
+    @property
+    def id_key(self) -> str:
+        return self.name if self.key is None else self.key
 
 
 def finished_span(span: EndedSpan) -> Any:
     """An ``mlflow.entities.Span`` that has ended, built from an OpenTelemetry
-    ``ReadableSpan``: trace and span ids derived from its ``trace_id`` and name, so writing it
+    ``ReadableSpan``: trace and span ids derived from its ``trace_id`` and key, so writing it
     again finds it. Its attributes are JSON-encoded here. A root span carries its trace's tags
     as ``mlflow.traceTag.<key>`` attributes, which the store turns into the trace's tags when
     it creates the trace row."""
@@ -111,7 +117,7 @@ def finished_span(span: EndedSpan) -> Any:
     parent = None if span.parent is None else build_otel_context(
         otel_trace, span_id(trace_id, span.parent))
     return Span(ReadableSpan(
-        name=span.name, context=build_otel_context(otel_trace, span_id(trace_id, span.name)),
+        name=span.name, context=build_otel_context(otel_trace, span_id(trace_id, span.id_key)),
         parent=parent, start_time=span.start_ns, end_time=span.end_ns,
         resource=Resource.get_empty(), events=events, attributes=encoded,
         status=Status(StatusCode.ERROR if error else StatusCode.OK, error)))
