@@ -9,7 +9,7 @@ evaluation modes nor tracking.
 """
 
 from evalkit.calls._books import EntryOutputs
-from evalkit.calls._call import Call, Component
+from evalkit.calls._call import Call, Component, SpanCapture, no_capture
 from evalkit.calls._executors import Executor, InProcess
 from evalkit.calls._progress import Progress, ProgressCallback, ProgressCounter
 from evalkit.calls._selection import ALL_TYPES, RunPlan, Selection, plan_run
@@ -20,5 +20,5 @@ from evalkit.calls.ray import SETUP_HOOK, RayPool, RaySettings, require_ray
 __all__ = [
     "ALL_TYPES", "SETUP_HOOK", "Call", "CallWindow", "Component", "EntryOutputs", "Executor",
     "InProcess", "Progress", "ProgressCallback", "ProgressCounter", "RayPool", "RaySettings",
-    "RunPlan", "Selection", "Stop", "plan_run", "require_ray",
+    "RunPlan", "Selection", "SpanCapture", "Stop", "no_capture", "plan_run", "require_ray",
 ]

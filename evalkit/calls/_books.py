@@ -13,6 +13,7 @@ import logging
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
+from evalkit.calls._call import SpanCapture, no_capture
 from evalkit.calls._selection import PlannedEntry, RunPlan
 from evalkit.dataset import Entry
 from evalkit.records import CallRecord
@@ -82,11 +83,14 @@ def entry_outputs(plan: RunPlan, records: Mapping[Task, CallRecord]) -> list[Ent
             for index, planned in enumerate(plan.items)]
 
 
-def run_follow_up(job: Callable[[], None]) -> None:
+def run_follow_up(job: Callable[[], None], capture: SpanCapture = no_capture) -> None:
     """Run one follow-up job; one that fails costs nothing but time: its entry is scored after
-    the calls, as it would have been without it."""
+    the calls, as it would have been without it. The spans it makes (an autologged judge
+    request) are captured and let go: the judge's own span in the entry's trace says what
+    was asked and answered, and they belong to no component call."""
     try:
-        job()
+        with capture():
+            job()
     except KeyboardInterrupt:  # raised inside the job: a stop, as from a component
         raise
     except BaseException:  # noqa: BLE001 - SystemExit from a provider's SDK included

@@ -4,6 +4,10 @@ A component is foreign code. Whatever it returns or raises becomes a :class:`Cal
 output that is plain JSON (bounded in size and depth, finite numbers, valid Unicode), or an
 error message that can always be rendered and written. Only ``KeyboardInterrupt`` escapes: an
 interrupt stays an interrupt.
+
+The spans the component makes while it runs (its tools, its LLM requests) are recorded with
+the call, redacted as its output is, by a :data:`SpanCapture` the run gives the engine
+(MLflow's, from :mod:`evalkit.tracking`); the engine itself knows no tracing library.
 """
 
 from __future__ import annotations
@@ -11,13 +15,22 @@ from __future__ import annotations
 import json
 import threading
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
+from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass, field, replace
 from typing import Any, TypeVar
 
 from evalkit._secrets import Redactor
 from evalkit.dataset import Entry
-from evalkit.records import CallRecord, TokenUsage, checked_usage, merged, usage_of
+from evalkit.records import (
+    CallRecord,
+    SpanRecord,
+    TokenUsage,
+    checked_usage,
+    merged,
+    usage_of,
+    usage_of_spans,
+)
 
 MAX_OUTPUT_CHARS = 1_000_000
 """Longest output kept, as JSON text; a larger one is recorded as an error."""
@@ -89,22 +102,37 @@ class Call:
 
 Component = Callable[[Entry, Call], Any]
 
+SpanCapture = Callable[[], AbstractContextManager[list[SpanRecord]]]
+"""Records the spans a component makes during one call: entered around the call (in the
+thread, or the task, the component runs in), its list holds them, in the order they started,
+once it has exited."""
+
+
+def no_capture() -> AbstractContextManager[list[SpanRecord]]:
+    """The capture of a run that keeps no spans."""
+    return nullcontext([])
+
 
 def invoke(component: Component, entry: Entry, call: Call,
-           adapters: Mapping[str, Callable[[Any], Any]], redactor: Redactor) -> CallRecord:
+           adapters: Mapping[str, Callable[[Any], Any]], redactor: Redactor,
+           capture: SpanCapture = no_capture) -> CallRecord:
     """One call, given everything of ``call`` but its mocks, which are built fresh here.
 
     Raises only ``KeyboardInterrupt``; everything else the component does is recorded."""
     started = time.perf_counter()
-    try:
-        output = component(entry, with_fresh_mocks(call, entry, adapters))
-    except KeyboardInterrupt:
-        raise
-    # A component failure of any kind (SystemExit, GeneratorExit included) is a result, not a
-    # crash of the run.
-    except BaseException as err:  # noqa: BLE001
-        return failed_call(entry, call, err, started, redactor)
-    return settled_call(entry, call, output, started, redactor)
+    failure: BaseException | None = None
+    with capture() as spans:
+        try:
+            output = component(entry, with_fresh_mocks(call, entry, adapters))
+        except KeyboardInterrupt:
+            raise
+        # A component failure of any kind (SystemExit, GeneratorExit included) is a result,
+        # not a crash of the run.
+        except BaseException as err:  # noqa: BLE001
+            failure = err
+    if failure is not None:
+        return failed_call(entry, call, failure, started, redactor, spans)
+    return settled_call(entry, call, output, started, redactor, spans)
 
 
 def with_fresh_mocks(call: Call, entry: Entry,
@@ -116,19 +144,22 @@ def with_fresh_mocks(call: Call, entry: Entry,
 
 
 def failed_call(entry: Entry, call: Call, err: BaseException, started: float,
-                redactor: Redactor) -> CallRecord:
-    """The record of a call that raised ``err`` (with the tokens it reported: they were
-    spent)."""
+                redactor: Redactor, spans: Sequence[SpanRecord] = ()) -> CallRecord:
+    """The record of a call that raised ``err`` (with the tokens it reported and the spans it
+    made: they were spent)."""
     latency = (time.perf_counter() - started) * 1000
+    kept = redacted_spans(spans, redactor)
     return CallRecord(entry.id, call.repeat, None, error_message(err, redactor), latency,
-                      call.meter.recorded())
+                      _call_usage(call, kept), kept)
 
 
 def settled_call(entry: Entry, call: Call, output: Any, started: float,
-                 redactor: Redactor) -> CallRecord:
+                 redactor: Redactor, spans: Sequence[SpanRecord] = ()) -> CallRecord:
     """The record of a call that returned ``output``: kept as a plain JSON value, redacted,
     or an ``OutputNotKept`` error saying why it cannot be."""
     latency = (time.perf_counter() - started) * 1000
+    kept_spans = redacted_spans(spans, redactor)
+    usage = _call_usage(call, kept_spans)
     try:
         kept, problem = plain_output(output)
     except KeyboardInterrupt:
@@ -138,9 +169,22 @@ def settled_call(entry: Entry, call: Call, output: Any, started: float,
     if problem is not None:
         return CallRecord(entry.id, call.repeat, None, redactor.text(
             f"OutputNotKept: the component returned {_type_name(output)}: {problem}"), latency,
-            call.meter.recorded())
-    return CallRecord(entry.id, call.repeat, redactor.value(kept), None, latency,
-                      call.meter.recorded())
+            usage, kept_spans)
+    return CallRecord(entry.id, call.repeat, redactor.value(kept), None, latency, usage,
+                      kept_spans)
+
+
+def redacted_spans(spans: Sequence[SpanRecord], redactor: Redactor) -> tuple[SpanRecord, ...]:
+    """The component's spans as the record keeps them: redacted, a secret in a tool's
+    arguments or an LLM request's headers included."""
+    return tuple(SpanRecord.from_json(redactor.value(s.to_json())) for s in spans)
+
+
+def _call_usage(call: Call, spans: Sequence[SpanRecord]) -> tuple[TokenUsage, ...]:
+    """The call's tokens: those its own spans carry (autologged LLM requests) when any do,
+    else those the component reported. Never both: a component that autologs and also
+    reports its responses would count each request twice."""
+    return usage_of_spans(spans) or call.meter.recorded()
 
 
 def timed_out(entry: Entry, call: Call, seconds: float) -> CallRecord:

@@ -23,7 +23,16 @@ from typing import Any, Protocol
 
 from evalkit._secrets import Redactor
 from evalkit.calls._books import Task
-from evalkit.calls._call import Call, Component, failed_call, invoke, settled_call, with_fresh_mocks
+from evalkit.calls._call import (
+    Call,
+    Component,
+    SpanCapture,
+    failed_call,
+    invoke,
+    no_capture,
+    settled_call,
+    with_fresh_mocks,
+)
 from evalkit.dataset import Entry
 
 INTERRUPT = object()
@@ -75,8 +84,10 @@ class Executor(Protocol):
     """Where the calls run, in words (the run's ``executor`` tag)."""
 
     def calls(self, component: Component, adapters: Mapping[str, Callable[[Any], Any]],
-              redactor: Redactor, workers: ThreadWorkers) -> CallExecutor:
-        """The executor of one window; ``workers`` are the window's threads."""
+              redactor: Redactor, workers: ThreadWorkers,
+              capture: SpanCapture = no_capture) -> CallExecutor:
+        """The executor of one window; ``workers`` are the window's threads; ``capture``
+        records the spans each call makes."""
 
 
 class InProcess:
@@ -90,11 +101,12 @@ class InProcess:
         self._setup = setup
 
     def calls(self, component: Component, adapters: Mapping[str, Callable[[Any], Any]],
-              redactor: Redactor, workers: ThreadWorkers) -> CallExecutor:
+              redactor: Redactor, workers: ThreadWorkers,
+              capture: SpanCapture = no_capture) -> CallExecutor:
         setup, self._setup = self._setup, None
         if setup is not None:
             setup()
-        return calls_for(component, adapters, redactor, workers)
+        return calls_for(component, adapters, redactor, workers, capture)
 
 
 def is_async(component: Component) -> bool:
@@ -151,8 +163,10 @@ class ThreadCalls:
     """A plain component, called on :class:`ThreadWorkers` (shared with follow-up jobs)."""
 
     def __init__(self, component: Component, adapters: Mapping[str, Callable[[Any], Any]],
-                 redactor: Redactor, workers: ThreadWorkers) -> None:
-        self._call = partial(invoke, component, adapters=adapters, redactor=redactor)
+                 redactor: Redactor, workers: ThreadWorkers,
+                 capture: SpanCapture = no_capture) -> None:
+        self._call = partial(invoke, component, adapters=adapters, redactor=redactor,
+                             capture=capture)
         self._workers = workers
 
     def start(self, task: Task, entry: Entry, call: Call, deliver: Deliver) -> None:
@@ -170,10 +184,11 @@ class AsyncCalls:
     caller's thread may run a loop already: a notebook, an async application)."""
 
     def __init__(self, component: Component, adapters: Mapping[str, Callable[[Any], Any]],
-                 redactor: Redactor) -> None:
+                 redactor: Redactor, capture: SpanCapture = no_capture) -> None:
         self._component = component
         self._adapters = adapters
         self._redactor = redactor
+        self._capture = capture
         self._loop: asyncio.AbstractEventLoop | None = None
         self._thread: threading.Thread | None = None
         self._futures: dict[Task, Future[Any]] = {}
@@ -213,16 +228,23 @@ class AsyncCalls:
         deliver(task, result)
 
     async def _made(self, entry: Entry, call: Call) -> Any:
+        """One call, in a task of its own: the capture is entered in the task, so the spans
+        the component makes across its awaits are this call's."""
         started = time.perf_counter()
-        try:
-            output = await self._component(entry, with_fresh_mocks(call, entry, self._adapters))
-        except asyncio.CancelledError:
-            raise
-        except KeyboardInterrupt:
-            return INTERRUPT
-        except BaseException as err:  # noqa: BLE001 - any component failure is that call's result
-            return failed_call(entry, call, err, started, self._redactor)
-        return settled_call(entry, call, output, started, self._redactor)
+        failure: BaseException | None = None
+        with self._capture() as spans:
+            try:
+                output = await self._component(entry,
+                                               with_fresh_mocks(call, entry, self._adapters))
+            except asyncio.CancelledError:
+                raise
+            except KeyboardInterrupt:
+                return INTERRUPT
+            except BaseException as err:  # noqa: BLE001 - a component failure is that call's result
+                failure = err
+        if failure is not None:
+            return failed_call(entry, call, failure, started, self._redactor, spans)
+        return settled_call(entry, call, output, started, self._redactor, spans)
 
     def _running(self) -> asyncio.AbstractEventLoop:
         if self._loop is None:
@@ -242,8 +264,9 @@ async def _cancel_others() -> None:
 
 
 def calls_for(component: Component, adapters: Mapping[str, Callable[[Any], Any]],
-              redactor: Redactor, workers: ThreadWorkers) -> CallExecutor:
+              redactor: Redactor, workers: ThreadWorkers,
+              capture: SpanCapture = no_capture) -> CallExecutor:
     """The executor a component needs: an event loop for an ``async def``, else threads."""
     if is_async(component):
-        return AsyncCalls(component, adapters, redactor)
-    return ThreadCalls(component, adapters, redactor, workers)
+        return AsyncCalls(component, adapters, redactor, capture)
+    return ThreadCalls(component, adapters, redactor, workers, capture)

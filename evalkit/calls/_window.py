@@ -39,7 +39,7 @@ from evalkit.calls._books import (
     reused_calls,
     run_follow_up,
 )
-from evalkit.calls._call import Call, Component, timed_out
+from evalkit.calls._call import Call, Component, SpanCapture, no_capture, timed_out
 from evalkit.calls._executors import (
     INTERRUPT,
     CallExecutor,
@@ -68,10 +68,13 @@ class CallWindow:
 
     def __init__(self, calls: CallExecutor, workers: ThreadWorkers, *, concurrency: int = 1,
                  call_timeout: float = math.inf, stop: Stop | None = None,
-                 clock: Callable[[], float] = time.monotonic) -> None:
+                 clock: Callable[[], float] = time.monotonic,
+                 capture: SpanCapture = no_capture) -> None:
         self._calls = calls
         self._workers = workers
         """Where follow-up jobs run (with a plain component's calls)."""
+        self._capture = capture
+        """What follow-up jobs run under: the spans they make go nowhere else."""
         self.concurrency = concurrency
         self.call_timeout = call_timeout
         self.stop = stop or Stop()
@@ -80,13 +83,15 @@ class CallWindow:
 
     @classmethod
     def of(cls, component: Component, adapters: Mapping[str, Callable[[Any], Any]],
-           redactor: Redactor, executor: Executor | None = None, **settings: Any) -> CallWindow:
+           redactor: Redactor, executor: Executor | None = None,
+           capture: SpanCapture = no_capture, **settings: Any) -> CallWindow:
         """The window for a component, its calls where ``executor`` puts them (by default
-        :class:`InProcess`); ``settings``: ``concurrency``, ``call_timeout``, ``stop``,
-        ``clock``."""
+        :class:`InProcess`), the spans each makes recorded by ``capture``; ``settings``:
+        ``concurrency``, ``call_timeout``, ``stop``, ``clock``."""
         workers = ThreadWorkers()
-        calls = (executor or InProcess()).calls(component, adapters, redactor, workers)
-        return cls(calls, workers, **settings)
+        calls = (executor or InProcess()).calls(component, adapters, redactor, workers,
+                                                capture)
+        return cls(calls, workers, capture=capture, **settings)
 
     def run(self, plan: RunPlan, raw: CallLog, *, seed: int | None = None,
             replicate: int | None = None,
@@ -193,8 +198,8 @@ class _WindowPass:
             elif self._jobs:
                 job = (-1, next(self._job_numbers))
                 self._in_flight[job] = None
-                self._window._workers.run(job, partial(run_follow_up, self._jobs.popleft()),
-                                          self._deliver)
+                follow_up = partial(run_follow_up, self._jobs.popleft(), self._window._capture)
+                self._window._workers.run(job, follow_up, self._deliver)
             else:
                 return
 

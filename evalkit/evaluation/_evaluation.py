@@ -52,7 +52,7 @@ from evalkit.stats import (
     latency_percentiles,
     logged_latency,
 )
-from evalkit.tracking import TrackedRun, judge_points, shown_uri, type_points
+from evalkit.tracking import MlflowSpanCapture, TrackedRun, judge_points, shown_uri, type_points
 
 logger = logging.getLogger("evalkit")
 
@@ -155,15 +155,17 @@ class Evaluation:
             progress.call_done(record.entry_id, record.error is not None)
             run.traces.call(record)
 
-        window = CallWindow.of(self.component, config.mock_adapters, self.prepared.redactor,
-                               self.context.executor, concurrency=config.max_concurrency,
-                               call_timeout=config.call_timeout, stop=self.context.stop)
-        try:
-            self.outputs = window.run(plan, run.raw, seed=self.role.seed,
-                                      replicate=self.role.replicate, recorded=recorded,
-                                      on_call=on_call, follow_ups=self._judging.follow_ups)
-        finally:
-            progress.finish()
+        with MlflowSpanCapture() as capture:
+            window = CallWindow.of(self.component, config.mock_adapters,
+                                   self.prepared.redactor, self.context.executor, capture,
+                                   concurrency=config.max_concurrency,
+                                   call_timeout=config.call_timeout, stop=self.context.stop)
+            try:
+                self.outputs = window.run(plan, run.raw, seed=self.role.seed,
+                                          replicate=self.role.replicate, recorded=recorded,
+                                          on_call=on_call, follow_ups=self._judging.follow_ups)
+            finally:
+                progress.finish()
         self._lap("calls")
         run.traces.calls_done([c for o in self.outputs for c in o.calls])
         return self.outputs
@@ -183,9 +185,11 @@ class Evaluation:
     def _score_calls(self) -> None:
         """The scorers' verdicts on the calls, and each type's metrics from them."""
         prepared = self.prepared
-        # Judge errors can quote the provider; nothing leaves the run unredacted.
-        scored = score_run(self.outputs, prepared.plan.types, prepared.scorers,
-                           self._judging.verdicts, self.context.stop)
+        # Judge errors can quote the provider; nothing leaves the run unredacted. What the
+        # judge's requests make as spans (autologged) is let go, as in the window.
+        with MlflowSpanCapture() as capture, capture():
+            scored = score_run(self.outputs, prepared.plan.types, prepared.scorers,
+                               self._judging.verdicts, self.context.stop)
         self.scored = ScoredRun.from_json(prepared.redactor.value(scored.to_json()))
         self.metrics = tuple(TypeMetrics.from_result(r, prepared.thresholds[r.test_type])
                              for r in self.scored.types)

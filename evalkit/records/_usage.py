@@ -5,11 +5,14 @@ from __future__ import annotations
 
 import json
 import math
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, fields
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from evalkit.records import names
+
+if TYPE_CHECKING:  # a call record holds usages: only its type is needed here
+    from evalkit.records._calls import SpanRecord
 
 
 @dataclass(frozen=True)
@@ -210,3 +213,34 @@ def usd(value: float) -> str:
         return f"${value:,.2f}"
     decimals = max(2, 1 - math.floor(math.log10(abs(value))))
     return f"${value:.{decimals}f}"
+
+
+def usage_of_spans(spans: Sequence[SpanRecord]) -> tuple[TokenUsage, ...]:
+    """The tokens a call's own spans carry (an autologged LLM request sets them), one usage
+    per model, summed. A span under another span that carries usage is not counted again:
+    integrations that roll usage up onto a parent span (an agent's) would count it twice,
+    and MLflow's Token Usage panel skips them the same way."""
+    counted: list[TokenUsage] = []
+    carries = [isinstance(s.attributes.get(names.SPAN_TOKEN_USAGE), Mapping) for s in spans]
+    for index, span in enumerate(spans):
+        if carries[index] and not _under_usage(spans, carries, span.parent):
+            usage = span.attributes[names.SPAN_TOKEN_USAGE]
+            model = span.attributes.get(names.SPAN_LLM_MODEL)
+            counted.append(TokenUsage(_count(usage, "input_tokens"),
+                                      _count(usage, "output_tokens"),
+                                      model if isinstance(model, str) and model else None))
+    return merged(counted)
+
+
+def _under_usage(spans: Sequence[SpanRecord], carries: Sequence[bool],
+                 parent: int | None) -> bool:
+    while parent is not None:
+        if carries[parent]:
+            return True
+        parent = spans[parent].parent
+    return False
+
+
+def _count(usage: Mapping[str, Any], key: str) -> int:
+    value = usage.get(key)
+    return value if isinstance(value, int) and not isinstance(value, bool) and value >= 0 else 0

@@ -25,6 +25,13 @@ supported.
 - MLflow prints a run's URL to stdout when the run ends, credentials in the URI included;
   :func:`quiet_run_urls` stops that for evalkit's own client (evalkit prints the run's URL
   itself, without credentials) without setting the process's environment.
+- The spans a component makes during a call are kept with the call's record
+  (:mod:`evalkit.tracking._span_capture`): while calls are made, MLflow's tracer provider is
+  one whose span processor is MLflow's own with evalkit's exporter
+  (:func:`install_capturing_provider`). MLflow exports every span to the process-wide
+  tracking URI (asynchronously, with drops) and offers no public way to export elsewhere:
+  ``mlflow.tracing.set_destination`` chooses among MLflow's own destinations and
+  ``mlflow.tracing.configure(span_processors=...)`` edits spans but cannot keep one back.
 """
 
 from __future__ import annotations
@@ -181,3 +188,50 @@ def quiet_run_urls(client: Any) -> None:
 
 def _dumps(value: Any) -> str:
     return json.dumps(value, ensure_ascii=False, default=str)
+
+
+def install_capturing_provider(exporter: Any) -> Any:
+    """Make MLflow trace through a new tracer provider whose one span processor is MLflow's
+    own (``MlflowV3SpanProcessor``: traces registered, spans made ``LiveSpan`` as ever) with
+    ``exporter``; returns the provider, or ``None`` when MLflow shares the process-wide
+    OpenTelemetry provider (``MLFLOW_USE_DEFAULT_TRACER_PROVIDER=false``), which is not
+    MLflow's to replace. ``provider.once`` is marked done first, so MLflow's lazy first
+    initialization never replaces it."""
+    from mlflow.environment_variables import MLFLOW_USE_DEFAULT_TRACER_PROVIDER
+    from mlflow.tracing.processor.mlflow_v3 import MlflowV3SpanProcessor
+    from mlflow.tracing.provider import provider
+    from opentelemetry.sdk.trace import TracerProvider
+
+    if not MLFLOW_USE_DEFAULT_TRACER_PROVIDER.get():
+        return None
+    tracer_provider = TracerProvider()
+    tracer_provider.add_span_processor(MlflowV3SpanProcessor(exporter, False))
+    provider.once.do_once(lambda: None)
+    provider.set(tracer_provider)
+    return tracer_provider
+
+
+def tracer_provider_is(tracer_provider: Any) -> bool:
+    """Whether MLflow traces through ``tracer_provider`` still (nothing reinitialized it:
+    ``mlflow.tracing.reset``, ``set_destination``, ``enable``)."""
+    from mlflow.tracing.provider import provider
+
+    return provider.get() is tracer_provider
+
+
+def reset_tracer_provider() -> None:
+    """MLflow's tracer provider back to its state at import (``provider.reset``): MLflow
+    builds a fresh one, from its configuration then, at its next span."""
+    from mlflow.tracing.provider import provider
+
+    provider.reset()
+
+
+def tracking_exporter() -> Any:
+    """The exporter MLflow's own provider uses (``MlflowV3SpanExporter`` on the process-wide
+    tracking URI), for the spans that are no call's."""
+    import mlflow
+    from mlflow.tracing.export.mlflow_v3 import MlflowV3SpanExporter
+
+    return MlflowV3SpanExporter(tracking_uri=mlflow.get_tracking_uri())
+

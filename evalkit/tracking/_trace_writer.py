@@ -34,8 +34,10 @@ from evalkit.records import (
     names,
     prices_from_param,
     usage_attribute,
+    usage_of_spans,
 )
 from evalkit.tracking import _mlflow_private as private
+from evalkit.tracking._component_spans import component_spans
 from evalkit.tracking._traces import (
     Assessment,
     EntryTrace,
@@ -139,16 +141,21 @@ def _call_spans(context: TraceContext, entry: EntryTrace) -> list[Any]:
                     names.ENTRY_ID_TRACE_TAG: entry.entry_id}))]
     prices = prices_from_param(context.params.get(names.PRICES_PARAM))
     for order, call in enumerate(entry.calls, 1):
-        # a call that reported tokens made LLM requests: an LLM span, as MLflow counts them
+        key = f"call {call.repeat}"
+        # Tokens go on the call's span when the component reported them, an LLM span as
+        # MLflow counts them; when its own spans carry them, there only (never twice).
+        usage = () if usage_of_spans(call.spans) else call.usage
         spans.append(private.finished_span(private.EndedSpan(
-            entry.trace_id, f"call {call.repeat}", entry.entry_id, start + order,
+            entry.trace_id, key, entry.entry_id, start + order,
             start + order + int(call.latency_ms * 1_000_000),
-            "LLM" if call.usage else "UNKNOWN", {
+            "LLM" if usage else "UNKNOWN", {
                 **common, names.SPAN_REPEAT: call.repeat, names.SPAN_REPLICATE: replicate,
                 names.SPAN_SEED: seed, names.SPAN_LATENCY_MS: round(call.latency_ms, 3),
-                names.SPAN_ERROR: call.error, **_usage_attributes(call.usage, prices),
+                names.SPAN_ERROR: call.error, **_usage_attributes(usage, prices),
                 **({} if call.error else {"outputs": call.output})},
             call.error)))
+        spans += [private.finished_span(s) for s in
+                  component_spans(entry.trace_id, key, start + order, call.spans)]
     return spans
 
 

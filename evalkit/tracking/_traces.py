@@ -1,7 +1,8 @@
 """A run's entries as MLflow traces, built from its records after the calls.
 
 One trace per entry: the entry's input as the request, its output(s) as the response, a span
-per component call (repeat, replicate, seed, latency, error, tokens) and per judge call (the
+per component call (repeat, replicate, seed, latency, error, tokens) with the spans the
+component made during it under it (its tools, its LLM requests), one per judge call (the
 messages sent, model, reply, tokens), its verdicts as assessments and, on an entry flagged
 for human review, a ``human_review`` tag holding its instructions. Everything is built
 from what the run already keeps (``results/evaluation.json``, the raw results, the params and
@@ -27,6 +28,7 @@ from evalkit.records import (
     ItemResult,
     JudgeCall,
     ScoredRun,
+    SpanRecord,
     TokenUsage,
     TypeNames,
     TypeResult,
@@ -56,6 +58,8 @@ class CallSpan:
     error: str | None
     latency_ms: float
     usage: tuple[TokenUsage, ...] = ()
+    spans: tuple[SpanRecord, ...] = ()
+    """The spans the component made during the call, written under it."""
 
 
 @dataclass(frozen=True)
@@ -147,7 +151,8 @@ def _add_call(entry: EntryTrace, call: Mapping[str, Any]) -> None:
         entry.input = call["input"]
     entry.calls.append(CallSpan(
         call["repeat"], call.get("output"), call.get("error"), float(call["latency_ms"]),
-        tuple(TokenUsage.from_json(u) for u in call.get("usage", ()))))
+        tuple(TokenUsage.from_json(u) for u in call.get("usage", ())),
+        tuple(SpanRecord.from_json(s) for s in call.get("spans", ()))))
 
 
 def _assess(trace: Callable[[str], EntryTrace], result: TypeResult, item: ItemResult,

@@ -30,7 +30,7 @@ from typing import Any
 from evalkit._errors import ConfigError
 from evalkit._secrets import Redactor
 from evalkit.calls._books import Task
-from evalkit.calls._call import Call, Component
+from evalkit.calls._call import Call, Component, SpanCapture, no_capture, redacted_spans
 from evalkit.calls._executors import INTERRUPT, Crashed, Deliver, Lost, ThreadWorkers
 from evalkit.calls.ray._settings import RaySettings, require_ray
 from evalkit.calls.ray._worker import INTERRUPTED
@@ -113,12 +113,14 @@ class RayPool:
             self._conn.close()
 
     def calls(self, component: Component, adapters: Mapping[str, Callable[[Any], Any]],
-              redactor: Redactor, workers: ThreadWorkers) -> RayCalls:
-        """A window's executor: the workers load the component from the script themselves."""
-        return RayCalls(self, redactor)
+              redactor: Redactor, workers: ThreadWorkers,
+              capture: SpanCapture = no_capture) -> RayCalls:
+        """A window's executor: the workers load the component from the script themselves,
+        and record its spans with ``capture`` (sent with each call: it is a few bytes)."""
+        return RayCalls(self, redactor, capture)
 
     def submit(self, task: Task, entry: Entry, call: Call, deliver: Deliver,
-               redactor: Redactor) -> int:
+               redactor: Redactor, capture: SpanCapture = no_capture) -> int:
         cid = next(self._ids)
         with self._lock:
             lost = self._lost
@@ -130,7 +132,7 @@ class RayPool:
         try:
             assert self._conn is not None
             payload = pickle.dumps((entry, call.repeat, call.repeats, call.seed,
-                                    call.replicate))
+                                    call.replicate, capture))
             self._conn.send(("call", cid, entry.id, call.repeat, payload))
         except OSError:
             self._lose("the Ray driver process cannot be reached")
@@ -183,13 +185,16 @@ class RayPool:
 class RayCalls:
     """One call window's calls on a :class:`RayPool`."""
 
-    def __init__(self, pool: RayPool, redactor: Redactor) -> None:
+    def __init__(self, pool: RayPool, redactor: Redactor,
+                 capture: SpanCapture = no_capture) -> None:
         self._pool = pool
         self._redactor = redactor
+        self._capture = capture
         self._ids: dict[Task, int] = {}
 
     def start(self, task: Task, entry: Entry, call: Call, deliver: Deliver) -> None:
-        self._ids[task] = self._pool.submit(task, entry, call, deliver, self._redactor)
+        self._ids[task] = self._pool.submit(task, entry, call, deliver, self._redactor,
+                                            self._capture)
 
     def abandon(self, task: Task) -> None:
         cid = self._ids.pop(task, None)
@@ -205,4 +210,5 @@ class RayCalls:
 
 def _redacted(record: CallRecord, redactor: Redactor) -> CallRecord:
     return replace(record, output=redactor.value(record.output),
-                   error=None if record.error is None else redactor.text(record.error))
+                   error=None if record.error is None else redactor.text(record.error),
+                   spans=redacted_spans(record.spans, redactor))

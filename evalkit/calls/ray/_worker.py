@@ -19,13 +19,12 @@ import runpy
 import sys
 import threading
 from collections.abc import Mapping
-from functools import partial
 from typing import Any
 
 from evalkit._errors import WorkerSetupError
 from evalkit._secrets import Redactor
 from evalkit.calls._books import Task
-from evalkit.calls._call import Call, invoke
+from evalkit.calls._call import Call, SpanCapture, invoke
 from evalkit.calls._executors import INTERRUPT, AsyncCalls, Crashed, is_async
 from evalkit.dataset import Entry
 from evalkit.records import CallRecord
@@ -70,13 +69,14 @@ class CallWorker:
                 raise WorkerSetupError(f"{SETUP_HOOK}() of {script} raised on a Ray worker: "
                                        f"{type(err).__name__}: {err}") from None
         adapters: Mapping[str, Any] = namespace.get("MOCK_ADAPTERS") or {}
-        redactor = Redactor.from_environment()
+        self._redactor = Redactor.from_environment()
         # A plain component runs on the thread Ray makes the call on (one per call the slot
         # makes at once, see RaySettings.calls_per_slot); an async one on an event loop, as
-        # in-process.
-        self._plain = None if is_async(component) else partial(
-            invoke, component, adapters=adapters, redactor=redactor)
-        self._loop = AsyncCalls(component, adapters, redactor)
+        # in-process, made at the first call (which brings the run's span capture).
+        self._component = component
+        self._is_async = is_async(component)
+        self._adapters = adapters
+        self._loop: AsyncCalls | None = None
         self._numbers = itertools.count()
 
     def ready(self) -> int:
@@ -84,20 +84,23 @@ class CallWorker:
         return os.getpid()
 
     def call(self, payload: bytes) -> bytes:
-        """One call, ``(entry, repeat, repeats, seed, replicate)`` pickled by the run (Ray
-        passes bytes through untouched, the cheapest way); its record pickled, or
+        """One call, ``(entry, repeat, repeats, seed, replicate, capture)`` pickled by the
+        run (Ray passes bytes through untouched, the cheapest way); its record pickled, or
         :data:`INTERRUPTED`."""
-        entry, repeat, repeats, seed, replicate = pickle.loads(payload)
+        entry, repeat, repeats, seed, replicate, capture = pickle.loads(payload)
         call = Call(mocks={}, repeat=repeat, repeats=repeats, seed=seed, replicate=replicate)
         result: CallRecord | str
         try:
-            result = (self._plain(entry=entry, call=call) if self._plain is not None
-                      else self._awaited(entry, call))
+            result = (self._awaited(entry, call, capture) if self._is_async else
+                      invoke(self._component, entry, call, self._adapters, self._redactor,
+                             capture))
         except KeyboardInterrupt:
             result = INTERRUPTED
         return pickle.dumps(result)
 
-    def _awaited(self, entry: Entry, call: Call) -> CallRecord:
+    def _awaited(self, entry: Entry, call: Call, capture: SpanCapture) -> CallRecord:
+        if self._loop is None:
+            self._loop = AsyncCalls(self._component, self._adapters, self._redactor, capture)
         finished = threading.Event()
         results: list[Any] = []
 

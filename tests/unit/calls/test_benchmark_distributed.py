@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 
 from evalkit._secrets import Redactor
-from evalkit.calls import InProcess
+from evalkit.calls import InProcess, SpanCapture
 from evalkit.calls._executors import CallExecutor, ThreadWorkers
 from tests.support.builders import REPO
 
@@ -39,8 +39,8 @@ class Answering:
         self._component = component
 
     def calls(self, component: Any, adapters: Mapping[str, Callable[[Any], Any]],
-              redactor: Redactor, workers: ThreadWorkers) -> CallExecutor:
-        return InProcess().calls(self._component, adapters, redactor, workers)
+              redactor: Redactor, workers: ThreadWorkers, capture: SpanCapture) -> CallExecutor:
+        return InProcess().calls(self._component, adapters, redactor, workers, capture)
 
 
 def test_the_component_script_loads_as_a_worker_loads_it_and_does_each_kind_of_work() -> None:

@@ -666,7 +666,8 @@ class LosingCalls:
         self.keep, self.started = keep, 0
         self.abandoned: list[Task] = []
 
-    def calls(self, component: Any, adapters: Any, redactor: Any, workers: Any) -> Any:
+    def calls(self, component: Any, adapters: Any, redactor: Any, workers: Any,
+              capture: Any) -> Any:
         return self
 
     def start(self, task: Task, entry: Entry, call: Call, deliver: Deliver) -> None:

@@ -143,6 +143,58 @@ def test_a_runs_linked_prompts_tag_and_its_updater_are_where_evalkit_looks() -> 
     accepts(update_linked_prompts_tag, None, [])
 
 
+class Kept:
+    """An OpenTelemetry exporter that keeps what it is given."""
+
+    def __init__(self) -> None:
+        self.spans: list[Any] = []
+
+    def export(self, spans: Any) -> Any:
+        from opentelemetry.sdk.trace.export import SpanExportResult
+
+        self.spans += spans
+        return SpanExportResult.SUCCESS
+
+    def shutdown(self) -> None:
+        pass
+
+    def force_flush(self, timeout_millis: int = 30000) -> bool:
+        return True
+
+
+def test_a_capturing_provider_gives_mlflows_spans_to_evalkits_exporter_until_reset() -> None:
+    import mlflow
+    from mlflow.tracing.provider import provider
+
+    kept = Kept()
+    installed = private.install_capturing_provider(kept)
+    try:
+        assert installed is not None and private.tracer_provider_is(installed)
+        assert provider.once._done  # MLflow's lazy initialization cannot replace it
+
+        @mlflow.trace(span_type="TOOL")
+        def lookup(city: str) -> str:
+            return "sunny"
+
+        lookup("Paris")
+        (span,) = kept.spans  # a root span: MLflow's processor ended it, exported it here
+        assert span.name == "lookup" and span.parent is None
+        assert span.attributes["mlflow.spanType"] == '"TOOL"'
+        assert span.attributes["mlflow.spanInputs"] == '{"city": "Paris"}'
+        assert span.attributes["mlflow.traceRequestId"].startswith('"tr-')
+    finally:
+        private.reset_tracer_provider()
+    assert not private.tracer_provider_is(installed)
+    assert provider.get() is None and not provider.once._done  # MLflow builds its own next
+
+
+def test_the_tracking_exporter_is_mlflows_own_on_the_tracking_uri() -> None:
+    from mlflow.tracing.export.mlflow_v3 import MlflowV3SpanExporter
+
+    exporter = private.tracking_exporter()
+    assert isinstance(exporter, MlflowV3SpanExporter) and callable(exporter.export)
+
+
 def test_every_private_interface_is_tested_here() -> None:
     """A new private call in _mlflow_private needs its test here."""
     documented = {name for name, value in vars(private).items()
@@ -150,6 +202,7 @@ def test_every_private_interface_is_tested_here() -> None:
                   and not name.startswith("_")}
     assert documented == {"tracing_client", "log_spans", "finished_span", "span_id",
                           "is_sql_store", "insert_assessments", "upsert_dataset_records",
-                          "link_prompt_to_run", "quiet_run_urls"}, \
+                          "link_prompt_to_run", "quiet_run_urls", "install_capturing_provider",
+                          "tracer_provider_is", "reset_tracer_provider", "tracking_exporter"}, \
         "add a test of the new private interface"
     assert Path(private.__file__).name == "_mlflow_private.py"
