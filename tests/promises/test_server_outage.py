@@ -230,3 +230,37 @@ def test_resume_refuses_a_changed_dataset(tmp_path: Path, tracker: Tracker) -> N
                RunContext(tracker=tracker, runs_dir=tmp_path / "runs"))
     assert calls == []
     assert tracker.reader.stored(run_id).status == "KILLED"
+
+
+def test_the_components_own_spans_reach_the_store_through_sync(tmp_path: Path,
+                                                               server: Tracker) -> None:
+    import mlflow
+
+    flaky = server.backend
+    assert isinstance(flaky, FlakyServer)
+    config = project_config(tmp_path, "team/outage-spans", entries=6)
+    outage = Outage(flaky, at=2)
+
+    @mlflow.trace(span_type="TOOL")
+    def tool(entry_id: str, repeat: int) -> str:
+        return f"{entry_id}/{repeat}"
+
+    def component(item: Entry, call: Call) -> str:
+        outage.tick(item, call)
+        tool(item.id, call.repeat)
+        return right_when_0_to_6(item, call)
+
+    with pytest.raises(TrackingOffline) as offline:
+        evaluate(config, component, Selection("all"),
+                 RunContext(tracker=server, runs_dir=tmp_path / "runs"))
+    (bundle,) = offline.value.bundles
+    flaky.down = False
+    run_id = server.upload(bundle)
+    traces = flaky.traces.traces[run_id].values()
+    calls = [c for t in traces for c in t.calls]
+    assert len(calls) == len(outage.calls)  # every call, those made offline included
+    for trace in traces:
+        for call in trace.calls:
+            (span,) = call.spans
+            assert (span.name, span.span_type, span.outputs) == (
+                "tool", "TOOL", f"{trace.entry_id}/{call.repeat}")
