@@ -5,7 +5,8 @@ A module fixture starts the cluster with ``ray start`` (the head on 127.0.0.2, a
 the end (those naming that temp dir in their command lines, and the processes under them):
 never ``ray stop``, which stops every Ray process on the machine. Each test runs ``eval.py``
 in a process of its own against it: the example evaluation equal to its in-process run entry
-by entry; a worker node killed mid-run; Ctrl-C on the driver then ``--resume`` on the
+by entry; a traced component's spans back from the workers in its traces; a worker node
+killed mid-run; Ctrl-C on the driver then ``--resume`` on the
 cluster; a slot's calls one at a time (many at once when they ask for no CPU); a call past
 its timeout, whose worker is ended so the calls behind it move on; the whole
 cluster killed mid-run then ``--resume`` in-process (last, as it leaves no cluster).
@@ -240,6 +241,47 @@ def test_the_example_on_the_cluster_equals_its_in_process_run_entry_by_entry(
     # Two workers, one per node, each set up once for all its calls.
     nodes = sorted(setups.read_text().split()[1::2])
     assert nodes == [HEAD, WORKER]
+
+
+TRACED_AGENT = """
+import mlflow
+
+@mlflow.trace(span_type="TOOL")
+def lookup(city):
+    return city.upper()
+
+@mlflow.trace(span_type="AGENT", name="agent")
+def invoke_component(entry, call):
+    with mlflow.start_span("plan"):
+        pass
+    return lookup(entry.input)
+"""
+
+
+def test_a_components_spans_come_back_from_the_workers_into_its_entrys_trace(
+        cluster: Cluster, tmp_path: Path) -> None:
+    import mlflow
+
+    write_dataset(tmp_path / "ds", {f"e{i}": entry("functional", input=f"city{i}",
+                                                   expected=f"CITY{i}") for i in range(6)})
+    write_eval_script(tmp_path, {"EXPERIMENT_NAME": "ray/spans", "DATASET_PATH": "ds",
+                                 "EVAL_MIN_ACCURACY": 1.0}, TRACED_AGENT)
+    done = run_eval(tmp_path, "--type=functional", "--executor=ray",
+                    f"--ray-address={cluster.address}", env=RAY_ENV, timeout=600)
+    assert done.returncode == 0, done.stderr[-3000:]
+    run_id = _run_id(done.stdout)
+    for record in _records(tmp_path, run_id):
+        assert [(s["name"], s["span_type"], s["parent"]) for s in record["spans"]] == [
+            ("agent", "AGENT", None), ("plan", "UNKNOWN", 0), ("lookup", "TOOL", 0)]
+    client = mlflow.MlflowClient(f"sqlite:///{tmp_path / 'mlflow.db'}")
+    traces = {e.name: client.search_traces(locations=[e.experiment_id])
+              for e in client.search_experiments()}
+    assert {name: len(found) for name, found in traces.items() if found} == {"ray/spans": 6}
+    for trace in traces["ray/spans"]:
+        (call,) = [s for s in trace.data.spans if s.name == "call 0"]
+        (agent,) = [s for s in trace.data.spans if s.parent_id == call.span_id]
+        assert sorted(s.name for s in trace.data.spans if s.parent_id == agent.span_id) == [
+            "lookup", "plan"]
 
 
 # --- a CPU-bound component: killed nodes, Ctrl-C, a lost cluster ------------------------------

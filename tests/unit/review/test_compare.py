@@ -37,9 +37,19 @@ def test_compare_counts_flips_in_each_direction() -> None:
     assert result.undecided_items == 1
     assert result.paired is not None and result.paired.items == 3
     assert (result.paired.a_only, result.paired.b_only, result.paired.gap) == (1, 1, 0.0)
-    # x right in both, y in A only, z in B only: the interval is that of those four counts.
-    assert result.paired == paired_gap(1, 1, 1, 0)
     assert result.to_json()["paired_gap"] == result.paired.to_json()
+
+
+def test_the_paired_interval_counts_items_right_in_both_and_wrong_in_both_apart() -> None:
+    # 3 right in both, 1 in A only, 1 in B only, 2 wrong in both: Newcombe's interval depends
+    # on all four counts (with none wrong in both it could not tell the first from the last).
+    verdicts_a = {"r1": True, "r2": True, "r3": True, "a": True, "b": False, "n1": False,
+                  "n2": False}
+    verdicts_b = {**verdicts_a, "a": False, "b": True}
+    (result,) = compare(Side("a", "A", {"t": 4 / 7}, {"t": verdicts_a}, {}),
+                        Side("b", "B", {"t": 4 / 7}, {"t": verdicts_b}, {}))
+    assert result.paired == paired_gap(3, 1, 1, 2)
+    assert result.paired != paired_gap(0, 1, 1, 5)
 
 
 def test_only_a_floor_inside_which_the_gap_falls_refuses() -> None:
