@@ -25,8 +25,9 @@ from typing import Any
 from evalkit.stats._one_run import wilson_bounds
 
 PASS_K_INTERVAL = ("Wilson at the effective number of items n_eff = p(1 - p) m / s^2, s^2 the "
-                   "variance (ddof = 1) of the m item-level values; n_eff = m when p is 0 or "
-                   "1, s^2 is 0 or m < 2")
+                   "variance of the m item-level values with two pseudo-items, one at 0 and "
+                   "one at 1: (sum (v_i - p)^2 + p^2 + (1 - p)^2) / (m + 1); n_eff = m when p "
+                   "is 0 or 1")
 """How the intervals of :func:`pass_k` are made, as the documents say it."""
 
 
@@ -189,22 +190,28 @@ def pass_k(table: Mapping[str, Mapping[int, bool]], confidence: float = 0.95) ->
     The interval of each mean p over the m item-level values v_i (each in [0, 1]) is the
     Wilson interval at the effective number of items::
 
-        s^2   = sum_i (v_i - p)^2 / (m - 1)
+        s^2   = (sum_i (v_i - p)^2 + p^2 + (1 - p)^2) / (m + 1)
         n_eff = p (1 - p) m / s^2
 
-    the size of a binomial sample whose mean has the variance s^2 / m that the items show:
-    n_eff = m - 1 when every v_i is 0 or 1 (pass^n, pass@n) and grows when the items'
-    values lie between. When p is 0 or 1, s^2 is 0 or m < 2 there is no spread to match and
-    n_eff = m. The items are the sample, so the interval covers the mean over the population
-    of items, with the noise of the tries inside each v_i; its coverage, measured by
-    ``benchmarks/pass_k_coverage.py``, is in docs/stability.md.
+    the size of a binomial sample whose mean has the variance s^2 / m that the items show
+    (near m when the v_i are 0 or 1, up to several times m when they lie between). The two
+    pseudo-items, one at 0 and one at 1, in the spirit of Agresti and Coull's added
+    observations, keep s^2 from claiming a precision the items have not shown: near 0 or 1
+    the spread of a skewed pool rests on a few rare items, and a sample that missed them
+    would give a t interval, or Wilson at the plain variance, that covers 0.8 of the time or
+    less. When p is 0 or 1 there is no spread to match and n_eff = m. The items are the
+    sample, so the interval covers the mean over the population of items, with the noise of
+    the tries inside each v_i; its coverage, measured by ``benchmarks/pass_k_coverage.py``,
+    is in docs/stability.md.
 
     References
     ----------
     M. Chen et al., "Evaluating Large Language Models Trained on Code", arXiv:2107.03374
     (2021), equation (1); S. Yao et al., "tau-bench", arXiv:2406.12045 (2024), section 5;
     E. B. Wilson (1927) for the interval, at an effective sample size as L. Kish, "Survey
-    Sampling" (1965) defines it (the design effect).
+    Sampling" (1965) defines it (the design effect); A. Agresti and B. A. Coull,
+    "Approximate is better than 'exact' for interval estimation of binomial proportions",
+    The American Statistician 52 (1998), 119-126, for adding pseudo-observations.
 
     Examples
     --------
@@ -221,7 +228,7 @@ def pass_k(table: Mapping[str, Mapping[int, bool]], confidence: float = 0.95) ->
     3 3 0.6667 0.3333
     >>> hat = result.at(3).pass_hat
     >>> print(f"{hat.n_eff:.1f} [{hat.low:.3f}, {hat.high:.3f}]")
-    2.0 [0.045, 0.841]
+    2.2 [0.048, 0.831]
     """
     # An item's estimates depend only on its (n, c): each distinct pair is computed once.
     tries = Counter((len(cells), sum(cells.values())) for cells in table.values() if cells)
@@ -239,11 +246,12 @@ def pass_k(table: Mapping[str, Mapping[int, bool]], confidence: float = 0.95) ->
 def _item_mean(counted: Mapping[tuple[int, int], int], k: int,
                estimate: Callable[[int, int, int], Fraction], confidence: float) -> ItemMean:
     """The mean of ``estimate`` over the items (``counted``: (n, c) -> how many items), with
-    its Wilson interval at the effective number of items. Exact fractions: a mean of ones is
-    1, not 1 + 2e-16."""
+    its Wilson interval at the effective number of items (two pseudo-items in the variance).
+    Exact fractions: a mean of ones is 1, not 1 + 2e-16."""
     values = {pair: estimate(*pair, k) for pair in counted}
     m = sum(counted.values())
     p = sum(values[pair] * count for pair, count in counted.items()) / m
     squares = sum((values[pair] - p) ** 2 * count for pair, count in counted.items())
-    n_eff = p * (1 - p) * m * (m - 1) / squares if 0 < p < 1 and squares > 0 else Fraction(m)
+    with_pseudo_items = squares + p**2 + (1 - p) ** 2  # one item at 0, one at 1
+    n_eff = p * (1 - p) * m * (m + 1) / with_pseudo_items if 0 < p < 1 else Fraction(m)
     return ItemMean(float(p), *wilson_bounds(float(p), float(n_eff), confidence), float(n_eff))

@@ -37,29 +37,35 @@ def test_pass_k_worked_by_hand() -> None:
 
 
 def test_pass_k_intervals_worked_by_hand() -> None:
-    # k = 3, pass^3 over (1, 0, 0): p = 1/3, s^2 = ((2/3)^2 + 2 (1/3)^2)/2 = 1/3,
-    # n_eff = p(1-p) m / s^2 = (2/9)(3)/(1/3) = 2. Wilson at n = 2, z = 1.9599640, z^2 = 3.8414588:
-    # centre = (1/3 + z^2/4)/(1 + z^2/2) = 1.2936980/2.9207294 = 0.4429366,
-    # half = z/(1 + z^2/2) sqrt(p(1-p)/2 + z^2/16) = 0.6710529 x sqrt(0.3512023) = 0.3976815:
-    # [0.0452551, 0.8406181].
-    hat = pass_k(hand_table()).at(3).pass_hat
-    assert hat.n_eff == pytest.approx(2)
-    assert (hat.low, hat.high) == pytest.approx((0.0452551, 0.8406181), abs=2e-7)
-    # k = 1 over (1, 2/3, 0, 1/2): p = 13/24, squares (121 + 9 + 169 + 1)/576 = 300/576,
-    # s^2 = 100/576, p(1-p) = 143/576, n_eff = (143/576)(4)/(100/576) = 5.72.
-    assert pass_k(hand_table()).at(1).pass_at.n_eff == pytest.approx(5.72)
+    # k = 3, pass^3 over (1, 0, 0): p = 1/3; squares about p (2/3)^2 + 2 (1/3)^2 = 2/3, plus the
+    # pseudo-items' p^2 + (1-p)^2 = 5/9: 11/9; s^2 = (11/9)/(m + 1) = 11/36;
+    # n_eff = p(1-p) m / s^2 = (2/9)(3)(36/11) = 24/11 = 2.181818.
+    # Wilson at n = 24/11, z = 1.9599640, z^2/n = 1.7606686:
+    # centre = (p + z^2/2n)/(1 + z^2/n) = 1.2136676/2.7606686 = 0.4396282,
+    # half = z/(1 + z^2/n) sqrt(p(1-p)/n + z^2/4n^2) = 0.7099599 x sqrt(0.3035951) = 0.3911841:
+    # [0.0484440, 0.8308123].
+    result = pass_k(hand_table())
+    hat = result.at(3).pass_hat
+    assert hat.n_eff == pytest.approx(24 / 11)
+    assert (hat.low, hat.high) == pytest.approx((0.0484440, 0.8308123), abs=2e-7)
+    # k = 1 over (1, 2/3, 0, 1/2): p = 13/24, squares (121 + 9 + 169 + 1)/576 = 300/576, plus
+    # (169 + 121)/576: 590/576; s^2 = 590/576/5, p(1-p) = 143/576,
+    # n_eff = (143/576)(4)(5)/(590/576) = 2860/590 = 4.847458.
+    assert result.at(1).pass_at.n_eff == pytest.approx(2860 / 590)
 
 
-def test_all_or_nothing_items_give_wilson_at_one_item_less() -> None:
-    # Items right in every replicate or in none: the item values are 0/1, s^2 = p(1-p) m/(m-1),
-    # so n_eff = m - 1; with 3 of 5 items right that is Wilson's interval for 3/5 at n = 4.
+def test_all_or_nothing_items_give_wilson_near_the_item_count() -> None:
+    # Items right in every replicate or in none: 3 of 5 items, values 0/1, p = 0.6;
+    # squares 5 x 0.24 = 1.2, plus 0.36 + 0.16: 1.72; s^2 = 1.72/6;
+    # n_eff = 0.24 x 5 x 6/1.72 = 4.186047, and Wilson's interval for 0.6 at that n.
     table = {f"i{i}": dict.fromkeys(range(4), i < 3) for i in range(5)}
     row = pass_k(table).at(4)
-    assert row.pass_hat.n_eff == pytest.approx(4)
+    n = 0.24 * 5 * 6 / 1.72
+    assert row.pass_hat.n_eff == pytest.approx(n)
     assert row.pass_hat.value == row.pass_at.value == pytest.approx(0.6)
     z2 = 1.959963984540054 ** 2
-    centre = (0.6 + z2 / 8) / (1 + z2 / 4)
-    half = math.sqrt(z2) / (1 + z2 / 4) * math.sqrt(0.24 / 4 + z2 / 64)
+    centre = (0.6 + z2 / (2 * n)) / (1 + z2 / n)
+    half = math.sqrt(z2) / (1 + z2 / n) * math.sqrt(0.24 / n + z2 / (4 * n * n))
     assert (row.pass_hat.low, row.pass_hat.high) == pytest.approx((centre - half, centre + half))
 
 
@@ -67,8 +73,15 @@ def test_no_spread_gives_wilson_at_the_item_count() -> None:
     every = pass_k({f"i{i}": {0: True, 1: True} for i in range(10)}).at(2).pass_hat
     assert (every.value, every.n_eff, every.high) == (1.0, 10.0, 1.0)
     assert every.low == pytest.approx(10 / (10 + 1.959963984540054 ** 2))  # Wilson for 10/10
-    (lone,) = pass_k({"only": {0: True, 1: False}}).by_k[1:]
-    assert lone.items == 1 and lone.pass_at.n_eff == 1.0  # one item: no spread to measure
+    none = pass_k({f"i{i}": {0: False} for i in range(4)}).at(1).pass_at
+    assert (none.value, none.n_eff, none.low) == (0.0, 4.0, 0.0)
+
+
+def test_homogeneous_items_count_for_more_than_their_number() -> None:
+    # every item right 2 of 4 times: the items do not differ, only their tries do. k = 1:
+    # values all 1/2, squares 0, plus 1/4 + 1/4; s^2 = (1/2)/11; n_eff = (1/4)(10)(11)/(1/2) = 55
+    table = {f"i{i}": {0: True, 1: False, 2: True, 3: False} for i in range(10)}
+    assert pass_k(table).at(1).pass_at.n_eff == pytest.approx(55)
 
 
 def test_the_item_estimators_against_every_k_subset() -> None:
@@ -140,7 +153,7 @@ def test_every_figure_lies_in_its_interval_inside_0_1(table: Table) -> None:
         assert row.pass_hat.value <= row.pass_at.value
         for mean in (row.pass_at, row.pass_hat):
             assert 0.0 <= mean.low <= mean.value <= mean.high <= 1.0
-            assert mean.n_eff >= row.items - 1
+            assert mean.n_eff > 0
 
 
 @given(balanced_tables())
