@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -14,6 +15,7 @@ import pytest
 from evalkit import Call, Entry, EvalConfig, RunContext, Selection
 from evalkit.evaluation import evaluate_replicates
 from evalkit.records import names
+from evalkit.reports import render_reports
 from evalkit.stats import PassK, pass_k, replicate_seed
 from evalkit.tracking import Tracker
 from tests.support.builders import entry, write_dataset
@@ -123,3 +125,22 @@ def test_one_run_has_no_pass_k_in_its_json(tmp_path: Path, tracker: Tracker,
     assert eval_script(CONSTANTS, seeded, "--type=all", "--json", "out/summary.json") == 0
     summary = json.loads((tmp_path / "out" / "summary.json").read_text())
     assert all("reliability" not in t for t in summary["types"])
+
+
+def test_the_report_of_an_earlier_series_says_pass_k_was_not_recorded(
+        tmp_path: Path, tracker: Tracker) -> None:
+    write_dataset(tmp_path / "ds", ENTRIES)
+    config = EvalConfig.from_constants({**CONSTANTS, "REPORTS_DIR": str(tmp_path / "reports")},
+                                       "test_eval.py")
+    series = evaluate_replicates(config, seeded, Selection("all"), RunContext(tracker=tracker))
+    record = tracker.reader.fetch(series.parent_run_id)
+    document = record.documents[names.STABILITY_ARTIFACT]
+    earlier = {**document, "metrics": [{k: v for k, v in m.items() if k != "reliability"}
+                                       for m in document["metrics"]]}
+    report = render_reports(replace(record, documents={
+        **record.documents, names.STABILITY_ARTIFACT: earlier}))[names.STABILITY_REPORT]
+    section = report[report.index("## Reliability over Replicates"):
+                     report.index("## Unstable Items")]
+    assert section.count("Not recorded: this series ran before evalkit kept pass@k and "
+                         "pass^k.") == 2  # functional and smoke
+    assert "| k |" not in section
