@@ -11,8 +11,8 @@ from __future__ import annotations
 
 import json
 import xml.etree.ElementTree as ET
-from collections.abc import Sequence
-from dataclasses import dataclass
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -23,7 +23,7 @@ from evalkit.records import (
     TypeResult,
     as_text,
 )
-from evalkit.stats import TypeMetrics
+from evalkit.stats import PassK, TypeMetrics
 
 _REASON_LIMIT = 500
 
@@ -41,6 +41,8 @@ class RunSummary:
     """The evaluated runs: one, or one per replicate."""
     duration_s: float
     exit_status: int
+    reliability: Mapping[str, PassK] = field(default_factory=dict)
+    """Over replicates, test type -> its pass@k and pass^k; empty for one run."""
 
     @property
     def types(self) -> tuple[str, ...]:
@@ -87,13 +89,20 @@ class RunSummary:
             "usage": self.usage.to_json(),
             "replicate_run_ids": [r.run_id for r in self.runs] if self.mode == "replicates"
             else [],
-            "types": [_type_json(t, [(m, r.scored.type_result(t)) for r in self.runs
-                                     for m in r.metrics if m.test_type == t],
-                                 self.type_passed(t))
-                      | ({"judge": self.runs[0].checks[t].to_json()}
-                         if len(self.runs) == 1 and t in self.runs[0].checks else {})
-                      for t in self.types],
+            "types": [self._type_json(t) for t in self.types],
         }
+
+    def _type_json(self, test_type: str) -> dict[str, Any]:
+        """One type's figures, its judge's check (one run) or its pass@k and pass^k
+        (replicates)."""
+        doc = _type_json(test_type, [(m, r.scored.type_result(test_type)) for r in self.runs
+                                     for m in r.metrics if m.test_type == test_type],
+                         self.type_passed(test_type))
+        if len(self.runs) == 1 and test_type in self.runs[0].checks:
+            doc["judge"] = self.runs[0].checks[test_type].to_json()
+        if test_type in self.reliability:
+            doc["reliability"] = self.reliability[test_type].to_json()
+        return doc
 
 
 def _type_json(test_type: str, runs: Sequence[tuple[TypeMetrics, TypeResult]],

@@ -156,7 +156,8 @@ def _finish(args: argparse.Namespace, started: float, mode: str,
     passed = all(m.passed for run in runs for m in run.metrics)
     status = ExitStatus.OK if passed or always_ok else ExitStatus.THRESHOLD_FAILED
     summary = RunSummary(mode, run_id, ran.run_url, ran.experiment_name,
-                         runs, time.monotonic() - started, int(status))
+                         runs, time.monotonic() - started, int(status),
+                         ran.reliability if isinstance(ran, ReplicatesOutcome) else {})
     if args.json_path is not None:
         write_json(summary, args.json_path)
         print(f"json: {args.json_path}")
@@ -171,9 +172,11 @@ def _finish(args: argparse.Namespace, started: float, mode: str,
 def _print_replicates(series: ReplicatesOutcome) -> None:
     for s in series.stability:
         floor = "—" if s.noise_floor is None else f"{s.noise_floor:.2%}"
+        most = s.reliability.by_k[-1]  # k = the replicates: the widest gap between the two
         print(f"{s.metric} mean {s.mean:.3f} sd {'—' if s.sd is None else f'{s.sd:.4f}'} "
               f"spread {s.spread:.3f} unstable items {s.unstable_items}/{s.repeated_items} "
-              f"noise floor {floor}")
+              f"noise floor {floor} pass@{most.k} {most.pass_at.value:.3f} "
+              f"pass^{most.k} {most.pass_hat.value:.3f}")
     for path in (*series.reports, series.stability_path, series.lock_path):
         print(f"wrote: {path}")
     print(f"mlflow: parent run {series.parent_run_id} with {len(series.replicates)} "

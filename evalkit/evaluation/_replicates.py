@@ -29,6 +29,7 @@ from evalkit.records import MetricPoint, Mode, RunUsage, SeriesItems, TypeNames,
 from evalkit.reports import render_reports
 from evalkit.stats import (
     SEED_DERIVATION,
+    PassK,
     ReplicateStability,
     StabilityDocument,
     StabilitySummary,
@@ -97,6 +98,11 @@ class ReplicatesOutcome:
     stability_path: Path
     run_url: str
     """The parent run's page in the MLflow UI."""
+
+    @property
+    def reliability(self) -> dict[str, PassK]:
+        """Test type -> its pass@k and pass^k over the replicates."""
+        return {TypeNames.of_accuracy(s.metric).test_type: s.reliability for s in self.stability}
 
     @property
     def failures(self) -> tuple[str, ...]:
@@ -222,6 +228,20 @@ def _parent_metrics(stability: Sequence[ReplicateStability],
                          n.total_variance: s.components.total}
         points += [MetricPoint(key, value) for key, value in optional.items()
                    if value is not None]
+        points += _pass_k_metrics(n, s.reliability)
+    return points
+
+
+def _pass_k_metrics(type_names: TypeNames, reliability: PassK) -> list[MetricPoint]:
+    """``<type>_pass_at_<k>`` and ``<type>_pass_hat_<k>`` with their interval bounds, k = 1
+    to the replicates."""
+    points = []
+    for row in reliability.by_k:
+        for metric, mean in ((type_names.pass_at(row.k), row.pass_at),
+                             (type_names.pass_hat(row.k), row.pass_hat)):
+            lower, upper = names.interval_metrics(metric)
+            points += [MetricPoint(metric, mean.value), MetricPoint(lower, mean.low),
+                       MetricPoint(upper, mean.high)]
     return points
 
 

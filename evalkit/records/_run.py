@@ -9,7 +9,8 @@ The artifact layout of a run (the names are in :mod:`evalkit.records.names`)::
 
 and of the parent run of a replicate series (``mode`` tag ``replicates``)::
 
-    stability/stability.json    per metric: rates, mean, sd, spread, variance split, flips
+    stability/stability.json    per metric: rates, mean, sd, spread, variance split, flips,
+                                pass@k and pass^k
     stability/items.json        every item's result in every replicate
     stability/replicates.lock.json   the seeds of the replicates
     reports/report-stability.md

@@ -263,6 +263,20 @@ class TypeNames:
         """The type whose accuracy metric is ``metric`` (``functional_accuracy``)."""
         return cls.of(metric.removesuffix("_accuracy"))
 
+    # metrics of a replicate series' parent, one per k (1 to the replicates)
+    def pass_at(self, k: int) -> str:
+        """``<type>_pass_at_<k>``: pass@k, at least one of k replicates right."""
+        return f"{self.test_type}_pass_at_{k}"
+
+    def pass_hat(self, k: int) -> str:
+        """``<type>_pass_hat_<k>``: pass^k, all k replicates right."""
+        return f"{self.test_type}_pass_hat_{k}"
+
+
+def interval_metrics(metric: str) -> tuple[str, str]:
+    """The bounds of a metric's interval: ``<metric>_ci_lower``, ``<metric>_ci_upper``."""
+    return f"{metric}_ci_lower", f"{metric}_ci_upper"
+
 
 # --- assessments on an entry's trace ---------------------------------------------------------
 

@@ -2,7 +2,8 @@
 
 It answers the two questions of seeds/000 side by side (how far the rate moved, how many
 items changed their answer), lists every unstable item with its answer in each replicate,
-and reads the variance split in plain words: what another replicate would buy.
+reads the variance split in plain words (what another replicate would buy) and gives pass@k
+and pass^k per test type: what a retry rescues, and how often k tries all succeed.
 """
 
 from __future__ import annotations
@@ -10,7 +11,13 @@ from __future__ import annotations
 from evalkit.records import ItemCell, RunRecord, SeriesItems, TypeNames, names
 from evalkit.reports._common import FAIL, MAX_ROWS, PASS, TEXT_LIMIT, distinct, header
 from evalkit.reports._markdown import cell, table
-from evalkit.stats import StabilityDocument, StabilitySummary, VarianceComponents
+from evalkit.stats import (
+    PASS_K_INTERVAL,
+    ItemMean,
+    StabilityDocument,
+    StabilitySummary,
+    VarianceComponents,
+)
 
 
 def stability_report(record: RunRecord, doc: StabilityDocument, items: SeriesItems) -> str:
@@ -55,8 +62,13 @@ def stability_report(record: RunRecord, doc: StabilityDocument, items: SeriesIte
               [[m.metric, f"{p.first}-{p.second}", str(p.shared), str(p.disagree),
                 _percent(p.rate)] for m in metrics for p in m.pairwise]),
         "",
-        "## Unstable Items", "",
+        "## Reliability over Replicates", "",
+        "pass@k is the chance that at least one of k replicates gets an item right (what a "
+        "retry rescues); pass^k that all k do (what a user who asks k times is served).", "",
     ]
+    for m in metrics:
+        lines += [f"### {TypeNames.of_accuracy(m.metric).test_type}", "", *_pass_k(m), ""]
+    lines += ["## Unstable Items", ""]
     for m in metrics:
         test_type = TypeNames.of_accuracy(m.metric).test_type
         unstable = m.partition.changed_items
@@ -83,10 +95,30 @@ def stability_report(record: RunRecord, doc: StabilityDocument, items: SeriesIte
         "= total - completion, floored at 0.",
         "- The interval is a Wilson interval at the effective sample size n_eff = "
         "p(1 - p) x items / total, the size of a binomial sample with the same variance.",
+        "- pass@k = mean over items of 1 - C(n - c, k)/C(n, k), pass^k = mean of C(c, k)/C(n, k) "
+        "(Chen et al. 2021; tau-bench, Yao et al. 2024), an item right c times in the n "
+        "replicates that scored it; an item scored fewer than k times is not counted at k. "
+        "Their intervals count the items as the sample: "
+        f"{PASS_K_INTERVAL}.",
         f"- Seeds: {cell(doc.derivation, 200)}; "
         "they are recorded in replicates.lock.json next to the reports.", "",
     ]
     return "\n".join(lines).rstrip("\n") + "\n"
+
+
+def _pass_k(metric: StabilitySummary) -> list[str]:
+    """One type's pass@k and pass^k, a row per k."""
+    reliability = metric.reliability
+    if reliability is None:
+        return ["Not recorded: this series ran before evalkit kept pass@k and pass^k."]
+    level = f"{reliability.confidence:.0%} CI"
+    return [table(["k", "Items", f"pass@k ({level})", f"pass^k ({level})"],
+                  [[str(row.k), str(row.items), _item_mean(row.pass_at), _item_mean(row.pass_hat)]
+                   for row in reliability.by_k])]
+
+
+def _item_mean(mean: ItemMean) -> str:
+    return f"{mean.value:.3f} [{mean.low:.3f}, {mean.high:.3f}]"
 
 
 def _rate(rate: tuple[int, int] | None) -> str:

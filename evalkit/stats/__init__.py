@@ -2,10 +2,10 @@
 it follows and a runnable example in its docstring, and a typed result.
 
 One run (Wilson interval, confusion matrix, convergence, latency percentiles, per-type
-metrics); replicates (variance components, flips, noise floor, effective-n interval); votes
-over N runs; the items-vs-replicates budget; contrast intervals; the paired gap of two
-runs over shared items; REPEAT_COUNT calibration;
-the judge against people's labels (agreement, the corrected accuracy, the label budget).
+metrics); replicates (variance components, flips, noise floor, effective-n interval, pass@k
+and pass^k); votes over N runs; the items-vs-replicates budget; contrast intervals; the
+paired gap of two runs over shared items; REPEAT_COUNT calibration; the judge against
+people's labels (agreement, the corrected accuracy, the label budget).
 Nothing here imports evalkit beyond its errors and records, and nothing here names what MLflow
 holds: the names are in :mod:`evalkit.records.names`.
 
@@ -65,6 +65,15 @@ from evalkit.stats._one_run import (
     wilson_interval,
 )
 from evalkit.stats._paired import PairedGap, paired_gap
+from evalkit.stats._pass_k import (
+    PASS_K_INTERVAL,
+    ItemMean,
+    PassAtK,
+    PassK,
+    pass_at_k,
+    pass_hat_k,
+    pass_k,
+)
 from evalkit.stats._plan import ContrastPlan, LabelPlan, MeasuredP, Plan
 from evalkit.stats._stability import (
     ReplicateStability,
@@ -95,6 +104,8 @@ __all__ = [
     # replicates
     "SEED_DERIVATION", "ReplicateStability", "StabilityDocument", "StabilitySummary",
     "VarianceComponents", "replicate_seed", "replicate_stability",
+    # reliability over replicates
+    "PASS_K_INTERVAL", "ItemMean", "PassAtK", "PassK", "pass_at_k", "pass_hat_k", "pass_k",
     # how many runs, items or replicates a claim needs
     "DECISION_CROSSOVER_P", "WHOLE_REPLICATE_BOOTSTRAP_COVERAGE", "Allocation",
     "ContrastInterval", "ContrastPlan", "Disagreement", "LabelPlan", "MeasuredP", "Plan",

@@ -93,7 +93,7 @@ def two_sided_z(confidence: float) -> float:
 def wilson_bounds(p: float, n: float, confidence: float) -> tuple[float, float]:
     """The Wilson bounds of :func:`wilson_interval` for a share ``p`` at a sample size ``n``
     that need not be whole (an effective sample size: ``p (1 - p) / variance``), clamped to
-    [0, 1] against rounding.
+    [0, 1] against rounding, 0 at p = 0 and 1 at p = 1 exactly.
 
     >>> print(*(f"{b:.3f}" for b in wilson_bounds(0.88, 25, 0.95)))
     0.700 0.958
@@ -102,7 +102,10 @@ def wilson_bounds(p: float, n: float, confidence: float) -> tuple[float, float]:
     denominator = 1 + z * z / n
     centre = (p + z * z / (2 * n)) / denominator
     half = z / denominator * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n))
-    return max(0.0, centre - half), min(1.0, centre + half)
+    # at p = 0 (p = 1) the bound is 0 (1) exactly; centre - half would leave a rounding error
+    low = 0.0 if p <= 0 else max(0.0, centre - half)
+    high = 1.0 if p >= 1 else min(1.0, centre + half)
+    return low, high
 
 
 @dataclass(frozen=True)

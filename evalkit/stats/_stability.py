@@ -23,6 +23,7 @@ from itertools import combinations
 from typing import Any
 
 from evalkit.stats._one_run import wilson_bounds
+from evalkit.stats._pass_k import PassK, pass_k
 
 NIST_REFERENCE = ("NIST AI 800-3, Appendix A.3, equation 22: Var[Z_i] = E[Pi_i(1 - Pi_i)]/t "
                   "+ Var[Pi_i] (completion sampling + item sampling); Var[S] = Var[Z_i]/n.")
@@ -154,6 +155,8 @@ class ReplicateStability:
     interval: EffectiveInterval | None
     partition: FlipPartition
     pairwise: tuple[PairDisagreement, ...]
+    reliability: PassK
+    """pass@k and pass^k for every k up to the replicates (:func:`pass_k`)."""
 
     @property
     def noise_floor(self) -> float | None:
@@ -174,7 +177,8 @@ def replicate_stability(metric: str, table: ReplicateTable,
     ``spread`` = max - min; ``unstable_items`` the items with more than one distinct answer;
     ``components`` the split of :class:`VarianceComponents`; ``interval`` Wilson at the
     effective sample size (:class:`EffectiveInterval`); the flip partition and the pairwise
-    disagreement of every two replicates, whose largest rate is the noise floor.
+    disagreement of every two replicates, whose largest rate is the noise floor;
+    ``reliability`` pass@k and pass^k for every k up to the replicates (:func:`pass_k`).
 
     References
     ----------
@@ -215,7 +219,8 @@ def replicate_stability(metric: str, table: ReplicateTable,
         components=components,
         interval=effective_interval(mean, components, confidence),
         partition=flip_partition(table),
-        pairwise=pairwise_disagreement(table))
+        pairwise=pairwise_disagreement(table),
+        reliability=pass_k(table, confidence))
 
 
 def variance_components(table: ReplicateTable) -> VarianceComponents | None:

@@ -1,10 +1,10 @@
 """What a replicate series keeps of its statistics: ``stability/stability.json``, typed.
 
 :class:`StabilitySummary` is one metric's :class:`ReplicateStability` as stored (the flip
-partition by its counts and the items that changed); :class:`StabilityDocument` is the whole
-file: the series' seeds and one summary per metric. Each reads back what it writes
-(``from_json(to_json())`` is the identity), and reads the files of earlier runs, which have
-the same shape.
+partition by its counts and the items that changed, pass@k and pass^k);
+:class:`StabilityDocument` is the whole file: the series' seeds and one summary per metric.
+Each reads back what it writes (``from_json(to_json())`` is the identity), and reads the files
+of earlier runs, which have the same shape (without pass@k and pass^k).
 """
 
 from __future__ import annotations
@@ -13,6 +13,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from evalkit.stats._pass_k import PassK
 from evalkit.stats._stability import (
     EffectiveInterval,
     PairDisagreement,
@@ -53,6 +54,8 @@ class StabilitySummary:
     noise_floor: float | None
     pairwise: tuple[PairDisagreement, ...]
     partition: FlipCounts
+    reliability: PassK | None = None
+    """pass@k and pass^k; ``None`` in the file of a series from before they were kept."""
 
     @classmethod
     def of(cls, stability: ReplicateStability) -> StabilitySummary:
@@ -62,11 +65,16 @@ class StabilitySummary:
             stability.unstable_items, stability.repeated_items, stability.components,
             stability.interval, stability.noise_floor, stability.pairwise,
             FlipCounts(len(partition.always_right), len(partition.always_wrong),
-                       len(partition.changed), len(partition.seen_once), partition.changed))
+                       len(partition.changed), len(partition.seen_once), partition.changed),
+            stability.reliability)
 
     def to_json(self) -> dict[str, Any]:
-        """The shape of seeds/000's worked example, with the flip statistics added."""
+        """The shape of seeds/000's worked example, with the flip statistics and pass@k and
+        pass^k (``reliability``) added."""
         i, p = self.interval, self.partition
+        # absent, not null, in the file of an earlier series: it reads back as it was
+        reliability = {} if self.reliability is None else {
+            "reliability": self.reliability.to_json()}
         return {
             "metric": self.metric,
             "rates": {str(r): list(v) for r, v in self.rates.items()},
@@ -82,6 +90,7 @@ class StabilitySummary:
             "partition": {"always_right": p.always_right, "always_wrong": p.always_wrong,
                           "changed": p.changed, "seen_once": p.seen_once,
                           "changed_items": list(p.changed_items)},
+            **reliability,
         }
 
     @classmethod
@@ -101,7 +110,8 @@ class StabilitySummary:
                            for q in doc["pairwise"]),
             partition=FlipCounts(partition["always_right"], partition["always_wrong"],
                                  partition["changed"], partition["seen_once"],
-                                 tuple(partition["changed_items"])))
+                                 tuple(partition["changed_items"])),
+            reliability=PassK.from_json(doc["reliability"]) if "reliability" in doc else None)
 
 
 @dataclass(frozen=True)

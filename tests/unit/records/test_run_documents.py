@@ -70,6 +70,7 @@ def test_the_stability_document_of_an_earlier_run_still_reads() -> None:
     assert document.seeds == (11, 22)
     assert metric.rates == {0: (6, 6), 1: (5, 6)}
     assert metric.partition.changed_items == ("g1",)
+    assert metric.reliability is None  # kept since; absent from the file, absent again below
     assert metric.pairwise[0].rate == pytest.approx(1 / 6)
     assert metric.components is not None and metric.components.trials == 2.0
     assert document.to_json() == {**stored, "metrics": [

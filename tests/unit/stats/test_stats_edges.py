@@ -255,7 +255,13 @@ def test_stability_json_by_hand() -> None:
                       "rate": pytest.approx(1 / 3)}],
         "partition": {"always_right": 1, "always_wrong": 1, "changed": 1, "seen_once": 1,
                       "changed_items": ["b"]},
+        "reliability": result.reliability.to_json(),
     }
+    # pass^2 over the three items seen twice: a 1, b 0, c 0; d (seen once) counts at k = 1 only
+    (one, two) = doc["reliability"]["by_k"]
+    assert (one["k"], one["items"], two["k"], two["items"]) == (1, 4, 2, 3)
+    assert two["pass_hat_k"]["value"] == pytest.approx(1 / 3)
+    assert one["pass_at_k"]["value"] == pytest.approx((1 + 1 / 2 + 0 + 1) / 4)
     lone = StabilitySummary.of(replicate_stability("correct", {"a": {0: True}})).to_json()
     assert lone["components"] is None and lone["interval"] is None
     assert lone["sd"] is None and lone["noise_floor"] is None and lone["pairwise"] == []
