@@ -187,3 +187,32 @@ def test_a_resumed_run_and_its_rescore_keep_the_spans_of_every_call(
     assert set(traced) == set(CITIES)
     for spans in traced.values():
         assert_agent_spans_under_calls(spans, 1, llm=False)
+
+
+def test_a_judged_run_under_autolog_keeps_the_judges_requests_out_of_every_experiment(
+        tmp_path: Path, tracking_uri: str, stub: OpenAIStub, autolog: None,
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("OPENAI_BASE_URL", stub.base_url)
+    client = openai.OpenAI(base_url=stub.base_url, api_key=SECRET, max_retries=0)
+
+    def component(item: Entry, call: Call) -> str:
+        reply = client.chat.completions.create(
+            model="stub-model", messages=[{"role": "user", "content": str(item.input)}])
+        return str(reply.choices[0].message.content)
+
+    before = all_traces(tracking_uri)
+    config = agent_config(tmp_path, SCORER="llm_judge", JUDGE_MODEL="stub-judge",
+                          EVAL_MIN_ACCURACY=0.0)
+    outcome = run_agent(tmp_path, tracking_uri, config, component)
+    traced = spans_by_entry(tracking_uri, outcome.run_id)
+    assert set(traced) == set(CITIES)
+    for spans in traced.values():
+        # the component's request under its call; the judge's own span, and nothing of the
+        # judge's autologged request
+        by_id = {s.span_id: s.name for s in spans}
+        assert sorted((s.name, s.span_type, by_id.get(s.parent_id)) for s in spans[1:]) == [
+            ("Completions", "CHAT_MODEL", "call 0"), ("call 0", "UNKNOWN", spans[0].name),
+            ("judge: functional", "CHAT_MODEL", spans[0].name)]
+    after = all_traces(tracking_uri)
+    assert {n: after[n] - before.get(n, 0) for n in after if after[n] != before.get(n, 0)} == {
+        outcome.experiment_name: 3}
