@@ -71,12 +71,14 @@ class MlflowScorer:
 def _definition(scorer: Any) -> str:
     """The scorer as MLflow serialises it, without the MLflow version (an upgrade changes no
     scorer); a subclass of ``Scorer``, which MLflow does not serialise, by its class's
-    source."""
+    source, or by its repr where no source file exists (a REPL)."""
     from mlflow.exceptions import MlflowException
 
     try:
         dump = scorer.model_dump()
     except MlflowException:
         return inspect.getsource(type(scorer))
+    except (OSError, TypeError):
+        return repr(scorer)
     return json.dumps({k: v for k, v in dump.items() if k != "mlflow_version"},
                       sort_keys=True, default=str)
