@@ -149,6 +149,7 @@ class OneShort:
     """A scorer that answers one verdict fewer than it is asked for."""
 
     name = "one-short"
+    reads_traces = False
 
     def against_expected(self, cases: Sequence[Case]) -> list[ScorerVerdict]:
         return [ScorerVerdict(True) for _ in cases][1:]
