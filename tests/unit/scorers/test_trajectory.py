@@ -72,6 +72,8 @@ RULES = [
         "order": "any_order"},
      [PARIS, ROME], "expected tool 'lookup' #2 with {'city': 'Oslo'} (in any order); got "
                     "'lookup' with {'city': 'Paris', 'units': 'metric'}"),
+    ("any_order: no call at all", {"tool_calls": [call("book")], "order": "any_order"},
+     [], "expected tool 'book' #1 (in any order); got no call of 'book'"),
     ("arguments: a subset of the call's", {"tool_calls": [call("lookup", units="metric")]},
      [ROME], None),
     ("arguments: nested objects by subset", {
