@@ -65,6 +65,10 @@ def add_dataset_parser(commands: argparse._SubParsersAction) -> None:
                               "'-', '/'); default: derived from the input")
     imports.add_argument("--group", metavar="COL",
                          help="the column holding each entry's group (for --groups)")
+    imports.add_argument("--tool-calls", metavar="COL",
+                         help="the column holding each entry's expected tool calls, a list of "
+                              "{name, arguments} (expected_trajectory, for the trajectory "
+                              "scorer); traces: sources have it as tool_calls, their TOOL spans")
     types = imports.add_mutually_exclusive_group()
     types.add_argument("--test-types", default="functional", metavar="TYPES",
                        help="the test types of every entry, comma-separated (default: "
@@ -95,7 +99,7 @@ def dataset_command(args: argparse.Namespace) -> int:
         inputs=tuple(inputs), expected=expected, id=args.id, group=args.group,
         test_types_column=args.test_types_column,
         test_types=tuple(t.strip() for t in args.test_types.split(",") if t.strip()),
-        json_columns=frozenset(args.parse_json))
+        json_columns=frozenset(args.parse_json), tool_calls=args.tool_calls)
     if not mapping.test_types:
         raise ConfigError("--test-types is empty: name at least one, e.g. functional")
     unknown = [t for t in mapping.test_types if t not in TEST_TYPES]
@@ -105,7 +109,7 @@ def dataset_command(args: argparse.Namespace) -> int:
     unmapped = sorted(mapping.json_columns - set(mapping.columns))
     if unmapped:
         raise ConfigError(f"--parse-json {unmapped[0]}: the column is not mapped (by --input, "
-                          "--expected, --id, --group or --test-types-column)")
+                          "--expected, --id, --group, --test-types-column or --tool-calls)")
     problems = RowProblems()
     if from_mlflow:  # a dead server or a missing store: one line naming it, in seconds
         found = mlflow_rows(args.source)

@@ -24,6 +24,7 @@ from evalkit.config._values import (
     adapters,
     call_resources,
     check_scorer_signature,
+    check_scorer_use,
     cosine,
     count,
     field_names,
@@ -224,6 +225,8 @@ class EvalConfig:
                 problems.check(self.judge_settings)
             elif callable(scorer):
                 problems.check(check_scorer_signature, scorer, test_type, self.script)
+            else:
+                problems.check(check_scorer_use, scorer, test_type, self.script)
         if len(set(problems.messages)) < len(problems.messages):  # one judge, many types
             problems.messages = list(dict.fromkeys(problems.messages))
         problems.raise_any()

@@ -16,7 +16,9 @@ from evalkit.dataset import COMPARATIVE_TYPES, TEST_TYPES
 from evalkit.records import TokenPrice
 
 DEFAULT_KEY = "default"
-SCORERS = ("exact", "semantic_similarity", "llm_judge")
+SCORERS = ("exact", "semantic_similarity", "llm_judge", "trajectory")
+SCORES_ONE_OUTPUT = ("trajectory",)
+"""Built-in scorers of one output against its entry, which repeatability and bias cannot use."""
 ScorerChoice = str | Callable[..., Any]
 """A built-in scorer's name, or a scorer function of the eval script."""
 
@@ -24,6 +26,8 @@ ScorerChoice = str | Callable[..., Any]
 def param_value(value: Any) -> str:
     if isinstance(value, str):
         return value
+    if is_mlflow_scorer(value):  # its name (its digest is a param too)
+        return f"mlflow scorer {value.name}"
     if callable(value):  # a scorer function: its name (its source digest is a param too)
         return f"{getattr(value, '__module__', '?')}.{getattr(value, '__qualname__', value)}"
     return json.dumps(value, sort_keys=True, default=param_value)
@@ -51,21 +55,65 @@ def scorer_name(value: Any, name: str, script: str) -> ScorerChoice:
     return str(value)
 
 
+def trace_parameter(scorer: Callable[..., Any], comparative: bool) -> str | None:
+    """The parameter by which a scorer function takes the calls' traces, if it names one:
+    ``trace`` (MLflow's ``Trace`` of the call) for an output against ``expected_output``,
+    ``traces`` (one per output) for repeatability and bias."""
+    name = "traces" if comparative else "trace"
+    try:
+        parameter = inspect.signature(scorer).parameters.get(name)
+    except ValueError:  # no signature to inspect (a builtin)
+        return None
+    return name if parameter is not None and parameter.kind in (
+        inspect.Parameter.POSITIONAL_OR_KEYWORD, inspect.Parameter.KEYWORD_ONLY) else None
+
+
+def is_mlflow_scorer(value: Any) -> bool:
+    """Whether ``value`` is an MLflow scorer (``@mlflow.genai.scorers.scorer``, or a built-in
+    one of MLflow's); found without importing MLflow's evaluation for anything else."""
+    if not type(value).__module__.startswith("mlflow."):
+        return False
+    from mlflow.genai.scorers import Scorer
+
+    return isinstance(value, Scorer)
+
+
 def check_scorer_signature(scorer: Callable[..., Any], test_type: str, script: str) -> None:
     """A scorer function gets ``(outputs)`` for repeatability and bias, else
-    ``(output, expected)``."""
+    ``(output, expected)``; with ``traces`` or ``trace`` too when it names that parameter
+    (:func:`trace_parameter`). An MLflow scorer scores one output: not repeatability or
+    bias."""
     comparative = test_type in COMPARATIVE_TYPES
+    name = getattr(scorer, "name", None) or getattr(scorer, "__name__", scorer)
+    if is_mlflow_scorer(scorer):
+        if comparative:
+            raise ConfigError(
+                f"{script}: the MLflow scorer {name!r} scores one output against its "
+                f"expectations, and {test_type} compares outputs with each other: score "
+                f"{test_type} with a function of (outputs) or a built-in scorer")
+        return
     arguments: tuple[Any, ...] = ([],) if comparative else (None, None)
+    keyword = trace_parameter(scorer, comparative)
     try:
-        inspect.signature(scorer).bind(*arguments)
+        inspect.signature(scorer).bind(*arguments, **({keyword: None} if keyword else {}))
     except TypeError:
         wanted = "(outputs)" if comparative else "(output, expected)"
+        with_trace = "(outputs, traces)" if comparative else "(output, expected, trace)"
         raise ConfigError(
-            f"{script}: the scorer {getattr(scorer, '__name__', scorer)!r} of {test_type} must "
-            f"take {wanted}: define it as def {getattr(scorer, '__name__', 'scorer')}"
+            f"{script}: the scorer {name!r} of {test_type} must take {wanted}, or {with_trace} "
+            f"to read the calls' traces: define it as def {getattr(scorer, '__name__', 'scorer')}"
             f"{wanted} -> bool | evalkit.ScoreResult") from None
     except ValueError:  # no signature to inspect (a builtin): it is called as it is
         return
+
+
+def check_scorer_use(scorer: str, test_type: str, script: str) -> None:
+    """A built-in scorer of one output is not one of repeatability or bias."""
+    if scorer in SCORES_ONE_OUTPUT and test_type in COMPARATIVE_TYPES:
+        raise ConfigError(f"{script}: SCORER_{test_type.upper()}={scorer!r}: {scorer} scores "
+                          f"each output against its entry, and {test_type} compares outputs "
+                          "with each other: use exact, semantic_similarity, llm_judge or a "
+                          "function of (outputs)")
 
 
 def field_names(known: Mapping[str, Any], name: str, script: str) -> tuple[str, ...] | None:

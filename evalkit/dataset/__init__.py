@@ -17,11 +17,12 @@ from evalkit.dataset._envelope import (
 )
 from evalkit.dataset._import import ColumnMapping, import_rows, read_source_rows
 from evalkit.dataset._label_file import read_label_file
-from evalkit.dataset._lint import Dataset, lint_dataset, load_dataset
+from evalkit.dataset._lint import Dataset, lint_dataset, load_dataset, require_trajectories
 from evalkit.dataset._rows import Problems as RowProblems
 from evalkit.dataset._violations import LintReport, LintViolation
 
 __all__ = ["BIAS", "COMPARATIVE_TYPES", "PROMPT_USES", "REPEATABILITY", "TEST_TYPES", "BiasKey",
            "ColumnMapping", "Dataset", "Entry", "LintReport", "LintViolation", "RowProblems",
            "import_rows",
-           "lint_dataset", "load_dataset", "read_label_file", "read_source_rows"]
+           "lint_dataset", "load_dataset", "read_label_file", "read_source_rows",
+           "require_trajectories"]

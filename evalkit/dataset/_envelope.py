@@ -49,6 +49,9 @@ class Entry:
     human_review: bool = False
     human_instructions: str | None = None
     expected_pass: bool = True
+    expected_trajectory: Mapping[str, Any] | None = None
+    """The tool calls the component must make (and must not), for the ``trajectory``
+    scorer."""
     extra: Mapping[str, Any] = field(default_factory=dict)
     """Project-specific fields beyond the envelope."""
     bias_id: str = ""
@@ -84,7 +87,9 @@ def explain(err: ValidationError) -> tuple[str, str, str]:
         return location(err), "required field is missing", (
             f"add \"{missing}\"" + (" (null is allowed)" if missing == "expected_output" else ""))
     field_name = str(path[0]) if path else ""
-    if field_name == "test_types" and (problem := _test_types_problem(err)) is not None:
+    problem = {"test_types": _test_types_problem,
+               TRAJECTORY: _trajectory_problem}.get(field_name, lambda _: None)(err)
+    if problem is not None:
         message, fix = problem
         return json_pointer(path), message, fix
     if field_name == "group" and err.validator == "pattern":
@@ -110,6 +115,42 @@ def _test_types_problem(err: ValidationError) -> tuple[str, str] | None:
     if err.validator == "uniqueItems":
         return "test_types lists a type twice", "list each type once"
     return None
+
+
+TRAJECTORY = "expected_trajectory"
+_TRAJECTORY_EXAMPLE = ('e.g. {"tool_calls": [{"name": "lookup", "arguments": {"city": "Rome"}}], '
+                       '"order": "in_order"}')
+
+
+def _trajectory_problem(err: ValidationError) -> tuple[str, str] | None:
+    """Message and fix for what the envelope says of ``expected_trajectory``."""
+    parts = list(err.absolute_path)
+    if parts[-1] in ("name", "arguments"):
+        where = f"a tool call's {parts[-1]}"
+    elif isinstance(parts[-1], int):
+        where = "a tool call" if parts[-2] == "tool_calls" else "a forbidden tool"
+    else:
+        where = str(parts[-1])
+    if err.validator == "anyOf":
+        return ("expected_trajectory names neither tool_calls nor forbidden_tools",
+                'add "tool_calls" (an empty list: no tool may be called) or "forbidden_tools", '
+                + _TRAJECTORY_EXAMPLE)
+    if err.validator == "additionalProperties":
+        unknown = sorted(set(err.instance) - set(err.schema.get("properties", {})))
+        keys = ", ".join(err.schema.get("properties", {}))
+        return (f"{where} has unknown key(s) {', '.join(map(repr, unknown))}",
+                f"use only {keys}")
+    if err.validator == "enum":
+        return (f"order {err.instance!r} is not one of {', '.join(err.validator_value)}",
+                "use exact (these calls, in order, no other), in_order (in order, others "
+                "allowed) or any_order")
+    if err.validator == "uniqueItems":
+        return "forbidden_tools lists a tool twice", "list each tool once"
+    if err.validator == "minLength":
+        return f"{where} is empty", "write the tool's name"
+    wanted = err.schema.get("type", "")
+    return (f"{where} must be {'an' if wanted in ('object', 'array') else 'a'} {wanted}, found "
+            f"{json_type(err.instance)}", f"write expected_trajectory as {_TRAJECTORY_EXAMPLE}")
 
 
 @functools.cache
@@ -154,7 +195,21 @@ def check_rules(file: Path, doc: dict[str, Any], found: Collector) -> None:
                       "rule C: an entry that is only bias/repeatability must have "
                       "expected_output null", "set \"expected_output\": null (outputs are "
                       "compared with each other, not with an expected value)")
+    _check_trajectory(file, doc.get(TRAJECTORY), found)
     if doc.get("human_review") is True and doc.get("human_instructions") is None:
         found.add(file, "/human_instructions",
                   "rule D: human_review is true but human_instructions is missing",
                   "add \"human_instructions\" telling the reviewer what to check")
+
+
+def _check_trajectory(file: Path, trajectory: Any, found: Collector) -> None:
+    """Rule E: no tool is both expected and forbidden."""
+    if not isinstance(trajectory, dict) or not isinstance(trajectory.get("tool_calls"), list) \
+            or not isinstance(trajectory.get("forbidden_tools"), list):
+        return
+    forbidden = set(trajectory["forbidden_tools"])
+    for index, call in enumerate(trajectory["tool_calls"]):
+        if isinstance(call, dict) and call.get("name") in forbidden:
+            found.add(file, f"/{TRAJECTORY}/tool_calls/{index}/name",
+                      f"rule E: tool {call['name']!r} is both expected and forbidden",
+                      "remove it from tool_calls or from forbidden_tools")

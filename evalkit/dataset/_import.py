@@ -46,10 +46,12 @@ class ColumnMapping:
     test_types: tuple[str, ...] = ("functional",)
     json_columns: frozenset[str] = frozenset()
     """Columns whose text holds JSON, parsed (a CSV cell is otherwise a string)."""
+    tool_calls: str | None = None
+    """The column of each entry's expected tool calls (``expected_trajectory.tool_calls``)."""
 
     @property
     def columns(self) -> tuple[str, ...]:
-        optional = (self.id, self.group, self.test_types_column)
+        optional = (self.id, self.group, self.test_types_column, self.tool_calls)
         return (*self.inputs, self.expected, *(c for c in optional if c is not None))
 
 
@@ -174,6 +176,8 @@ def _documents(found: list[tuple[int, Mapping[str, Any]]], mapping: ColumnMappin
                                     "expected_output": expected}
         if mapping.group is not None and values[mapping.group] not in (None, ""):
             document["group"] = values[mapping.group]
+        if mapping.tool_calls is not None:  # lint names a value that is no list of calls
+            document["expected_trajectory"] = {"tool_calls": values[mapping.tool_calls]}
         documents[entry_id] = (line, document)
     return documents
 
@@ -329,6 +333,8 @@ def _readme(name: str, source: str, mapping: ColumnMapping) -> str:
             + f", expected_output from `{mapping.expected}`, ids "
             + (f"from `{mapping.id}`" if mapping.id else "derived from the input")
             + (f", groups from `{mapping.group}`" if mapping.group else "")
+            + (f", expected tool calls from `{mapping.tool_calls}`" if mapping.tool_calls
+               else "")
             + f"; test types {types}.\n\n## How it was made\n\nSay where the rows come from, "
               "who reviewed them and how the dataset changes.\n")
 
@@ -341,7 +347,8 @@ def _from_lint(violations: Iterable[Any], staging: Path, target: Path,
     rows_of = {display(staging / DATA_DIR / f"{i}.json"): line
                for i, (line, _) in documents.items()}
     columns = {"input": ",".join(mapping.inputs), "expected_output": mapping.expected,
-               "group": mapping.group, "test_types": mapping.test_types_column or "--test-types"}
+               "group": mapping.group, "test_types": mapping.test_types_column or "--test-types",
+               "expected_trajectory": mapping.tool_calls}
     named = []
     for v in violations:
         if v.file in rows_of:

@@ -14,6 +14,7 @@ from __future__ import annotations
 import hashlib
 import os
 from collections import defaultdict
+from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 from typing import Any
@@ -59,6 +60,23 @@ def load_dataset(path: str | os.PathLike[str]) -> Dataset:
     if not linted.report.ok:
         raise DatasetInvalid(linted.report)
     return Dataset(path=Path(path), entries=linted.entries, digest=linted.digest)
+
+
+def require_trajectories(dataset: Dataset, scored: Iterable[tuple[Entry, str]]) -> None:
+    """Raise :class:`DatasetInvalid` naming each entry with no ``expected_trajectory`` among
+    ``scored``: the entries of the types the ``trajectory`` scorer scores, with their type."""
+    found = Collector()
+    for entry, test_type in scored:
+        if entry.expected_trajectory is None:
+            found.add(entry.path, "/expected_trajectory",
+                      f"{test_type} is scored by 'trajectory' but the entry has no "
+                      "expected_trajectory", 'add the tool calls it must make, e.g. '
+                      '"expected_trajectory": {"tool_calls": [{"name": "lookup", "arguments": '
+                      '{"city": "Rome"}}]} ({"tool_calls": []}: none), or score '
+                      f"{test_type} with another scorer")
+    if found.violations:
+        raise DatasetInvalid(LintReport(display(dataset.path), len(dataset.entries),
+                                        tuple(found.violations)))
 
 
 def lint_dataset(path: str | os.PathLike[str]) -> LintReport:
@@ -183,6 +201,7 @@ def _lint_entry(file: Path, entry_id: str, raw: bytes, schema_path: Path,
         human_review=doc.get("human_review", False),
         human_instructions=doc.get("human_instructions"),
         expected_pass=doc.get("expected_pass", True),
+        expected_trajectory=doc.get("expected_trajectory"),
         extra={k: v for k, v in doc.items() if k not in ENVELOPE_FIELDS},
     )
 

@@ -18,6 +18,7 @@ from collections.abc import Collection, Iterator
 from contextlib import AbstractContextManager
 from dataclasses import replace
 from pathlib import Path
+from typing import Any
 
 from evalkit._errors import RunInterrupted
 from evalkit.calls import (
@@ -52,7 +53,15 @@ from evalkit.stats import (
     latency_percentiles,
     logged_latency,
 )
-from evalkit.tracking import MlflowSpanCapture, TrackedRun, judge_points, shown_uri, type_points
+from evalkit.tracking import (
+    MlflowSpanCapture,
+    TrackedRun,
+    call_trace,
+    judge_points,
+    shown_uri,
+    trace_id_for,
+    type_points,
+)
 
 logger = logging.getLogger("evalkit")
 
@@ -189,13 +198,18 @@ class Evaluation:
         # judge's requests make as spans (autologged) is let go, as in the window.
         with MlflowSpanCapture() as capture, capture():
             scored = score_run(self.outputs, prepared.plan.types, prepared.scorers,
-                               self._judging.verdicts, self.context.stop)
+                               self._judging.verdicts, self.context.stop, self._call_trace)
         self.scored = ScoredRun.from_json(prepared.redactor.value(scored.to_json()))
         self.metrics = tuple(TypeMetrics.from_result(r, prepared.thresholds[r.test_type])
                              for r in self.scored.types)
         for result in self.scored.types:
             for skipped in result.skipped:
                 logger.warning("bias group %r skipped: %s", skipped.bias_group, skipped.reason)
+
+    def _call_trace(self, entry_id: str, call: CallRecord) -> Any:
+        """MLflow's ``Trace`` of an entry's call, with the id of the entry's trace in this run
+        (a rescore's calls are the source run's, its traces this run's)."""
+        return call_trace(trace_id_for(self.run.id, entry_id), self.run.experiment_id, call)
 
     def _log_scored_items(self) -> None:
         """Every scored item, in the run's artifacts and on the entries' traces."""

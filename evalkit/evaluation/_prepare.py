@@ -13,7 +13,7 @@ from evalkit._errors import DatasetInvalid
 from evalkit._secrets import Redactor
 from evalkit.calls import RunPlan, Selection, plan_run
 from evalkit.config import EvalConfig, prompt_sha256
-from evalkit.dataset import Dataset, load_dataset
+from evalkit.dataset import Dataset, load_dataset, require_trajectories
 from evalkit.evaluation._scorers import Scorers
 from evalkit.records import HumanLabel, Threshold, TypeNames, names, threshold_params
 from evalkit.review import known_entries, read_labels
@@ -116,6 +116,8 @@ def prepare(config: EvalConfig, selection: Selection) -> PreparedEvaluation:
         config.check_types(())  # the constants first: a wrong DATASET_PATH is one of them
         raise
     plan = plan_run(dataset, selection, config)
+    require_trajectories(dataset, [(p.entry, t) for p in plan.items for t in p.types
+                                   if config.scorer_for(t) == "trajectory"])
     thresholds = {t: config.threshold_for(t) for t in plan.types}
     scorers = Scorers.for_run(config, plan.types)
     if scorers.judge is not None:

@@ -8,7 +8,7 @@ import hashlib
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-from evalkit.config import EvalConfig, prompt_use
+from evalkit.config import EvalConfig, is_mlflow_scorer, prompt_use
 from evalkit.records import ScoredRun, TypeNames, names
 from evalkit.scorers import (
     ChatEndpoint,
@@ -19,9 +19,11 @@ from evalkit.scorers import (
     JudgeOptions,
     JudgePrompt,
     LLMJudgeScorer,
+    MlflowScorer,
     RetryPolicy,
     Scorer,
     SemanticSimilarityScorer,
+    TrajectoryScorer,
 )
 from evalkit.stats import logged_latency
 
@@ -44,7 +46,9 @@ class Scorers:
         scorers = cls(compared_fields=config.compared_fields)
         for test_type in types:
             name = config.scorer_for(test_type)
-            if callable(name):
+            if is_mlflow_scorer(name):
+                scorers.by_type[test_type] = MlflowScorer(name)
+            elif callable(name):
                 scorers.by_type[test_type] = FunctionScorer(name)
             elif name == "semantic_similarity":
                 embedder = embedder or Embedder()
@@ -52,17 +56,20 @@ class Scorers:
                     config.similarity_threshold_for(test_type), embedder)
             elif name == "llm_judge":
                 scorers.by_type[test_type] = scorers._judge_scorer(config, test_type)
+            elif name == "trajectory":
+                scorers.by_type[test_type] = TrajectoryScorer()
             else:
                 scorers.by_type[test_type] = ExactScorer()
         return scorers
 
     def scorer_params(self) -> dict[str, str]:
-        """Per type the scorer's name and, for a scorer function, its source digest."""
+        """Per type the scorer's name and, for a scorer function or an MLflow scorer, its
+        source digest."""
         params = {}
         for test_type, scorer in self.by_type.items():
             n = TypeNames.of(test_type)
             params[n.scorer] = scorer.name
-            if isinstance(scorer, FunctionScorer):
+            if isinstance(scorer, FunctionScorer | MlflowScorer):
                 params[n.scorer_digest] = scorer.digest
         return params
 

@@ -8,6 +8,9 @@
 * A call that raised scores 0 and keeps its message; errors are never dropped.
 * A judge's verdict on one entry can be given while the calls still run
   (:class:`EarlyJudging`, the loop's follow-up jobs); scoring then uses it as it is.
+* A scorer that reads traces (``trajectory``, a function naming ``trace`` or ``traces``, an
+  MLflow scorer naming ``trace``) is given MLflow's ``Trace`` of each call it scores
+  (:data:`CallTraces`); for any other scorer no trace is built.
 * ``COMPARED_FIELDS`` narrows what repeatability and bias compare to those fields of an object
   output (a JSON string holding an object counts), so a volatile field such as a timestamp
   does not fail every entry; the outputs are recorded whole. A compared field that no output
@@ -28,7 +31,14 @@ from evalkit.calls import EntryOutputs, Stop
 from evalkit.dataset import BIAS, REPEATABILITY, BiasKey
 from evalkit.evaluation._compared import absent_fields_problem, compared_part
 from evalkit.evaluation._scorers import Scorers
-from evalkit.records import HumanReviewItem, ItemResult, ScoredRun, SkippedGroup, TypeResult
+from evalkit.records import (
+    CallRecord,
+    HumanReviewItem,
+    ItemResult,
+    ScoredRun,
+    SkippedGroup,
+    TypeResult,
+)
 from evalkit.scorers import Case, LLMJudgeScorer, OutputGroup, Scorer, ScorerVerdict
 
 logger = logging.getLogger("evalkit")
@@ -36,12 +46,16 @@ logger = logging.getLogger("evalkit")
 Early = Mapping[tuple[str, str], ScorerVerdict]
 """Verdicts given while the calls ran, by (test type, entry id)."""
 
+CallTraces = Callable[[str, CallRecord], Any]
+"""MLflow's ``Trace`` of one call of an entry (its id), as the run holds it."""
+
 
 def score_run(outputs: Sequence[EntryOutputs], types: Sequence[str], scorers: Scorers,
-              early: Early | None = None, stop: Stop | None = None) -> ScoredRun:
+              early: Early | None = None, stop: Stop | None = None,
+              traces: CallTraces | None = None) -> ScoredRun:
     """Score every in-scope type of every entry; bias groups after all entries. ``early``
     holds verdicts already given while the calls ran; a ``stop`` requested ends the scoring
-    between two types."""
+    between two types; ``traces`` makes the trace of a call for scorers that read traces."""
     early = early or {}
     results = []
     for test_type in types:
@@ -49,12 +63,14 @@ def score_run(outputs: Sequence[EntryOutputs], types: Sequence[str], scorers: Sc
             stop.raise_if_requested()
         members = [o for o in outputs if test_type in o.planned.types]
         scorer = scorers.by_type[test_type]
+        traced = traces if scorer.reads_traces else None
         if test_type == REPEATABILITY:
-            results.append(_score_repeats(members, scorer, scorers.compared_fields, early))
+            results.append(_score_repeats(members, scorer, scorers.compared_fields, early,
+                                          traced))
         elif test_type == BIAS:
-            results.append(_score_bias_groups(members, scorer, scorers.compared_fields))
+            results.append(_score_bias_groups(members, scorer, scorers.compared_fields, traced))
         else:
-            results.append(_score_against_expected(test_type, members, scorer, early))
+            results.append(_score_against_expected(test_type, members, scorer, early, traced))
     human_review = tuple(
         HumanReviewItem(o.entry.id, o.entry.input, o.entry.human_instructions or "",
                         o.first.output, o.first.error)
@@ -106,19 +122,32 @@ def _given(members: Sequence[EntryOutputs], test_type: str, early: Early,
     return verdicts
 
 
-def _case(o: EntryOutputs) -> Case:
-    return Case(o.entry.input, o.first.output, o.entry.expected_output)
+def _case(o: EntryOutputs, traces: CallTraces | None = None) -> Case:
+    return Case(o.entry.input, o.first.output, o.entry.expected_output,
+                None if traces is None else traces(o.entry.id, o.first),
+                o.entry.expected_trajectory)
 
 
-def _repeats_group(o: EntryOutputs, fields: tuple[str, ...] | None) -> OutputGroup:
+def _repeats_group(o: EntryOutputs, fields: tuple[str, ...] | None,
+                   traces: CallTraces | None = None) -> OutputGroup:
     return OutputGroup((o.entry.input,) * len(o.calls),
-                       tuple(compared_part(c.output, fields) for c in o.calls))
+                       tuple(compared_part(c.output, fields) for c in o.calls),
+                       _traces_of([(o, c) for c in o.calls], traces))
+
+
+def _traces_of(calls: Sequence[tuple[EntryOutputs, CallRecord]],
+               traces: CallTraces | None) -> tuple[Any, ...]:
+    """The trace of each call, or none for a scorer that reads no trace."""
+    if traces is None:
+        return ()
+    return tuple(traces(o.entry.id, call) for o, call in calls)
 
 
 def _score_against_expected(test_type: str, members: Sequence[EntryOutputs], scorer: Scorer,
-                            early: Early) -> TypeResult:
+                            early: Early, traces: CallTraces | None) -> TypeResult:
     ok = [o for o in members if o.first.error is None]
-    verdicts = _given(ok, test_type, early, scorer.against_expected, _case)
+    verdicts = _given(ok, test_type, early, scorer.against_expected,
+                      partial(_case, traces=traces))
     items = [
         _item(o.entry.id, verdicts.get(o.entry.id), o.first.error,
               expected_pass=o.entry.expected_pass, input=o.entry.input,
@@ -130,12 +159,12 @@ def _score_against_expected(test_type: str, members: Sequence[EntryOutputs], sco
 
 
 def _score_repeats(members: Sequence[EntryOutputs], scorer: Scorer,
-                   fields: tuple[str, ...] | None,
-                   early: Early) -> TypeResult:
+                   fields: tuple[str, ...] | None, early: Early,
+                   traces: CallTraces | None) -> TypeResult:
     ok = [o for o in members if all(c.error is None for c in o.calls)]
     problem = _absent_fields(REPEATABILITY, [c.output for o in ok for c in o.calls], fields)
     verdicts = {} if problem else _given(ok, REPEATABILITY, early, scorer.among_outputs,
-                                         partial(_repeats_group, fields=fields))
+                                         partial(_repeats_group, fields=fields, traces=traces))
     items = [
         _item(o.entry.id, verdicts.get(o.entry.id), _errors(
             (f"repeat {c.repeat}", c.error) for c in o.calls) or problem,
@@ -147,7 +176,8 @@ def _score_repeats(members: Sequence[EntryOutputs], scorer: Scorer,
 
 
 def _score_bias_groups(members: Sequence[EntryOutputs], scorer: Scorer,
-                       fields: tuple[str, ...] | None) -> TypeResult:
+                       fields: tuple[str, ...] | None,
+                       traces: CallTraces | None) -> TypeResult:
     groups: dict[BiasKey, list[EntryOutputs]] = {}
     for o in members:
         key = o.entry.bias_key
@@ -164,7 +194,8 @@ def _score_bias_groups(members: Sequence[EntryOutputs], scorer: Scorer,
         ok = {}
     verdicts = dict(zip(ok, scorer.among_outputs(
         [OutputGroup(tuple(o.entry.input for o in g),
-                     tuple(compared_part(o.first.output, fields) for o in g))
+                     tuple(compared_part(o.first.output, fields) for o in g),
+                     _traces_of([(o, o.first) for o in g], traces))
          for g in ok.values()]), strict=True))
     items = [
         _item(g[0].entry.bias_id, verdicts.get(key),

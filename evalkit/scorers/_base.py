@@ -26,6 +26,10 @@ class Case:
     input: Any
     output: Any
     expected: Any
+    trace: Any = None
+    """MLflow's ``Trace`` of the call, for a scorer that reads traces (else ``None``)."""
+    expected_trajectory: Mapping[str, Any] | None = None
+    """The entry's ``expected_trajectory``: the tool calls it expects."""
 
 
 @dataclass(frozen=True)
@@ -34,6 +38,9 @@ class OutputGroup:
 
     inputs: tuple[Any, ...]
     outputs: tuple[Any, ...]
+    traces: tuple[Any, ...] = ()
+    """MLflow's ``Trace`` of each output's call, for a scorer that reads traces (else
+    empty)."""
 
 
 @dataclass(frozen=True)
@@ -66,6 +73,8 @@ class Scorer(Protocol):
     """A scoring method (``exact``, ``semantic_similarity``, ``llm_judge``, a function)."""
 
     name: str
+    reads_traces: bool
+    """Whether its cases and groups need the calls' traces (built only for such a scorer)."""
 
     def against_expected(self, cases: Sequence[Case]) -> list[ScorerVerdict]:
         """One verdict per case."""

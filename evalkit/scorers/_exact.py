@@ -72,6 +72,7 @@ class ExactScorer:
     """Normalised equality; see the module docstring for the rules."""
 
     name = "exact"
+    reads_traces = False
 
     def against_expected(self, cases: Sequence[Case]) -> list[ScorerVerdict]:
         return [ScorerVerdict(matches(case.output, case.expected)) for case in cases]

@@ -140,6 +140,7 @@ class LLMJudgeScorer:
     """Temperature-0 binary judgements over an OpenAI-compatible endpoint."""
 
     name = "llm_judge"
+    reads_traces = False
 
     def __init__(self, endpoint: ChatEndpoint, prompt: JudgePrompt,
                  options: JudgeOptions = JudgeOptions()) -> None:

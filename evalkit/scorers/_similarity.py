@@ -84,6 +84,7 @@ class SemanticSimilarityScorer:
     """Cosine of embeddings against a threshold; see the module docstring."""
 
     name = "semantic_similarity"
+    reads_traces = False
 
     def __init__(self, threshold: float, embedder: Embedder) -> None:
         self.threshold = threshold

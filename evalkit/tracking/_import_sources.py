@@ -3,7 +3,9 @@ dataset (``mlflow-dataset:NAME``) or an experiment's traces (``traces:EXPERIMENT
 
 Each record or trace is one row, numbered from 1 in the order MLflow returns them; its columns
 are the top-level fields and, for each object among them, ``FIELD.KEY`` per key (so
-``--input inputs.question`` picks one input field).
+``--input inputs.question`` picks one input field). A trace's ``tool_calls`` are its ``TOOL``
+spans in the order they started, each ``{"name": SPAN NAME, "arguments": ITS INPUTS}``: what a
+reviewed trace says the component must call (``--tool-calls tool_calls``).
 """
 
 from __future__ import annotations
@@ -120,10 +122,21 @@ def _traces(client: Any, experiment: str, where: str | None) -> Iterator[dict[st
             yield {"trace_id": trace.info.trace_id, "request": _parsed(trace.data.request),
                    "response": _parsed(trace.data.response), "tags": dict(trace.info.tags),
                    "expectations": {a.name: a.value for a in trace.info.assessments
-                                    if a.expectation is not None}}
+                                    if a.expectation is not None},
+                   "tool_calls": _tool_calls(trace)}
         token = page.token
         if not token:
             return
+
+
+def _tool_calls(trace: Any) -> list[dict[str, Any]]:
+    """The trace's ``TOOL`` spans in start order, as expected tool calls (arguments that are
+    not an object, which a tool call's cannot be, left out)."""
+    from mlflow.entities import SpanType
+
+    spans = sorted(trace.search_spans(span_type=SpanType.TOOL), key=lambda s: s.start_time_ns)
+    return [{"name": s.name, **({"arguments": s.inputs} if isinstance(s.inputs, dict) else {})}
+            for s in spans]
 
 
 def _parsed(text: str | None) -> Any:

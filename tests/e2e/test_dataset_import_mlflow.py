@@ -72,3 +72,37 @@ def test_reviewed_traces_become_a_golden_dataset(
                            "bad") == 2
     assert "traces filter 'reviewed ==':" in capsys.readouterr().err
     assert not Path("bad").exists()
+
+
+def test_a_reviewed_traces_tool_spans_become_its_expected_tool_calls(
+        tracking_uri: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    import mlflow
+    from mlflow.entities import SpanType
+
+    @mlflow.trace(span_type=SpanType.TOOL)
+    def lookup(city: str, units: str = "metric") -> str:
+        return f"{city}: 20C"
+
+    @mlflow.trace(span_type=SpanType.TOOL)
+    def book(hotel: str) -> str:
+        return "booked"
+
+    @mlflow.trace(span_type=SpanType.AGENT)
+    def agent(question: str) -> str:
+        with mlflow.start_span("plan"):
+            pass
+        lookup("Rome")
+        return book("Roma")
+
+    experiment = f"agent/{tmp_path.name}"
+    mlflow.set_experiment(experiment)
+    agent("Book me a room in Rome")
+    mlflow.flush_trace_async_logging()
+    assert evalkit_command("dataset", "import", f"traces:{experiment}", "--to", "agent",
+                           "--input", "request.question", "--tool-calls", "tool_calls") == 0, \
+        capsys.readouterr().err
+    (entry,) = load_dataset("agent").entries
+    assert (entry.input, entry.expected_output) == ("Book me a room in Rome", "booked")
+    assert entry.expected_trajectory == {"tool_calls": [
+        {"name": "lookup", "arguments": {"city": "Rome", "units": "metric"}},
+        {"name": "book", "arguments": {"hotel": "Roma"}}]}

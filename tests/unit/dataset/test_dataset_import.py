@@ -267,3 +267,27 @@ def test_the_id_derived_from_an_object_input_is_pinned_and_ignores_key_order(
                            *mapping) == 3
     assert "again.jsonl:1: id 'item-8f0b350e04' exists in ds" in capsys.readouterr().err
     assert _files(tmp_path / "ds" / "data") == ["item-8f0b350e04.json"]
+
+
+def test_a_tool_calls_column_becomes_the_expected_trajectory_and_is_linted(
+        capsys: pytest.CaptureFixture[str]) -> None:
+    rows = [{"q": "Book Rome", "a": "booked", "calls": [
+                {"name": "lookup", "arguments": {"city": "Rome"}}, {"name": "book"}]},
+            {"q": "Say hi", "a": "hi", "calls": []},
+            {"q": "Book Oslo", "a": "booked", "calls": [{"tool": "lookup"}]}]
+    Path("agent.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows), "utf-8")
+    command = ("dataset", "import", "agent.jsonl", "--input", "q", "--expected", "a",
+               "--tool-calls", "calls")
+    assert evalkit_command(*command, "--to", "bad") == 3
+    assert capsys.readouterr().err.splitlines()[1:] == [
+        "agent.jsonl:3: calls: required field is missing. Fix: add \"name\"",
+        "agent.jsonl:3: calls: a tool call has unknown key(s) 'tool'. Fix: use only name, "
+        "arguments"]
+    assert not Path("bad").exists()
+
+    Path("agent.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows[:2]), "utf-8")
+    assert evalkit_command(*command, "--to", "agent") == 0, capsys.readouterr().err
+    trajectories = {e.input: e.expected_trajectory for e in load_dataset("agent").entries}
+    assert trajectories == {"Book Rome": {"tool_calls": rows[0]["calls"]},
+                            "Say hi": {"tool_calls": []}}
+    assert "expected tool calls from `calls`" in Path("agent/README.md").read_text("utf-8")

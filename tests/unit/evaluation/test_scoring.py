@@ -194,6 +194,7 @@ class ReportingScorer:
     inputs it saw, the reply names them, and a case whose input is "judge down" errs."""
 
     name = "reporting"
+    reads_traces = False
 
     def against_expected(self, cases: Sequence[Case]) -> list[ScorerVerdict]:
         return [ScorerVerdict(True, 1.0, f"input {c.input}", error="judge unreachable"

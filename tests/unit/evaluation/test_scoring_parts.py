@@ -22,7 +22,7 @@ from evalkit.calls import CallWindow
 from evalkit.evaluation._compared import absent_fields_problem, compared_part
 from evalkit.evaluation._scorers import Scorers
 from evalkit.evaluation._scoring import score_run
-from evalkit.records import ItemResult, Threshold, TypeResult
+from evalkit.records import CallRecord, ItemResult, Threshold, TypeResult
 from evalkit.scorers import (
     Case,
     Embedder,
@@ -149,6 +149,7 @@ class OneShort:
     """A scorer that answers one verdict fewer than it is asked for."""
 
     name = "one-short"
+    reads_traces = False
 
     def against_expected(self, cases: Sequence[Case]) -> list[ScorerVerdict]:
         return [ScorerVerdict(True) for _ in cases][1:]
@@ -167,6 +168,28 @@ def test_a_scorer_that_answers_fewer_verdicts_than_asked_is_an_error(
     scorers = Scorers({t: OneShort() if t == test_type else ExactScorer() for t in plan.types})
     with pytest.raises(ValueError, match="shorter"):
         score_run(outputs, plan.types, scorers)
+
+
+def test_traces_are_made_only_for_the_scorers_that_read_them(tmp_path: Path) -> None:
+    plan = plan_of(tmp_path, ENTRIES, repeats=3)
+    with RawResultsLog(tmp_path / "raw.jsonl") as log:
+        outputs = CallWindow.of(answer, {}, Redactor(), concurrency=2).run(plan, log)
+    asked: list[tuple[str, int]] = []
+
+    def traces(entry_id: str, call: CallRecord) -> str:
+        asked.append((entry_id, call.repeat))
+        return f"trace of {entry_id} {call.repeat}"
+
+    def repeats_traced(outputs: list[Any], traces: list[str]) -> bool:
+        return traces == ["trace of steady 0", "trace of steady 1", "trace of steady 2"]
+
+    exact = Scorers({t: ExactScorer() for t in plan.types})
+    score_run(outputs, plan.types, exact, traces=traces)
+    assert asked == []
+    reading = Scorers({**exact.by_type, "repeatability": FunctionScorer(repeats_traced)})
+    run = score_run(outputs, plan.types, reading, traces=traces)
+    assert asked == [("steady", 0), ("steady", 1), ("steady", 2)]
+    assert [i.passed for i in run.type_result("repeatability").items] == [True]
 
 
 def test_a_scorer_functions_score_and_rationale_are_kept(tmp_path: Path) -> None:
