@@ -17,7 +17,7 @@ from evalkit.dataset import Dataset, load_dataset, require_trajectories
 from evalkit.evaluation._scorers import Scorers
 from evalkit.records import HumanLabel, Threshold, TypeNames, names, threshold_params
 from evalkit.review import known_entries, read_labels
-from evalkit.tracking import SourceState, TrackedRun, source_state
+from evalkit.tracking import MlflowSpanCapture, SourceState, TrackedRun, source_state
 
 
 @dataclass(frozen=True)
@@ -121,7 +121,9 @@ def prepare(config: EvalConfig, selection: Selection) -> PreparedEvaluation:
     thresholds = {t: config.threshold_for(t) for t in plan.types}
     scorers = Scorers.for_run(config, plan.types)
     if scorers.judge is not None:
-        scorers.judge.preflight()  # seconds, not hundreds of paid calls, to find a bad key
+        # seconds, not hundreds of paid calls, to find a bad key; what it traces is let go
+        with MlflowSpanCapture() as capture, capture():
+            scorers.judge.preflight()
     labels = () if config.labels_path is None else read_labels(
         config.labels_path, known_entries(dataset), reviewer=str(config.labels_path))
     return PreparedEvaluation(

@@ -20,6 +20,7 @@ fails after its retries ends the unit's judging and makes it an error, as with o
 
 from __future__ import annotations
 
+import contextvars
 import hashlib
 import json
 import threading
@@ -165,9 +166,13 @@ class LLMJudgeScorer:
     def _judge_all(self, values: Sequence[Mapping[str, str]]) -> list[ScorerVerdict]:
         if not values:
             return []
+        # Each judgement runs in the context it was asked from, as it would on this thread:
+        # a tracing context among others (the run lets go of what the judge's requests trace).
+        contexts = [contextvars.copy_context() for _ in values]
         with ThreadPoolExecutor(max_workers=self.options.concurrency,
                                 thread_name_prefix="evalkit-judge") as pool:
-            return list(pool.map(self._judge, values))
+            return list(pool.map(lambda context, unit: context.run(self._judge, unit),
+                                 contexts, values))
 
     def _judge(self, values: Mapping[str, str]) -> ScorerVerdict:
         """One unit's verdict: ``repeats`` judgements in a row inside this unit's job (so

@@ -67,7 +67,6 @@ def test_a_calls_spans_are_kept_nested_in_the_order_they_started() -> None:
     assert rome.end_ns <= agent_span.end_ns
     # MLflow's own attributes are fields, not attributes again.
     assert not {"mlflow.spanInputs", "mlflow.spanType"} & set(plan.attributes)
-    assert open_traces() == 0  # nothing of the call is left in MLflow's memory
 
 
 def test_a_span_that_fails_is_kept_with_its_error() -> None:
@@ -176,5 +175,7 @@ def test_a_capture_pickles_as_its_class_alone() -> None:
 
 @pytest.fixture(autouse=True)
 def no_call_left_open() -> Any:
+    """Whatever other tests of the process left open, a call leaves nothing behind."""
+    before = open_traces()
     yield
-    assert open_traces() == 0
+    assert open_traces() == before
