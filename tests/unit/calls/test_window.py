@@ -8,12 +8,15 @@ from __future__ import annotations
 
 import _thread
 import asyncio
+import contextlib
+import contextvars
 import json
 import logging
 import signal
 import threading
 import time
 import types
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -24,7 +27,7 @@ from evalkit._secrets import Redactor
 from evalkit.calls import CallWindow, EntryOutputs, Stop
 from evalkit.calls._books import Task
 from evalkit.calls._executors import Deliver, Lost
-from evalkit.records import CallRecord
+from evalkit.records import CallRecord, SpanRecord
 from evalkit.tracking import RawResultsLog, read_raw_results
 from tests.support.builders import entry, plan_of
 from tests.support.clock import FakeClock
@@ -694,3 +697,29 @@ def test_a_lost_executor_stops_the_run_at_once_with_every_kept_call_kept(
     assert [(r.entry_id, r.output) for r in kept] == [("e0", "a"), ("e1", "a")]
     assert executor.started == 3  # no call started after the loss
     assert "the cluster went away: stopping the run" in [r.getMessage() for r in caplog.records]
+
+
+def test_calls_and_follow_ups_each_run_under_the_windows_span_capture(tmp_path: Path) -> None:
+    capturing: contextvars.ContextVar[bool] = contextvars.ContextVar("capturing", default=False)
+    entered: list[str] = []
+
+    @contextlib.contextmanager
+    def capture() -> Iterator[list[SpanRecord]]:
+        token = capturing.set(True)
+        try:
+            yield []
+        finally:
+            capturing.reset(token)
+
+    def component(item: Entry, call: Call) -> str:
+        entered.append(f"call {item.id}: {capturing.get()}")
+        return "a"
+
+    def follow_ups(outputs: EntryOutputs) -> list[Any]:
+        return [lambda: entered.append(f"follow-up {outputs.entry.id}: {capturing.get()}")]
+
+    plan = plan_of(tmp_path, {"a": entry("functional"), "b": entry("functional")})
+    with RawResultsLog(tmp_path / "raw.jsonl") as log:
+        window(component, capture=capture, concurrency=2).run(plan, log, follow_ups=follow_ups)
+    assert sorted(entered) == ["call a: True", "call b: True", "follow-up a: True",
+                               "follow-up b: True"]
