@@ -46,8 +46,9 @@ try:
     from langgraph.graph import START, MessagesState, StateGraph
     from langgraph.prebuilt import ToolNode, tools_condition
 except ImportError as missing:
-    raise SystemExit(f"examples/agent/eval.py needs LangGraph and langchain-openai ("
-                     f"{missing.name} is missing): pip install 'evalkit-mlflow[agent]'") from None
+    package = (missing.name or "a package").split(".")[0]
+    raise SystemExit(f"examples/agent/eval.py needs LangGraph and langchain-openai ({package} "
+                     "is missing): pip install 'evalkit-mlflow[agent]'") from None
 
 HERE = Path(__file__).resolve().parent
 
