@@ -24,7 +24,7 @@ help:
 	@echo "make test-all           everything: make test, then test-slow, test-llm, test-ui,"
 	@echo "                        test-ray, test-adoption and test-mlflow-versions (what CI runs)"
 	@echo "make test-slow          end to end: subprocesses, real MLflow stores, the team server,"
-	@echo "                        a notebook"
+	@echo "                        a notebook, the LangGraph example (installs the agent extra)"
 	@echo "make test-mlflow-versions  the MLflow API tests and a scaffold's make eval on the oldest"
 	@echo "                        and the newest MLflow evalkit supports"
 	@echo "make test-ui            the MLflow UI in headless Chromium over fresh runs (Playwright)"
@@ -85,7 +85,15 @@ PYTEST := $(BIN)/python -m pytest -n $(PYTEST_WORKERS) --dist loadfile
 test: install
 	$(PYTEST) --junitxml=.cache/junit.xml
 
-test-slow: install
+# The slow tier runs examples/agent (LangGraph): the agent extra goes into .venv once (the
+# stamp), not with make install, so that make test stays lean.
+AGENT_STAMP := .cache/agent/.installed
+
+$(AGENT_STAMP): pyproject.toml
+	$(BIN)/python -m pip install --quiet -e '.[agent]'
+	mkdir -p $(@D) && touch $@
+
+test-slow: install $(AGENT_STAMP)
 	$(PYTEST) -m slow --junitxml=.cache/junit-slow.xml
 
 # Everything CI runs after make lint, in one make: each target runs once.
@@ -151,7 +159,7 @@ $(UI_STAMP):
 	$(UI_VENV)/bin/python -m pip install --quiet 'playwright>=1.50,<2'
 	touch $@
 
-test-ui: install $(UI_STAMP)
+test-ui: install $(UI_STAMP) $(AGENT_STAMP)
 	EVALKIT_UI_PYTHON=$(abspath $(UI_VENV)/bin/python) $(BIN)/python -m pytest -m ui tests/e2e/test_ui.py
 
 # test-ray: tests/e2e/test_ray.py starts a Ray cluster of two nodes on this machine (ray start, the

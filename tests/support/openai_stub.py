@@ -20,20 +20,36 @@ Routes:
 
 Replies are built with :func:`ok`, :func:`status`, :func:`rate_limited`, :func:`timeout`,
 :func:`reset` and :func:`malformed`; :func:`fixed_latency` is a responder for benchmarks.
+
+Tool calling: an ``ok`` reply to a request that offers ``tools`` follows one deterministic rule,
+so an agent framework (LangGraph's ``ToolNode``, the OpenAI Agents SDK) runs its whole loop
+against the stub. The last user message names the calls the model is to make, each written
+``tool_name(key=value, ...)`` (keyword arguments only, values Python literals: strings,
+numbers, ``True``/``False``/``None``, lists, dicts; no ``)`` inside), in the order they are to
+be made; a name that is not an offered tool is plain text. The stub asks for them one per
+response, in that order (an assistant message with one ``tool_calls`` entry, ``finish_reason``
+``"tool_calls"``), as long as the conversation after that user message holds fewer ``tool``
+results than calls named; then it answers with the contents of those results joined by a
+space (``finish_reason`` ``"stop"``). A message naming no call is answered with the reply's content,
+as without tools. :func:`requested_calls` is the rule itself. Every response reports
+``usage``: the prompt's words (every string content) and the answer's (its text, or each
+call's name and JSON arguments).
 """
 
 from __future__ import annotations
 
+import ast
 import contextlib
 import itertools
 import json
+import re
 import socket
 import struct
 import sys
 import threading
 import time
 from collections import deque
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass, field
 from http import HTTPStatus
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -50,6 +66,7 @@ __all__ = [
     "malformed",
     "ok",
     "rate_limited",
+    "requested_calls",
     "reset",
     "status",
     "timeout",
@@ -175,14 +192,77 @@ class RecordedRequest:
 Responder = Callable[[RecordedRequest], Reply]
 
 
+_CALL = re.compile(r"\b([A-Za-z_][A-Za-z0-9_]*)\(([^)]*)\)")
+"""``name(...)`` up to the first closing parenthesis: a tool call as a user message names it."""
+
+
+def requested_calls(text: str, tools: Collection[str]) -> list[tuple[str, dict[str, Any]]]:
+    """The tool calls ``text`` names, in order: each ``name(key=value, ...)`` whose name is one
+    of ``tools``, with its keyword arguments (Python literals). ValueError names a call of an
+    offered tool that is not written that way."""
+    calls = []
+    for match in _CALL.finditer(text):
+        if match.group(1) not in tools:
+            continue
+        try:
+            call = ast.parse(match.group(0), mode="eval").body
+            if not isinstance(call, ast.Call) or call.args or any(
+                    keyword.arg is None for keyword in call.keywords):
+                raise ValueError("positional arguments")
+            arguments = {str(k.arg): ast.literal_eval(k.value) for k in call.keywords}
+        except (SyntaxError, ValueError) as err:
+            raise ValueError(f"stub: cannot read the tool call {match.group(0)!r} ({err}): "
+                             "write it tool_name(key=value, ...) with literal values") from None
+        calls.append((match.group(1), arguments))
+    return calls
+
+
+def _text(content: Any) -> str:
+    """A message's content as text: a string, or the text of its parts."""
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):
+        return " ".join(part["text"] for part in content
+                        if isinstance(part, dict) and isinstance(part.get("text"), str))
+    return ""
+
+
+def _tool_names(body: dict[str, Any]) -> list[str]:
+    return [tool["function"]["name"] for tool in body.get("tools") or []
+            if isinstance(tool, dict) and isinstance(tool.get("function"), dict)
+            and isinstance(tool["function"].get("name"), str)]
+
+
+def _answer(content: str, body: dict[str, Any], number: int) -> tuple[dict[str, Any], str, int]:
+    """The assistant message, its finish reason and its words: ``content``, or, when the
+    request offers tools, what the tool rule says (the module's docstring)."""
+    message: dict[str, Any] = {"role": "assistant", "content": content, "refusal": None}
+    tools = _tool_names(body)
+    messages = [m for m in body.get("messages") or [] if isinstance(m, dict)]
+    users = [i for i, m in enumerate(messages) if m.get("role") == "user"]
+    if not tools or not users:
+        return message, "stop", len(content.split())
+    wanted = requested_calls(_text(messages[users[-1]].get("content")), tools)
+    results = [_text(m.get("content")) for m in messages[users[-1] + 1:]
+               if m.get("role") == "tool"]
+    if len(results) < len(wanted):
+        name, arguments = wanted[len(results)]
+        encoded = json.dumps(arguments)
+        message.update(content=None, tool_calls=[{
+            "id": f"call_stub_{number}", "type": "function",
+            "function": {"name": name, "arguments": encoded}}])
+        return message, "tool_calls", len(f"{name} {encoded}".split())
+    if wanted:
+        message["content"] = " ".join(results)
+    return message, "stop", len(message["content"].split())
+
+
 def _completion(content: str, request: RecordedRequest, number: int) -> dict[str, Any]:
     body = request.body or {}
     model = body.get("model")
-    prompt_tokens = 0
-    for message in body.get("messages") or []:
-        if isinstance(message, dict) and isinstance(message.get("content"), str):
-            prompt_tokens += len(message["content"].split())
-    completion_tokens = len(content.split())
+    prompt_tokens = sum(len(_text(m.get("content")).split()) for m in body.get("messages") or []
+                        if isinstance(m, dict))
+    message, finish_reason, completion_tokens = _answer(content, body, number)
     return {
         "id": f"chatcmpl-stub-{number}",
         "object": "chat.completion",
@@ -191,9 +271,9 @@ def _completion(content: str, request: RecordedRequest, number: int) -> dict[str
         "choices": [
             {
                 "index": 0,
-                "message": {"role": "assistant", "content": content, "refusal": None},
+                "message": message,
                 "logprobs": None,
-                "finish_reason": "stop",
+                "finish_reason": finish_reason,
             }
         ],
         "usage": {
@@ -320,7 +400,12 @@ class _Handler(BaseHTTPRequestHandler):
             return
         if reply.kind == "ok":
             number = self.server.stub._next_id()
-            self._send_json(200, _completion(reply.content or "", request, number))
+            try:
+                completion = _completion(reply.content or "", request, number)
+            except ValueError as err:  # a tool call the rule cannot read: the request's fault
+                self._send_json(400, error_body(400, str(err)))
+                return
+            self._send_json(200, completion)
         elif reply.kind == "status":
             self._send_json(reply.status, reply.body or {}, reply.headers)
         elif reply.kind == "malformed":

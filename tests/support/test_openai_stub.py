@@ -40,6 +40,7 @@ from tests.support.openai_stub import (
     malformed,
     ok,
     rate_limited,
+    requested_calls,
     reset,
     status,
     timeout,
@@ -317,3 +318,113 @@ def test_exit_does_not_wait_for_a_handler_that_sleeps() -> None:
     assert exited.wait(60), "leaving the stub waited for its sleeping handler"
     with pytest.raises(RuntimeError):
         _ = stub.server_address  # stopped
+
+
+# --------------------------------------------------------------------------- tool calling
+
+TOOLS: Any = [
+    {"type": "function", "function": {
+        "name": name, "description": f"the {name} tool",
+        "parameters": {"type": "object", "properties": {}, "additionalProperties": True}}}
+    for name in ("lookup_order", "refund_order")
+]
+
+
+def chat(client: openai.OpenAI, messages: list[Any], tools: Any = TOOLS) -> Any:
+    return client.chat.completions.create(model="gpt-test", messages=messages, tools=tools)
+
+
+def test_the_calls_named_are_asked_for_one_at_a_time_then_answered_from_their_results(
+        ) -> None:
+    question = ('Order A-17 came broken: lookup_order(order_id="A-17") then '
+                'refund_order(order_id="A-17", amount=40.5, items=["mug"], notify=True)')
+    messages: list[Any] = [{"role": "system", "content": "You handle orders."},
+                           {"role": "user", "content": question}]
+    with OpenAIStub() as stub, client_for(stub) as client:
+        first = chat(client, messages)
+        [choice] = first.choices
+        assert choice.finish_reason == "tool_calls"
+        assert choice.message.content is None
+        [call] = choice.message.tool_calls
+        assert call.type == "function"
+        assert call.function.name == "lookup_order"
+        assert json.loads(call.function.arguments) == {"order_id": "A-17"}
+        # prompt: every string content's words (3 + 10); answer: the name and its JSON arguments
+        assert (first.usage.prompt_tokens, first.usage.completion_tokens) == (13, 3)
+        assert first.usage.total_tokens == 16
+
+        messages += [choice.message.model_dump(exclude_none=True),
+                     {"role": "tool", "tool_call_id": call.id, "content": "A-17: delivered"}]
+        second = chat(client, messages)
+        [call2] = second.choices[0].message.tool_calls
+        assert second.choices[0].finish_reason == "tool_calls"
+        assert call2.function.name == "refund_order"
+        assert json.loads(call2.function.arguments) == {
+            "order_id": "A-17", "amount": 40.5, "items": ["mug"], "notify": True}
+        assert call2.id != call.id
+        assert second.usage.prompt_tokens == 13 + 2
+
+        messages += [second.choices[0].message.model_dump(exclude_none=True),
+                     {"role": "tool", "tool_call_id": call2.id, "content": "refunded 40.5"}]
+        final = chat(client, messages)
+        assert final.choices[0].finish_reason == "stop"
+        assert final.choices[0].message.tool_calls is None
+        assert final.choices[0].message.content == "A-17: delivered refunded 40.5"
+        assert (final.usage.prompt_tokens, final.usage.completion_tokens) == (13 + 2 + 2, 4)
+        # the tools reach the stub as sent
+        assert [t["function"]["name"] for t in stub.chat_requests()[0].body["tools"]] == [
+            "lookup_order", "refund_order"]
+
+
+def test_a_message_naming_no_call_is_answered_with_the_replys_content() -> None:
+    plain = [{"role": "user", "content": "What are your opening hours? lookup_order"}]
+    with OpenAIStub([ok("nine to five")]) as stub, client_for(stub) as client:
+        answer = chat(client, plain)
+        assert answer.choices[0].finish_reason == "stop"
+        assert answer.choices[0].message.content == "nine to five"
+        assert answer.choices[0].message.tool_calls is None
+        assert answer.usage.completion_tokens == 3
+        # without tools a named call is only text: the reply's content
+        named = [{"role": "user", "content": 'lookup_order(order_id="A-17")'}]
+        assert client.chat.completions.create(
+            model="m", messages=named).choices[0].message.content == "1"
+
+
+def test_only_the_last_user_message_names_the_calls() -> None:
+    # an earlier turn's calls were answered already: the new question names none of its own
+    messages = [{"role": "user", "content": 'lookup_order(order_id="A-17")'},
+                {"role": "assistant", "content": "A-17: delivered"},
+                {"role": "user", "content": "thanks"}]
+    with OpenAIStub(default=ok("welcome")) as stub, client_for(stub) as client:
+        assert chat(client, messages).choices[0].message.content == "welcome"
+
+
+def test_a_call_the_rule_cannot_read_is_a_400_naming_it() -> None:
+    messages = [{"role": "user", "content": "lookup_order(A-17)"}]
+    with OpenAIStub() as stub, client_for(stub) as client:
+        with pytest.raises(openai.BadRequestError, match=r"lookup_order\(A-17\)"):
+            chat(client, messages)
+        assert chat(client, [{"role": "user", "content": "fine"}]).choices[0].message.content \
+            == "1"  # the stub serves on
+
+
+@pytest.mark.parametrize(("text", "calls"), [
+    ("", []),
+    ("no calls here", []),
+    ("lookup_order()", [("lookup_order", {})]),
+    ("unknown_tool(x=1) then lookup_order(id=2)", [("lookup_order", {"id": 2})]),
+    ("refund_order(a=None, b={'k': [1, 2.5]}) lookup_order(s='x, y')",
+     [("refund_order", {"a": None, "b": {"k": [1, 2.5]}}), ("lookup_order", {"s": "x, y"})]),
+    ("lookup_order(n=1) lookup_order(n=2)",
+     [("lookup_order", {"n": 1}), ("lookup_order", {"n": 2})]),
+    ("xlookup_order(n=1)", []),  # a name must be whole
+])
+def test_requested_calls(text: str, calls: list[Any]) -> None:
+    assert requested_calls(text, {"lookup_order", "refund_order"}) == calls
+
+
+@pytest.mark.parametrize("text", ["lookup_order(1)", "lookup_order(n=len(x))",
+                                  "lookup_order(**kw)", "lookup_order(n=)"])
+def test_requested_calls_refuses_what_is_not_keyword_literals(text: str) -> None:
+    with pytest.raises(ValueError, match="cannot read the tool call"):
+        requested_calls(text, {"lookup_order"})
