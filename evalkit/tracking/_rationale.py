@@ -21,6 +21,8 @@ def verdict_rationale(test_type: str, item: ItemResult, params: Mapping[str, str
                      "(repeatability compares them all)")
     if item.error:
         parts.append(f"error: {item.error}")
+    if item.rationale:  # the scorer's own words: a trajectory's first mismatch, a function's
+        parts.append(item.rationale)
     if item.similarity is not None:
         threshold = params.get(TypeNames.of(test_type).similarity_threshold)
         label = "average pairwise cosine" if test_type in COMPARATIVE_TYPES else "cosine"
