@@ -69,9 +69,15 @@ def first_runs(tmp_path_factory: pytest.TempPathFactory, ui_python: str) -> dict
         judged = run_eval(project, "--type=all", script="examples/eval_llm.py", timeout=600,
                           env={"OPENAI_BASE_URL": stub.base_url, "OPENAI_API_KEY": "sk-ui-test"})
     assert judged.returncode in (0, 1), judged.stderr[-3000:]
+    with OpenAIStub() as stub:  # the stub makes the tool calls the orders' inputs name
+        agent = run_eval(project, "--type=all", script="examples/agent/eval.py", timeout=600,
+                         env={"OPENAI_BASE_URL": stub.base_url, "OPENAI_API_KEY": "sk-ui-test",
+                              "MLFLOW_MODEL_CATALOG_URI": ""})  # offline: no price catalog
+    assert agent.returncode == 0, agent.stderr[-3000:]
     client = mlflow.MlflowClient(store)
     ids = {"store": store, "project": str(project)}
-    for key, name in (("example", "support-router/golden"), ("judged", "gemma-chat/smoke")):
+    for key, name in (("example", "support-router/golden"), ("judged", "gemma-chat/smoke"),
+                      ("agent", "orders-agent/orders")):
         experiment = client.get_experiment_by_name(name)
         (run,) = client.search_runs([experiment.experiment_id])
         ids[f"{key}_run"], ids[f"{key}_experiment"] = run.info.run_id, experiment.experiment_id
@@ -257,7 +263,18 @@ def pages(logged: dict[str, str], ui: str, ui_python: str) -> dict[str, dict[str
     judged = shown_trace(logged["store"], logged["judged_run"], failing=True)
     judge_span = next(s.name for s in judged.data.spans if s.name.startswith("judge: "))
     failing = mlflow.MlflowClient(logged["store"]).get_run(logged["failing_run"])
+    agent = shown_agent_trace(logged["store"], logged["agent_run"])
+    agent_entries = int(float(logged["agent_entries"]))
+    (tool,) = [s for s in agent.data.spans if s.span_type == "TOOL"][:1]
     texts = browse(ui_python, [
+        {"name": "agent-trace", **open_trace(ui, logged["agent_experiment"],
+                                             logged["agent_run"], agent_entries,
+                                             agent.info.trace_id)},
+        {"name": "agent-tool", **open_trace(ui, logged["agent_experiment"],
+                                            logged["agent_run"], agent_entries,
+                                            agent.info.trace_id),
+         "steps": [["row", agent.info.trace_id], ["click-exact", tool.name],
+                   ["wait", str(next(iter(tool.inputs.values())))]]},
         {"name": "run", "url": f"{ui}/#/experiments/{experiment}/runs/{run}",
          "wait_for": "evalkit verdict"},
         {"name": "evaluation-pane",
@@ -309,7 +326,49 @@ def pages(logged: dict[str, str], ui: str, ui_python: str) -> dict[str, dict[str
          "wait_for": failing.info.run_name},
     ])
     texts["example"], texts["judged"] = {"trace": example}, {"trace": judged}
+    texts["agent"] = {"trace": agent}
     return texts
+
+
+def shown_agent_trace(store: str, run_id: str) -> Any:
+    """The agent's trace to open: the one whose agent called the most tools."""
+    client = mlflow.MlflowClient(store)
+    experiment = client.get_run(run_id).info.experiment_id
+    traces = client.search_traces(locations=[experiment], run_id=run_id, max_results=500)
+    return max(traces, key=lambda t: (sum(s.span_type == "TOOL" for s in t.data.spans),
+                                      t.info.trace_id))
+
+
+def test_an_agents_trace_shows_its_tools_under_the_call_its_trajectory_and_its_tokens(
+        pages: dict[str, dict[str, Any]]) -> None:
+    """The LangGraph example's trace (screenshots agent-trace.png, agent-tool.png): the
+    span tree holds the graph's spans and each tool under the call's span; the trajectory
+    verdict (``safety``) is shown with its rationale; the header counts the tokens of the
+    autologged model requests; a tool's span opened shows its arguments."""
+    trace = pages["agent"]["trace"]
+    by_id = {s.span_id: s for s in trace.data.spans}
+    tools = [s for s in trace.data.spans if s.span_type == "TOOL"]
+    assert len(tools) >= 2
+    for tool in tools:
+        ancestors = []
+        span = tool
+        while span.parent_id is not None:
+            span = by_id[span.parent_id]
+            ancestors.append(span.name)
+        assert "call 0" in ancestors and ancestors[-1] == trace.data.spans[0].name
+    view = pages["agent-trace"]["dialog"]
+    for span in trace.data.spans:  # the whole tree is listed, the tools among it
+        assert f"\n{span.name}\n" in view, span.name
+    (safety,) = [a for a in verdicts(trace) if a.name == "safety"]
+    assert safety.value is True and safety.source.source_id == "evalkit.trajectory"
+    assert flat(safety.rationale) in flat(view)
+    usage = trace.info.token_usage
+    chats = [s for s in trace.data.spans if s.get_attribute("mlflow.chat.tokenUsage")]
+    assert chats and all(s.name != "call 0" for s in chats)  # from the model's own spans
+    assert usage["total_tokens"] > 0 and f"{usage['total_tokens']} tokens" in view
+    tool = tools[0]
+    for value in leaves(tool.inputs):
+        assert flat(value) in flat(pages["agent-tool"]["dialog"])
 
 
 def test_the_mlflow_ui_shows_traces_assessments_dataset_description_and_prompts(

@@ -5,6 +5,8 @@ evalkit's venv). Reads a JSON list of pages on stdin, each ``{"name", "url", "wa
 optionally ``"steps"``: ``[action, argument]`` pairs done in order once ``wait_for`` shows:
 
 - ``["click", text]``: click the first element showing ``text``;
+- ``["click-exact", text]``: click the first element whose whole text is ``text`` (a span in
+  the trace tree, where ``click`` could find the request quoting its name);
 - ``["option", text]``: click the option (a menu's or a list's) showing ``text``;
 - ``["key", key]``: press a key (``Escape`` closes a menu);
 - ``["row", text]``: click the row of a table that shows ``text`` (opens a trace);
@@ -90,8 +92,8 @@ def add_feedback(page: Page, name: str, verdict: str) -> None:
 
 
 def step(page: Page, action: str, argument: str) -> None:
-    if action == "click":
-        page.get_by_text(argument).first.click()
+    if action in ("click", "click-exact"):
+        page.get_by_text(argument, exact=action == "click-exact").first.click()
     elif action == "option":
         page.get_by_role("option").filter(has_text=argument).first.click()
     elif action == "key":
