@@ -32,6 +32,8 @@ from tests.support.builders import config_for, entry, write_dataset
 from tests.support.openai_stub import OpenAIStub
 from tests.support.traces import traces_of
 
+pytestmark = pytest.mark.mlflow_api  # on the oldest and the newest MLflow supported too
+
 SECRET = "sk-live-0123456789abcdefghij"
 CITIES = {"e0": "Paris", "e1": "Rome", "e2": "Oslo"}
 WEATHER = {"Paris": "sunny", "Rome": "rain", "Oslo": "snow"}

@@ -171,3 +171,4 @@ def test_over_a_balanced_table_pass_at_rises_and_pass_hat_falls_with_k(table: Ta
 @given(tables)
 def test_a_stability_holds_the_pass_k_of_its_table(table: Table) -> None:
     assert replicate_stability("m", table).reliability == pass_k(table)
+    assert replicate_stability("m", table, 0.8).reliability == pass_k(table, 0.8)
