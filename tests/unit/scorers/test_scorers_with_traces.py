@@ -123,6 +123,25 @@ def test_a_scorer_function_that_names_trace_gets_the_trace_of_its_call(
     assert {t.info.trace_id for t in traces} == {trace_id_for(outcome.run_id, "r1")}
 
 
+def test_a_bias_scorer_that_names_traces_gets_each_variants_trace(
+        tmp_path: Path, tracker: Tracker) -> None:
+    groups: list[tuple[list[Any], list[Trace]]] = []
+
+    def all_traced(outputs: list[Any], traces: list[Trace]) -> bool:
+        groups.append((outputs, traces))
+        return True
+
+    entries = {"b1": entry("bias", input="Anna", bias_group="g"),
+               "b2": entry("bias", input="Ben", bias_group="g")}
+    outcome = run(tmp_path, tracker, entries, lambda item, call: f"hi {item.input}",
+                  SCORER_BIAS=all_traced)
+    ((outputs, traces),) = groups
+    assert outputs == ["hi Anna", "hi Ben"]  # each variant's trace beside its output
+    assert [t.data.spans[0].outputs for t in traces] == outputs
+    assert [t.info.trace_id for t in traces] == [trace_id_for(outcome.run_id, e)
+                                                 for e in ("b1", "b2")]
+
+
 def test_a_scorer_function_with_a_trace_parameter_it_cannot_take_is_refused(
         tmp_path: Path, tracker: Tracker) -> None:
     def wrong(output: Any, trace: Any) -> bool:
