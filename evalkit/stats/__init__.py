@@ -6,7 +6,8 @@ metrics); replicates (variance components, flips, noise floor, effective-n inter
 and pass^k); votes over N runs; the items-vs-replicates budget; contrast intervals; the
 paired gap of two runs over shared items; confidence sequences for a run that may stop at
 any look (an accuracy against its threshold, a paired gap against a margin); REPEAT_COUNT
-calibration; the judge against people's labels (agreement, the corrected accuracy, the label budget).
+calibration; the judge against people's labels (agreement, the corrected accuracy, the label
+budget).
 Nothing here imports evalkit beyond its errors and records, and nothing here names what MLflow
 holds: the names are in :mod:`evalkit.records.names`.
 
