@@ -54,8 +54,10 @@ def main() -> None:
         for total in (None, len(values)):
             low, high = hedged_cs(np.array(values), alpha=0.05, N=total, breaks=1000,
                                   running_intersection=True, theta=0.5, trunc_scale=0.5)
-            rows = ", ".join(f"({t}, {low[t - 1]:.6f}, {high[t - 1]:.6f})" for t in LOOKS)
-            print(f"    ({name!r}, {total}): ({rows}),")
+            print(f"    ({name!r}, {total}): (")
+            for t in LOOKS:
+                print(f"        ({t}, {low[t - 1]:.6f}, {high[t - 1]:.6f}),")
+            print("    ),")
     print("}")
 
 

@@ -83,7 +83,7 @@ class BettingSequence:
         sums = self.sum + np.cumsum(x)
         before = np.concatenate(([self.sum], sums[:-1]))  # S_{t-1}
         if self.finite:
-            sure_low, sure_high = sums / self.total, (sums + self.total - t) / self.total
+            sure_low, sure_high = sums / self.total, (sums + (self.total - t)) / self.total
         else:
             sure_low, sure_high = np.zeros(len(x)), np.ones(len(x))
         squares = self.squares + np.cumsum(
