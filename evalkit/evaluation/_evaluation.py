@@ -59,6 +59,7 @@ from evalkit.tracking import (
     call_trace,
     judge_points,
     shown_uri,
+    spans_let_go,
     trace_id_for,
     type_points,
 )
@@ -196,7 +197,7 @@ class Evaluation:
         prepared = self.prepared
         # Judge errors can quote the provider; nothing leaves the run unredacted. What the
         # judge's requests make as spans (autologged) is let go, as in the window.
-        with MlflowSpanCapture() as capture, capture():
+        with spans_let_go():
             scored = score_run(self.outputs, prepared.plan.types, prepared.scorers,
                                self._judging.verdicts, self.context.stop, self._call_trace)
         self.scored = ScoredRun.from_json(prepared.redactor.value(scored.to_json()))

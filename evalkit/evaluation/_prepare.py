@@ -17,7 +17,7 @@ from evalkit.dataset import Dataset, load_dataset, require_trajectories
 from evalkit.evaluation._scorers import Scorers
 from evalkit.records import HumanLabel, Threshold, TypeNames, names, threshold_params
 from evalkit.review import known_entries, read_labels
-from evalkit.tracking import MlflowSpanCapture, SourceState, TrackedRun, source_state
+from evalkit.tracking import SourceState, TrackedRun, source_state, spans_let_go
 
 
 @dataclass(frozen=True)
@@ -122,7 +122,7 @@ def prepare(config: EvalConfig, selection: Selection) -> PreparedEvaluation:
     scorers = Scorers.for_run(config, plan.types)
     if scorers.judge is not None:
         # seconds, not hundreds of paid calls, to find a bad key; what it traces is let go
-        with MlflowSpanCapture() as capture, capture():
+        with spans_let_go():
             scorers.judge.preflight()
     labels = () if config.labels_path is None else read_labels(
         config.labels_path, known_entries(dataset), reviewer=str(config.labels_path))
