@@ -173,10 +173,11 @@ def _print_replicates(series: ReplicatesOutcome) -> None:
     for s in series.stability:
         floor = "—" if s.noise_floor is None else f"{s.noise_floor:.2%}"
         most = s.reliability.by_k[-1]  # k = the replicates: the widest gap between the two
+        # two lines, so that a terminal of 80 columns does not wrap them
         print(f"{s.metric} mean {s.mean:.3f} sd {'—' if s.sd is None else f'{s.sd:.4f}'} "
-              f"spread {s.spread:.3f} unstable items {s.unstable_items}/{s.repeated_items} "
-              f"noise floor {floor} pass@{most.k} {most.pass_at.value:.3f} "
-              f"pass^{most.k} {most.pass_hat.value:.3f}")
+              f"spread {s.spread:.3f} noise floor {floor}")
+        print(f"  unstable items {s.unstable_items}/{s.repeated_items} "
+              f"pass@{most.k} {most.pass_at.value:.3f} pass^{most.k} {most.pass_hat.value:.3f}")
     for path in (*series.reports, series.stability_path, series.lock_path):
         print(f"wrote: {path}")
     print(f"mlflow: parent run {series.parent_run_id} with {len(series.replicates)} "
