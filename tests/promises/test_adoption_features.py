@@ -188,6 +188,23 @@ def test_init_refuses_to_overwrite_and_lists_every_conflict(
     assert sorted(p.name for p in tmp_path.iterdir()) == ["Makefile", "eval.py"]
 
 
+def test_init_template_agent_writes_a_linted_agent_and_refuses_names_and_overwrites(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert evalkit_command("init", tmp_path, "--template", "agent", "--component", "x") == 2
+    assert ("--template agent writes the example as it is (experiment orders-agent/orders, "
+            "datasets/orders): drop --component and --dataset") in capsys.readouterr().err
+    assert list(tmp_path.iterdir()) == []
+    assert evalkit_command("init", tmp_path, "--template", "agent") == 0
+    script = (tmp_path / "eval.py").read_text(encoding="utf-8")
+    assert 'EXPERIMENT_NAME = "orders-agent/orders"' in script
+    assert "langgraph" in script and "{{" not in script
+    capsys.readouterr()
+    assert evalkit_command("lint", tmp_path / "datasets" / "orders") == 0
+    assert "5 entries, valid" in capsys.readouterr().out
+    assert evalkit_command("init", tmp_path, "--template", "agent") == 2  # nothing overwritten
+    assert f"{tmp_path / 'Makefile'}\n  {tmp_path / 'datasets'}" in capsys.readouterr().err
+
+
 def test_ui_prints_a_tracking_servers_own_url(capsys: pytest.CaptureFixture[str],
                                               monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("MLFLOW_TRACKING_URI", "http://127.0.0.1:5999")
