@@ -144,8 +144,10 @@ def _templates(template: str, dataset: str) -> list[tuple[PurePosixPath, str]]:
 def _walk(folder: Traversable, relative: PurePosixPath) -> list[tuple[PurePosixPath, Traversable]]:
     items = []
     for item in sorted(folder.iterdir(), key=lambda i: i.name):
+        if item.name == "__pycache__":  # pip compiles the agent template's eval.py
+            continue
         if item.is_dir():
             items += _walk(item, relative / item.name)
-        elif item.name != "__pycache__":
+        else:
             items.append((relative / item.name, item))
     return items

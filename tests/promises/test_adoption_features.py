@@ -205,6 +205,17 @@ def test_init_template_agent_writes_a_linted_agent_and_refuses_names_and_overwri
     assert f"{tmp_path / 'Makefile'}\n  {tmp_path / 'datasets'}" in capsys.readouterr().err
 
 
+def test_a_template_leaves_out_what_pip_compiled_into_it(tmp_path: Path) -> None:
+    from pathlib import PurePosixPath
+
+    from evalkit.cli._init import _walk
+
+    (tmp_path / "__pycache__").mkdir()
+    (tmp_path / "__pycache__" / "eval.cpython-311.pyc").write_bytes(b"\xa7\r\r\n")
+    (tmp_path / "eval.py").write_text("x = 1\n", encoding="utf-8")
+    assert [str(path) for path, _ in _walk(tmp_path, PurePosixPath())] == ["eval.py"]
+
+
 def test_ui_prints_a_tracking_servers_own_url(capsys: pytest.CaptureFixture[str],
                                               monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("MLFLOW_TRACKING_URI", "http://127.0.0.1:5999")
