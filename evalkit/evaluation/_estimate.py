@@ -27,8 +27,9 @@ from typing import Any
 from evalkit._errors import NotFound, OverBudget
 from evalkit.calls import RunPlan, Selection, plan_run
 from evalkit.config import EvalConfig
-from evalkit.dataset import BIAS, load_dataset
+from evalkit.dataset import BIAS
 from evalkit.evaluation._context import RunContext
+from evalkit.evaluation._prepare import dataset_of
 from evalkit.records import (
     Mode,
     Prices,
@@ -170,10 +171,16 @@ class RunEstimate:
             if part.calls and part.tokens is not None:
                 lines.append(f"estimate: {name} {_figures(part.tokens, part.cost)} (from "
                              f"{part.sampled:,} calls of run {self.based_on})")
+            elif part.calls:
+                lines.append(f"estimate: {name}: the {name}'s calls of run {self.based_on} "
+                             "reported no usage: not in the total")
         if self.tokens is not None:
             lines.append(f"estimate: total {_figures(self.tokens, self.cost)}"
                          + (f" ({LEVEL:.0%} prediction intervals)" if _spread(self.tokens)
                             else ""))
+        if self.tokens is not None and self.cost is None:
+            lines.append("estimate: no cost: TOKEN_PRICES prices none of the models the "
+                         "calls reported")
         if self.unpriced:
             lines.append("estimate: TOKEN_PRICES prices no " + ", ".join(
                 repr(m) for m in self.unpriced) + ": their tokens are left out of the cost")
@@ -217,7 +224,7 @@ def estimate_run(config: EvalConfig, selection: Selection, replicates: bool = Fa
     in the context's store. Lints the dataset and checks the constants as a run would;
     makes no call, creates no run (and no local store)."""
     context = context or RunContext()
-    plan = plan_run(load_dataset(config.dataset_path), selection, config)
+    plan = plan_run(dataset_of(config), selection, config)
     runs = config.replicates if replicates else 1
     component_calls = plan.total_calls * runs
     judge_calls = judge_calls_of(plan, config) * runs

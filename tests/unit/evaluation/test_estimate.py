@@ -15,7 +15,9 @@ from hypothesis import strategies as st
 from evalkit import (
     BudgetExhausted,
     Call,
+    ConfigError,
     Entry,
+    EvalConfig,
     OverBudget,
     RunContext,
     Selection,
@@ -268,3 +270,36 @@ def test_judge_calls_are_counted_per_judged_item_and_repeat(tmp_path: Path,
     # 3 functional entries + 2 bias groups, each asked 3 times
     assert (estimate.component.calls, estimate.judge.calls) == (7, 15)
     assert "15 judge calls at most" in estimate.lines()[0]
+
+
+def test_a_last_run_without_usage_or_prices_says_what_is_missing(tmp_path: Path,
+                                                                 tracker: Tracker) -> None:
+    dataset = write_dataset(tmp_path / "ds", ENTRIES)
+    context = RunContext(tracker=tracker, runs_dir=tmp_path / "runs")
+    silent = config_for(tmp_path, dataset)
+    run_id = evaluate(silent, lambda entry, call: "a", Selection("all"), context).run_id
+    estimate = estimate_run(silent, Selection("all"), context=context)
+    assert estimate.based_on == run_id and estimate.cost is None
+    assert estimate.lines()[1] == (f"estimate: the last finished run ({run_id}) recorded no "
+                                   "token usage: calls only")
+    unpriced = config_for(tmp_path, dataset, EXPERIMENT_NAME=silent.experiment_name)
+    evaluate(unpriced, _reporting(), Selection("all"), context)
+    tokens_only = estimate_run(unpriced, Selection("all"), context=context)
+    assert tokens_only.tokens is not None and tokens_only.cost is None
+    assert tokens_only.tokens.estimate == pytest.approx(22)
+    assert tokens_only.lines()[-1] == ("estimate: no cost: TOKEN_PRICES prices none of the "
+                                       "models the calls reported")
+    priced_elsewhere = config_for(tmp_path, dataset, EXPERIMENT_NAME=silent.experiment_name,
+                                  TOKEN_PRICES={"other": (1.0, 1.0)})
+    assert "TOKEN_PRICES prices no 'm'" in estimate_run(
+        priced_elsewhere, Selection("all"), context=context).lines()[-1]
+
+
+def test_the_constants_are_checked_before_an_invalid_dataset(tmp_path: Path,
+                                                             tracker: Tracker) -> None:
+    (tmp_path / "ds").mkdir()  # no README, no schema: invalid
+    config = EvalConfig.read_constants({  # as eval.py's command line reads them
+        "EXPERIMENT_NAME": "cost/tests", "DATASET_PATH": str(tmp_path / "ds"),
+        "EVAL_MIN_ACCURACY": 0.5, "SCORER": "no-such-scorer"}, "eval.py")
+    with pytest.raises(ConfigError, match="SCORER='no-such-scorer' is not a scorer"):
+        estimate_run(config, Selection("all"), context=RunContext(tracker=tracker))
