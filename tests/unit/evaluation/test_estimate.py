@@ -303,3 +303,13 @@ def test_the_constants_are_checked_before_an_invalid_dataset(tmp_path: Path,
         "EVAL_MIN_ACCURACY": 0.5, "SCORER": "no-such-scorer"}, "eval.py")
     with pytest.raises(ConfigError, match="SCORER='no-such-scorer' is not a scorer"):
         estimate_run(config, Selection("all"), context=RunContext(tracker=tracker))
+
+
+def test_the_modules_examples_hold() -> None:
+    import doctest
+
+    from evalkit.evaluation import _estimate, _spending
+
+    for module in (_estimate, _spending):
+        result = doctest.testmod(module)
+        assert result.attempted and not result.failed, module.__name__
