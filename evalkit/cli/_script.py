@@ -15,7 +15,7 @@ from evalkit.cli._common import guarded, process_configured
 from evalkit.cli._display import ProgressDisplay
 from evalkit.cli._executor import add_executor_options, executor_for
 from evalkit.cli._exit import EXIT_STATUSES, ExitStatus
-from evalkit.cli._outputs import RunSummary, write_json, write_junit
+from evalkit.cli._outputs import RunSummary, write_estimate_json, write_json, write_junit
 from evalkit.cli._parser import Parser
 from evalkit.cli._signals import end_now, stopping_on_signals
 from evalkit.config import EvalConfig
@@ -24,6 +24,8 @@ from evalkit.evaluation import (
     EvaluationOutcome,
     ReplicatesOutcome,
     RunContext,
+    check_budget,
+    estimate_run,
     evaluate,
     evaluate_calibration,
     evaluate_replicates,
@@ -77,6 +79,15 @@ def run_eval_script(constants: Mapping[str, Any], component: Component,
                             "judge prompts, thresholds and COMPARED_FIELDS, as a new run tagged "
                             "rescored_from=RUN_ID; the component is not called (the run's "
                             "selection; same dataset and REPEAT_COUNT)")
+    parser.add_argument("--estimate", action="store_true",
+                        help="call nothing: print the calls the run would make (component and "
+                             "judge), and its tokens and cost with a 95%% interval, predicted "
+                             "from the usage per call of the experiment's last finished run "
+                             "priced by TOKEN_PRICES (with --replicates: the series); with "
+                             "--json, write them there")
+    parser.add_argument("--ignore-estimate", action="store_true",
+                        help="start the run even when its estimate is above MAX_COST_USD "
+                             "(refused otherwise, exit status 7); MAX_COST_USD still stops it")
     add_executor_options(parser)
     # --- CI outputs (issue 13) ---
     parser.add_argument("--json", metavar="PATH", type=Path, dest="json_path",
@@ -94,6 +105,9 @@ def run_eval_script(constants: Mapping[str, Any], component: Component,
     if earlier is not None and (args.test_type or args.groups or args.human_review):
         parser.error(f"--{'resume' if args.resume else 'rescore'} takes the run's own --type, "
                      "--groups and --human-review")
+    if args.estimate and (earlier or args.calibrate):
+        parser.error("--estimate estimates a new run: give --type (and --groups, "
+                     "--human-review, --replicates), not --resume, --rescore or --calibrate")
     stop = Stop()
     with process_configured(), stopping_on_signals(stop):
         status = guarded(lambda: _run(constants, component, script, args,
@@ -110,6 +124,8 @@ def _run(constants: Mapping[str, Any], component: Component, script: str,
     started = time.monotonic()
     # Problems with the constants are raised with those of the selected types, in one error.
     config = EvalConfig.read_constants(constants, script)
+    if args.estimate:  # no call is made: no executor
+        return _estimate(config, args, context)
     if args.rescore is not None:  # no call is made: no executor
         outcome = rescore(config, args.rescore, context)
         _print_outcome(outcome)
@@ -127,6 +143,8 @@ def _run_calls(config: EvalConfig, component: Component, args: argparse.Namespac
         _print_outcome(outcome)
         return _finish(args, started, "evaluation", outcome)
     selection = Selection.parse(args.test_type, args.groups, args.human_review)
+    if not args.ignore_estimate and not args.calibrate:
+        check_budget(config, selection, args.replicates, context)
     if args.replicates:
         series = evaluate_replicates(config, component, selection, context)
         _print_replicates(series)
@@ -145,6 +163,23 @@ def _run_calls(config: EvalConfig, component: Component, args: argparse.Namespac
     outcome = evaluate(config, component, selection, context)
     _print_outcome(outcome)
     return _finish(args, started, "evaluation", outcome)
+
+
+def _estimate(config: EvalConfig, args: argparse.Namespace, context: RunContext) -> int:
+    """``--estimate``: what the run would call and cost, printed (and written to --json)."""
+    selection = Selection.parse(args.test_type, args.groups, args.human_review)
+    estimate = estimate_run(config, selection, args.replicates, context)
+    for line in estimate.lines():
+        print(line)
+    if config.max_cost_usd is not None and estimate.cost is not None:
+        per_run = estimate.cost.estimate / estimate.runs
+        print(f"estimate: MAX_COST_USD = {config.max_cost_usd:g}: the run would "
+              + ("be refused (--ignore-estimate starts it)" if per_run > config.max_cost_usd
+                 else "start"))
+    if args.json_path is not None:
+        write_estimate_json(estimate, args.json_path)
+        print(f"json: {args.json_path}")
+    return ExitStatus.OK
 
 
 def _finish(args: argparse.Namespace, started: float, mode: str,

@@ -49,6 +49,7 @@ from evalkit.records._usage import (
     usage_attribute,
     usage_of,
     usage_of_spans,
+    usd,
 )
 from evalkit.records.names import Mode, TypeNames
 
@@ -64,4 +65,5 @@ __all__ = [
     "labels_in", "meets_threshold", "merged", "names",
     "prices_from_param", "review_verdicts", "threshold_failures", "threshold_from_params",
     "threshold_params", "usage_attribute", "usage_of", "usage_of_spans", "spans_carry_usage",
+    "usd",
 ]
