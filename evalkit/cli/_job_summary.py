@@ -76,7 +76,8 @@ def write_markdown(args: argparse.Namespace, markdown: str, marker: str) -> list
 
 def _written(destination: _Destination) -> bool:
     try:
-        destination.path.parent.mkdir(parents=True, exist_ok=True)
+        if not destination.path.parent.exists():  # a file there: "Not a directory" below
+            destination.path.parent.mkdir(parents=True)
         with destination.path.open("a" if destination.append else "w",
                                    encoding="utf-8") as out:
             out.write(destination.content)
