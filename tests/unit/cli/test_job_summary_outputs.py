@@ -1,17 +1,21 @@
 """Where CI shows the verdict, in this process over a store in memory: ``eval.py`` appends its
 Markdown to the file ``GITHUB_STEP_SUMMARY`` names and writes ``--summary-md`` and
 ``--pr-comment``; a destination that cannot be written is one warning naming it and changes
-nothing else; ``evalkit compare --json`` keeps stdout for its JSON. A real store and processes
+nothing else; ``evalkit compare --json`` keeps stdout for its JSON; no secret of the
+environment reaches a file. A real store and processes
 of their own: tests/e2e/test_job_summary_store.py."""
 
 from __future__ import annotations
 
+import argparse
 import json
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from evalkit.cli._job_summary import write_markdown
+from evalkit.reports import EVAL_COMMENT_MARKER
 from evalkit.tracking import Tracker
 from tests.support.builders import RecordingComponent, entry, write_dataset
 from tests.support.commands import eval_script, evalkit_command
@@ -116,3 +120,17 @@ def test_compare_json_keeps_stdout_for_the_document(
     row: Any = table.rows[0]
     assert row[:3] == ("functional", "1.000", "0.500")
     assert row[5:] == ("1 / 0 of 2", "not gated (no replicates)")
+
+
+def test_a_secret_of_the_environment_never_reaches_the_files(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    key = "sk-proj-" + "7" * 32
+    monkeypatch.setenv("OPENAI_API_KEY", key)
+    monkeypatch.setenv("GITHUB_STEP_SUMMARY", str(tmp_path / "step.md"))
+    options = argparse.Namespace(summary_md=None, pr_comment=tmp_path / "comment.md")
+    assert write_markdown(options, f"### FAIL: the provider said {key} is invalid\n",
+                          EVAL_COMMENT_MARKER) == [f"job summary: {tmp_path / 'step.md'}",
+                                                   f"pr-comment: {tmp_path / 'comment.md'}"]
+    for name in ("step.md", "comment.md"):
+        text = (tmp_path / name).read_text(encoding="utf-8")
+        assert key not in text and "said [REDACTED:OPENAI_API_KEY] is invalid" in text
