@@ -26,6 +26,7 @@ from evalkit.cli._executor import IN_PROCESS, RAY
 from evalkit.cli._exit import EXIT_STATUSES, ExitStatus
 from evalkit.cli._files import OutputFile, write_all
 from evalkit.cli._init import DEFAULT_TEMPLATE, TEMPLATES, init_command
+from evalkit.cli._job_summary import add_markdown_options
 from evalkit.cli._label import add_label_parser, label_command
 from evalkit.cli._parser import Parser
 from evalkit.cli._rescore import add_rescore_parser, rescore_command
@@ -115,6 +116,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     for side in ("a", "b"):
         compare.add_argument(side, metavar=side.upper(), help=RUN_REFERENCE)
     compare.add_argument("--json", action="store_true", help="machine-readable output")
+    add_markdown_options(compare, "the comparison (per type both accuracies, the gap with its "
+                                  "paired interval, the noise floor, the verdict; what differs)")
     plan = commands.add_parser(
         "plan", help="how many runs a claim needs, from an experiment's runs in MLflow",
         description="Measure p (the per-run disagreement rate) from the repeats of the latest "

@@ -15,6 +15,7 @@ from evalkit.cli._common import guarded, process_configured
 from evalkit.cli._display import ProgressDisplay
 from evalkit.cli._executor import add_executor_options, executor_for
 from evalkit.cli._exit import EXIT_STATUSES, ExitStatus
+from evalkit.cli._job_summary import add_markdown_options, write_markdown
 from evalkit.cli._outputs import RunSummary, write_estimate_json, write_json, write_junit
 from evalkit.cli._parser import Parser
 from evalkit.cli._signals import end_now, stopping_on_signals
@@ -32,6 +33,7 @@ from evalkit.evaluation import (
     rescore,
     resume,
 )
+from evalkit.reports import EVAL_COMMENT_MARKER, run_markdown
 from evalkit.tracking import shown_uri
 
 
@@ -97,6 +99,8 @@ def run_eval_script(constants: Mapping[str, Any], component: Component,
     parser.add_argument("--junit-xml", metavar="PATH", type=Path, dest="junit_path",
                         help="also write JUnit XML: a test case per entry and test type (bias: "
                              "per group), a failure carrying its reason")
+    add_markdown_options(parser, "the verdict table (per type the metric, its interval, the "
+                                 "threshold and the verdict; the run's link)")
     args = parser.parse_args(argv)
     earlier = args.resume or args.rescore
     if args.test_type is None and earlier is None:
@@ -199,6 +203,11 @@ def _finish(args: argparse.Namespace, started: float, mode: str,
     if args.junit_path is not None:
         write_junit(summary, args.junit_path)
         print(f"junit: {args.junit_path}")
+    verdict, _ = summary.verdict_lines()
+    markdown = run_markdown(verdict, run_id, ran.run_url, ran.experiment_name,
+                            [run.metrics for run in runs])
+    for line in write_markdown(args, markdown, EVAL_COMMENT_MARKER):
+        print(line)
     for line in summary.verdict_lines():
         print(line)
     return status
