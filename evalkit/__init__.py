@@ -27,12 +27,14 @@ with an underscore are private.
 """
 
 from evalkit._errors import (
+    BudgetExhausted,
     ConfigError,
     DatasetInvalid,
     EvalkitError,
     ImportInvalid,
     LabelFileInvalid,
     NotFound,
+    OverBudget,
     ProviderError,
     RunInterrupted,
     TrackingError,
@@ -55,6 +57,8 @@ from evalkit.evaluation import (
     EvaluationOutcome,
     ReplicatesOutcome,
     RunContext,
+    RunEstimate,
+    estimate_run,
     evaluate,
     evaluate_calibration,
     evaluate_replicates,
@@ -76,13 +80,15 @@ from evalkit.stats import (
 from evalkit.tracking import Tracker
 
 __all__ = [
-    "CalibrationOutcome", "Call", "CallRecord", "chart_points", "ChatEndpoint", "Component",
-    "ConfigError", "confusion_matrix", "ConfusionMatrix", "convergence", "Convergence",
-    "cumulative_series", "Dataset", "DatasetInvalid", "Entry", "EvalConfig", "EvalkitError",
-    "evaluate", "evaluate_calibration", "evaluate_replicates", "EvaluationOutcome", "Executor",
-    "ExitStatus", "ImportInvalid", "InProcess", "LabelFileInvalid", "lint_dataset", "LintReport",
-    "LintViolation", "load_dataset", "NotFound", "Progress", "ProgressDisplay", "ProviderError",
+    "BudgetExhausted", "CalibrationOutcome", "Call", "CallRecord", "chart_points",
+    "ChatEndpoint", "Component", "ConfigError", "confusion_matrix", "ConfusionMatrix",
+    "convergence", "Convergence", "cumulative_series", "Dataset", "DatasetInvalid", "Entry",
+    "estimate_run", "EvalConfig", "EvalkitError", "evaluate", "evaluate_calibration",
+    "evaluate_replicates", "EvaluationOutcome", "Executor", "ExitStatus", "ImportInvalid",
+    "InProcess", "LabelFileInvalid", "lint_dataset", "LintReport", "LintViolation",
+    "load_dataset", "NotFound", "OverBudget", "Progress", "ProgressDisplay", "ProviderError",
     "ReplicatesOutcome", "rescore", "resume", "RetryPolicy", "run_eval_script", "RunContext",
-    "RunInterrupted", "ScoreResult", "Selection", "Stop", "TEST_TYPES", "Threshold", "Tracker",
-    "TrackingError", "TrackingOffline", "wilson_interval", "WilsonInterval",
+    "RunEstimate", "RunInterrupted", "ScoreResult", "Selection", "Stop", "TEST_TYPES",
+    "Threshold", "Tracker", "TrackingError", "TrackingOffline", "wilson_interval",
+    "WilsonInterval",
 ]

@@ -12,6 +12,8 @@ caller can catch one class or tell the failures apart::
     ├── TrackingError             MLflow cannot be reached, or a run holds too little
     │   └── TrackingOffline       the server went away mid-run; the run is a local bundle
     ├── RunInterrupted            SIGINT or SIGTERM stopped the run; outputs were kept
+    │   └── BudgetExhausted       MAX_COST_USD stopped the run; outputs were kept
+    ├── OverBudget                the estimate is above MAX_COST_USD; nothing was started
     └── WorkerSetupError          a Ray worker could not load eval.py or run its setup hook
 
 The library raises and the command line decides what each means for the process: the exit
@@ -140,6 +142,16 @@ class TrackingOffline(TrackingError):
 
 class RunInterrupted(EvalkitError):
     """The run was stopped by SIGINT or SIGTERM; outputs already made were kept."""
+
+
+class BudgetExhausted(RunInterrupted):
+    """The run stopped because its next call would have taken its spending past
+    ``MAX_COST_USD``; what was paid for is kept and ``--resume`` continues it."""
+
+
+class OverBudget(EvalkitError):
+    """The estimate of a run's cost (from the last run's usage) is above ``MAX_COST_USD``:
+    the run was not started."""
 
 
 class WorkerSetupError(EvalkitError):

@@ -40,6 +40,13 @@ def _in_scratch_folder(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.chdir(tmp_path)
 
 
+@pytest.fixture(autouse=True)
+def _no_job_summary(monkeypatch: pytest.MonkeyPatch) -> None:
+    """No test appends to the job summary of the CI job running the tests (GitHub Actions
+    names it in ``GITHUB_STEP_SUMMARY``); a test of that summary names a file of its own."""
+    monkeypatch.delenv("GITHUB_STEP_SUMMARY", raising=False)
+
+
 @pytest.fixture
 def tracker(tmp_path: Path) -> Tracker:
     """A tracker in memory: runs, artifacts, traces and bundles, and nothing on disk but the

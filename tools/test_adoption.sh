@@ -3,7 +3,7 @@
 #   1. build the wheel; 2. install it (no extra) into a virtualenv: torch must be absent and
 #   the size is printed (at most 1 GB), then the README's install line (git+file://localhost)
 #   is run as typed with that virtualenv's own pip, never upgraded; 3. evalkit init a fresh project and `make eval` there
-#   (exit 0); 4. a semantic_similarity run exits 2 naming the install command; 5. in a second
+#   (exit 0); `evalkit init --template agent` lints and, without its extra, names the install; 4. a semantic_similarity run exits 2 naming the install command; 5. in a second
 #   virtualenv, CPU torch first, then the semantic extra: the semantic run passes; 6. a
 #   newcomer's first week in the same project: a CSV with string answers imported as a dataset,
 #   a component behind an OpenAI-compatible endpoint (tools/adoption_stub.py) judged by an LLM,
@@ -75,6 +75,16 @@ cd "$PROJECT"
 git init --quiet .
 PATH="$BASE/bin:$PATH" evalkit init . --component adoption
 PATH="$BASE/bin:$PATH" make eval || fail "make eval in a fresh scaffold"
+
+step "evalkit init --template agent from the wheel: its dataset lints; without the extra it names the install"
+PATH="$BASE/bin:$PATH" evalkit init agent-template --template agent
+PATH="$BASE/bin:$PATH" evalkit lint agent-template/datasets/orders || fail "the agent template's dataset"
+status=0
+PATH="$BASE/bin:$PATH" python agent-template/eval.py --type=all 2> agent.err || status=$?
+cat agent.err
+[ "$status" -ne 0 ] && grep -q "pip install 'evalkit-mlflow\[agent\]'" agent.err \
+  || fail "the agent template without its extra: expected the install command"
+rm -rf agent-template
 
 step "a semantic_similarity run without the extra exits 2 naming the install command"
 sed 's/^SCORER = "exact".*/SCORER = "exact"\nSCORER_REPEATABILITY = "semantic_similarity"\nREPEAT_SEMANTIC_SIMILARITY_SCORE = 0.9/' \

@@ -121,6 +121,7 @@ def invoke(component: Component, entry: Entry, call: Call,
     Raises only ``KeyboardInterrupt``; everything else the component does is recorded."""
     started = time.perf_counter()
     failure: BaseException | None = None
+    output: Any = None
     with capture() as spans:
         try:
             output = component(entry, with_fresh_mocks(call, entry, adapters))
@@ -130,9 +131,7 @@ def invoke(component: Component, entry: Entry, call: Call,
         # not a crash of the run.
         except BaseException as err:  # noqa: BLE001
             failure = err
-    if failure is not None:
-        return failed_call(entry, call, failure, started, redactor, spans)
-    return settled_call(entry, call, output, started, redactor, spans)
+    return call_record(entry, call, started, redactor, spans, output, failure)
 
 
 def with_fresh_mocks(call: Call, entry: Entry,
@@ -143,8 +142,18 @@ def with_fresh_mocks(call: Call, entry: Entry,
                                 for name, fixture in entry.mock_fixtures.items()})
 
 
-def failed_call(entry: Entry, call: Call, err: BaseException, started: float,
-                redactor: Redactor, spans: Sequence[SpanRecord] = ()) -> CallRecord:
+def call_record(entry: Entry, call: Call, started: float, redactor: Redactor,
+                spans: Sequence[SpanRecord], output: Any, failure: BaseException | None
+                ) -> CallRecord:
+    """The record of a call begun at ``started`` (``time.perf_counter``) that raised
+    ``failure``, or else returned ``output``, having made ``spans``."""
+    if failure is not None:
+        return _failed_call(entry, call, failure, started, redactor, spans)
+    return _settled_call(entry, call, output, started, redactor, spans)
+
+
+def _failed_call(entry: Entry, call: Call, err: BaseException, started: float,
+                 redactor: Redactor, spans: Sequence[SpanRecord]) -> CallRecord:
     """The record of a call that raised ``err`` (with the tokens it reported and the spans it
     made: they were spent)."""
     latency = (time.perf_counter() - started) * 1000
@@ -153,8 +162,8 @@ def failed_call(entry: Entry, call: Call, err: BaseException, started: float,
                       _call_usage(call, kept), kept)
 
 
-def settled_call(entry: Entry, call: Call, output: Any, started: float,
-                 redactor: Redactor, spans: Sequence[SpanRecord] = ()) -> CallRecord:
+def _settled_call(entry: Entry, call: Call, output: Any, started: float,
+                  redactor: Redactor, spans: Sequence[SpanRecord]) -> CallRecord:
     """The record of a call that returned ``output``: kept as a plain JSON value, redacted,
     or an ``OutputNotKept`` error saying why it cannot be."""
     latency = (time.perf_counter() - started) * 1000

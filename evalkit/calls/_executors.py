@@ -27,10 +27,9 @@ from evalkit.calls._call import (
     Call,
     Component,
     SpanCapture,
-    failed_call,
+    call_record,
     invoke,
     no_capture,
-    settled_call,
     with_fresh_mocks,
 )
 from evalkit.dataset import Entry
@@ -232,6 +231,7 @@ class AsyncCalls:
         the component makes across its awaits are this call's."""
         started = time.perf_counter()
         failure: BaseException | None = None
+        output: Any = None
         with self._capture() as spans:
             try:
                 output = await self._component(entry,
@@ -242,9 +242,7 @@ class AsyncCalls:
                 return INTERRUPT
             except BaseException as err:  # noqa: BLE001 - a component failure is that call's result
                 failure = err
-        if failure is not None:
-            return failed_call(entry, call, failure, started, self._redactor, spans)
-        return settled_call(entry, call, output, started, self._redactor, spans)
+        return call_record(entry, call, started, self._redactor, spans, output, failure)
 
     def _running(self) -> asyncio.AbstractEventLoop:
         if self._loop is None:

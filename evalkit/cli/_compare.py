@@ -4,17 +4,21 @@ from __future__ import annotations
 
 import argparse
 import json
-import re
 import sys
 
 from evalkit.cli._exit import ExitStatus
+from evalkit.cli._job_summary import write_markdown
+from evalkit.reports import COMPARE_COMMENT_MARKER
 from evalkit.review import (
-    FLOOR_MULTIPLE,
     Difference,
     MetricComparison,
     Side,
     compare,
+    compare_markdown,
+    floor_text,
     load_side,
+    no_winner,
+    shown_value,
     what_differs,
 )
 from evalkit.tracking import RunReader
@@ -26,8 +30,6 @@ COMPARE_EPILOG = (
     "is inside it (no winner can be called); 2 A and B share no test type, or one did not "
     "finish (the error names its resume); 4 runtime failure")
 MAX_LISTED = 20
-MAX_VALUE = 72
-_HASH = re.compile(r"[0-9a-f]{40,64}")
 
 
 def compare_command(args: argparse.Namespace, reader: RunReader) -> int:
@@ -45,6 +47,10 @@ def compare_command(args: argparse.Namespace, reader: RunReader) -> int:
         print(render_differences(changed))
         print()
         print(render_comparison(a, b, results))
+    # with --json, stdout is the JSON document alone
+    for line in write_markdown(args, compare_markdown(a, b, results, changed),
+                               COMPARE_COMMENT_MARKER):
+        print(line, file=sys.stderr if args.json else sys.stdout)
     if not results:
         print("error: A and B share no test type with an accuracy: compare runs of the same "
               "test types", file=sys.stderr)
@@ -57,10 +63,7 @@ def compare_status(results: tuple[MetricComparison, ...]) -> ExitStatus:
     fail a CI step; only when no type is decided and some gap was gated is it 5."""
     if not results:
         return ExitStatus.USAGE
-    verdicts = [r.verdict for r in results]
-    if not any(v.decided for v in verdicts) and any(v.refused for v in verdicts):
-        return ExitStatus.INCONCLUSIVE
-    return ExitStatus.OK
+    return ExitStatus.INCONCLUSIVE if no_winner(results) else ExitStatus.OK
 
 
 def render_differences(changed: tuple[Difference, ...]) -> str:
@@ -70,17 +73,9 @@ def render_differences(changed: tuple[Difference, ...]) -> str:
                 "judge, versions)")
     lines = ["What differs (A -> B):"]
     for d in changed:
-        lines.append(f"  {d.section} {d.name}: {_value(d.a)} -> {_value(d.b)}")
+        lines.append(f"  {d.section} {d.name}: {shown_value(d.a)} -> {shown_value(d.b)}")
         lines += [f"    {line}" for line in d.diff]
     return "\n".join(lines)
-
-
-def _value(value: str | None) -> str:
-    if value is None:
-        return "(not recorded)"
-    if _HASH.fullmatch(value):  # a commit or sha256: its head tells two apart
-        return value[:16]
-    return value if len(value) <= MAX_VALUE else value[:MAX_VALUE - 3] + "..."
 
 
 def render_comparison(a: Side, b: Side, results: tuple[MetricComparison, ...]) -> str:
@@ -89,7 +84,7 @@ def render_comparison(a: Side, b: Side, results: tuple[MetricComparison, ...]) -
              for name, side in (("A", a), ("B", b))]
     for r in results:
         lines += ["", f"{r.test_type}_accuracy: A {r.a:.3f}, B {r.b:.3f}, gap {r.gap:+.3f}; "
-                      f"noise floor {_floor(r)}"]
+                      f"noise floor {floor_text(r)}"]
         if r.paired is not None and r.floor is None:
             p = r.paired
             lines.append(f"  over the {p.items} shared items: gap {p.gap:+.3f} "
@@ -116,12 +111,3 @@ def render_comparison(a: Side, b: Side, results: tuple[MetricComparison, ...]) -
             "; run replicates (python eval.py --replicates) to gate it"
             if r.floor is None else ""))
     return "\n".join(lines)
-
-
-def _floor(r: MetricComparison) -> str:
-    if r.floor is None:
-        return "none (no replicates)"
-    if r.floor_too_high:
-        return (f"{r.floor:.2%}: too high to ever call a winner (a gap would have to exceed "
-                "100%): add items or replicates")
-    return f"{r.floor:.2%} (a gap must exceed {FLOOR_MULTIPLE * r.floor:.2%})"

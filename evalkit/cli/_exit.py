@@ -10,11 +10,13 @@ from __future__ import annotations
 from enum import IntEnum
 
 from evalkit._errors import (
+    BudgetExhausted,
     ConfigError,
     DatasetInvalid,
     EvalkitError,
     ImportInvalid,
     LabelFileInvalid,
+    OverBudget,
     RunInterrupted,
     TrackingOffline,
 )
@@ -34,6 +36,11 @@ class ExitStatus(IntEnum):
     0; without a floor the gap is not gated: 0)."""
     TRACKING_OFFLINE = 6
     """The tracking server became unreachable mid-run; the run is saved as a local bundle."""
+    BUDGET = 7
+    """``MAX_COST_USD`` stopped the run (kept, resumable), or refused to start it because the
+    estimate from the last run is above it. Not 130: an interrupt is someone's decision to
+    stop, which CI reads as cancelled; a budget stop is the run's own, and a pipeline may
+    want to resume it with a higher limit rather than run it again."""
     INTERRUPTED = 130
 
 
@@ -43,6 +50,8 @@ _STATUS_OF: dict[type[EvalkitError], ExitStatus] = {
     ImportInvalid: ExitStatus.DATASET_INVALID,
     LabelFileInvalid: ExitStatus.USAGE,
     TrackingOffline: ExitStatus.TRACKING_OFFLINE,
+    BudgetExhausted: ExitStatus.BUDGET,
+    OverBudget: ExitStatus.BUDGET,
     RunInterrupted: ExitStatus.INTERRUPTED,
 }
 """The status of each error class (and of its subclasses) that does not end the process as a
@@ -75,6 +84,11 @@ exit status:
        the gap is shown, not gated: 0)
   6    the tracking server became unreachable mid-run: the run is saved as a local bundle
        (named in the message); upload it with evalkit sync BUNDLE
+  7    stopped for budget: the next call would have taken the run's spending past
+       MAX_COST_USD; the MLflow run is marked KILLED and tagged stopped_for=budget,
+       outputs are kept, and the message says what was spent and gives the command
+       that continues it; or refused before starting: the estimate from the last run
+       is above MAX_COST_USD (--ignore-estimate starts it anyway)
   130  interrupted (SIGINT/SIGTERM, or the Ray cluster running the calls was lost): the
        MLflow run is marked KILLED, outputs are kept;
        the message gives the command that continues it (python eval.py --resume RUN_ID)

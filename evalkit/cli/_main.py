@@ -25,7 +25,8 @@ from evalkit.cli._dataset import add_dataset_parser, dataset_command
 from evalkit.cli._executor import IN_PROCESS, RAY
 from evalkit.cli._exit import EXIT_STATUSES, ExitStatus
 from evalkit.cli._files import OutputFile, write_all
-from evalkit.cli._init import init_command
+from evalkit.cli._init import DEFAULT_TEMPLATE, TEMPLATES, init_command
+from evalkit.cli._job_summary import add_markdown_options
 from evalkit.cli._label import add_label_parser, label_command
 from evalkit.cli._parser import Parser
 from evalkit.cli._rescore import add_rescore_parser, rescore_command
@@ -71,6 +72,11 @@ def main(argv: Sequence[str] | None = None) -> int:
                                           "(default: DIR's folder name)")
     init.add_argument("--dataset",
                       help="dataset folder name under datasets/ (default: golden)")
+    init.add_argument("--template", choices=TEMPLATES, default=DEFAULT_TEMPLATE,
+                      help="default: a runnable stub component to replace with yours; agent: "
+                           "a LangGraph agent with two tools, its tool calls scored "
+                           "(experiment orders-agent/orders, datasets/orders; needs "
+                           "pip install 'evalkit-mlflow[agent]')")
     add_dataset_parser(commands)
     lint = commands.add_parser("lint", help="check datasets; list every violation")
     lint.add_argument("datasets", nargs="+", metavar="DATASET", help="dataset folder(s)")
@@ -110,6 +116,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     for side in ("a", "b"):
         compare.add_argument(side, metavar=side.upper(), help=RUN_REFERENCE)
     compare.add_argument("--json", action="store_true", help="machine-readable output")
+    add_markdown_options(compare, "the comparison (per type both accuracies, the gap with its "
+                                  "paired interval, the noise floor, the verdict; what differs)")
     plan = commands.add_parser(
         "plan", help="how many runs a claim needs, from an experiment's runs in MLflow",
         description="Measure p (the per-run disagreement rate) from the repeats of the latest "
@@ -186,7 +194,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                          "run links name; 5000 the first time)")
     args = parser.parse_args(argv)
     handlers: dict[str, Callable[[argparse.Namespace], int]] = {
-        "init": lambda a: init_command(a.directory, a.component, a.dataset),
+        "init": lambda a: init_command(a.directory, a.component, a.dataset, a.template),
         "ui": lambda a: serve_ui(os.environ.get("MLFLOW_TRACKING_URI"), a.port),
         "dataset": dataset_command,
         "lint": _lint, "report": _report, "compare": _compare, "history": _history,

@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from evalkit.evaluation import EvaluationOutcome
+from evalkit.evaluation import EvaluationOutcome, RunEstimate
 from evalkit.records import (
     ItemResult,
     RunUsage,
@@ -130,6 +130,13 @@ def _type_json(test_type: str, runs: Sequence[tuple[TypeMetrics, TypeResult]],
 def write_json(summary: RunSummary, path: Path) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(json.dumps(summary.to_json(), indent=1) + "\n", encoding="utf-8")
+
+
+def write_estimate_json(estimate: RunEstimate, path: Path) -> None:
+    """``--estimate --json PATH``: the estimate, ``mode`` ``estimate`` and exit status 0."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps({"mode": "estimate", "exit_status": 0, **estimate.to_json()},
+                               indent=1) + "\n", encoding="utf-8")
 
 
 def write_junit(summary: RunSummary, path: Path) -> None:

@@ -15,7 +15,8 @@ from evalkit.cli._common import guarded, process_configured
 from evalkit.cli._display import ProgressDisplay
 from evalkit.cli._executor import add_executor_options, executor_for
 from evalkit.cli._exit import EXIT_STATUSES, ExitStatus
-from evalkit.cli._outputs import RunSummary, write_json, write_junit
+from evalkit.cli._job_summary import add_markdown_options, write_markdown
+from evalkit.cli._outputs import RunSummary, write_estimate_json, write_json, write_junit
 from evalkit.cli._parser import Parser
 from evalkit.cli._signals import end_now, stopping_on_signals
 from evalkit.config import EvalConfig
@@ -24,12 +25,15 @@ from evalkit.evaluation import (
     EvaluationOutcome,
     ReplicatesOutcome,
     RunContext,
+    check_budget,
+    estimate_run,
     evaluate,
     evaluate_calibration,
     evaluate_replicates,
     rescore,
     resume,
 )
+from evalkit.reports import EVAL_COMMENT_MARKER, run_markdown
 from evalkit.tracking import shown_uri
 
 
@@ -77,6 +81,15 @@ def run_eval_script(constants: Mapping[str, Any], component: Component,
                             "judge prompts, thresholds and COMPARED_FIELDS, as a new run tagged "
                             "rescored_from=RUN_ID; the component is not called (the run's "
                             "selection; same dataset and REPEAT_COUNT)")
+    parser.add_argument("--estimate", action="store_true",
+                        help="call nothing: print the calls the run would make (component and "
+                             "judge), and its tokens and cost with a 95%% interval, predicted "
+                             "from the usage per call of the experiment's last finished run "
+                             "priced by TOKEN_PRICES (with --replicates: the series); with "
+                             "--json, write them there")
+    parser.add_argument("--ignore-estimate", action="store_true",
+                        help="start the run even when its estimate is above MAX_COST_USD "
+                             "(refused otherwise, exit status 7); MAX_COST_USD still stops it")
     add_executor_options(parser)
     # --- CI outputs (issue 13) ---
     parser.add_argument("--json", metavar="PATH", type=Path, dest="json_path",
@@ -86,6 +99,8 @@ def run_eval_script(constants: Mapping[str, Any], component: Component,
     parser.add_argument("--junit-xml", metavar="PATH", type=Path, dest="junit_path",
                         help="also write JUnit XML: a test case per entry and test type (bias: "
                              "per group), a failure carrying its reason")
+    add_markdown_options(parser, "the verdict table (per type the metric, its interval, the "
+                                 "threshold and the verdict; the run's link)")
     args = parser.parse_args(argv)
     earlier = args.resume or args.rescore
     if args.test_type is None and earlier is None:
@@ -94,6 +109,9 @@ def run_eval_script(constants: Mapping[str, Any], component: Component,
     if earlier is not None and (args.test_type or args.groups or args.human_review):
         parser.error(f"--{'resume' if args.resume else 'rescore'} takes the run's own --type, "
                      "--groups and --human-review")
+    if args.estimate and (earlier or args.calibrate):
+        parser.error("--estimate estimates a new run: give --type (and --groups, "
+                     "--human-review, --replicates), not --resume, --rescore or --calibrate")
     stop = Stop()
     with process_configured(), stopping_on_signals(stop):
         status = guarded(lambda: _run(constants, component, script, args,
@@ -110,6 +128,8 @@ def _run(constants: Mapping[str, Any], component: Component, script: str,
     started = time.monotonic()
     # Problems with the constants are raised with those of the selected types, in one error.
     config = EvalConfig.read_constants(constants, script)
+    if args.estimate:  # no call is made: no executor
+        return _estimate(config, args, context)
     if args.rescore is not None:  # no call is made: no executor
         outcome = rescore(config, args.rescore, context)
         _print_outcome(outcome)
@@ -127,6 +147,8 @@ def _run_calls(config: EvalConfig, component: Component, args: argparse.Namespac
         _print_outcome(outcome)
         return _finish(args, started, "evaluation", outcome)
     selection = Selection.parse(args.test_type, args.groups, args.human_review)
+    if not args.ignore_estimate and not args.calibrate:
+        check_budget(config, selection, args.replicates, context)
     if args.replicates:
         series = evaluate_replicates(config, component, selection, context)
         _print_replicates(series)
@@ -147,6 +169,23 @@ def _run_calls(config: EvalConfig, component: Component, args: argparse.Namespac
     return _finish(args, started, "evaluation", outcome)
 
 
+def _estimate(config: EvalConfig, args: argparse.Namespace, context: RunContext) -> int:
+    """``--estimate``: what the run would call and cost, printed (and written to --json)."""
+    selection = Selection.parse(args.test_type, args.groups, args.human_review)
+    estimate = estimate_run(config, selection, args.replicates, context)
+    for line in estimate.lines():
+        print(line)
+    if config.max_cost_usd is not None and estimate.cost is not None:
+        per_run = estimate.cost.estimate / estimate.runs
+        print(f"estimate: MAX_COST_USD = {config.max_cost_usd:g}: the run would "
+              + ("be refused (--ignore-estimate starts it)" if per_run > config.max_cost_usd
+                 else "start"))
+    if args.json_path is not None:
+        write_estimate_json(estimate, args.json_path)
+        print(f"json: {args.json_path}")
+    return ExitStatus.OK
+
+
 def _finish(args: argparse.Namespace, started: float, mode: str,
             ran: EvaluationOutcome | ReplicatesOutcome, always_ok: bool = False) -> int:
     """Print the verdict line, write the CI outputs asked for, return the exit status. A
@@ -164,6 +203,11 @@ def _finish(args: argparse.Namespace, started: float, mode: str,
     if args.junit_path is not None:
         write_junit(summary, args.junit_path)
         print(f"junit: {args.junit_path}")
+    verdict, _ = summary.verdict_lines()
+    markdown = run_markdown(verdict, run_id, ran.run_url, ran.experiment_name,
+                            [run.metrics for run in runs])
+    for line in write_markdown(args, markdown, EVAL_COMMENT_MARKER):
+        print(line)
     for line in summary.verdict_lines():
         print(line)
     return status
@@ -173,10 +217,11 @@ def _print_replicates(series: ReplicatesOutcome) -> None:
     for s in series.stability:
         floor = "—" if s.noise_floor is None else f"{s.noise_floor:.2%}"
         most = s.reliability.by_k[-1]  # k = the replicates: the widest gap between the two
+        # two lines, so that a terminal of 80 columns does not wrap them
         print(f"{s.metric} mean {s.mean:.3f} sd {'—' if s.sd is None else f'{s.sd:.4f}'} "
-              f"spread {s.spread:.3f} unstable items {s.unstable_items}/{s.repeated_items} "
-              f"noise floor {floor} pass@{most.k} {most.pass_at.value:.3f} "
-              f"pass^{most.k} {most.pass_hat.value:.3f}")
+              f"spread {s.spread:.3f} noise floor {floor}")
+        print(f"  unstable items {s.unstable_items}/{s.repeated_items} "
+              f"pass@{most.k} {most.pass_at.value:.3f} pass^{most.k} {most.pass_hat.value:.3f}")
     for path in (*series.reports, series.stability_path, series.lock_path):
         print(f"wrote: {path}")
     print(f"mlflow: parent run {series.parent_run_id} with {len(series.replicates)} "

@@ -32,6 +32,7 @@ from evalkit.config._values import (
     fraction,
     integer,
     mapping,
+    max_cost_usd,
     param_value,
     per_type,
     positive_int,
@@ -59,6 +60,7 @@ _SINGLE = (
     "JUDGE_TIMEOUT", "JUDGE_MAX_ATTEMPTS", "JUDGE_MAX_WAIT", "JUDGE_PROMPTS",
     "JUDGE_INVALID_IS_ERROR", "JUDGE_SYSTEM_IN_USER", "COMPARED_FIELDS", "TRACE_CALLS",
     "LABELS_PATH", "LABEL_SAMPLE", "COMPONENT_PROMPTS", "TOKEN_PRICES", "CALL_RESOURCES",
+    "MAX_COST_USD",
 )
 KNOWN_CONSTANTS = frozenset(
     [*_SINGLE, *_PER_TYPE, *(f"{base}_{t.upper()}" for base in _PER_TYPE for t in TEST_TYPES)]
@@ -66,7 +68,8 @@ KNOWN_CONSTANTS = frozenset(
 _RESERVED_PREFIXES = ("EVAL_", "REPEAT_", "REPLICATE", "ROOT_SEED", "SCORER", "BIAS_", "SEMANTIC_",
                       "EXPERIMENT", "DATASET", "CALIBRATION", "JUDGE", "MAX_CONCURRENCY",
                       "COMPARED", "MOCK_", "REPORTS", "CALL_TIMEOUT", "TRACE",
-                      "LABEL", "COMPONENT_PROMPT", "TOKEN_PRICE", "CALL_RESOURCE")
+                      "LABEL", "COMPONENT_PROMPT", "TOKEN_PRICE", "CALL_RESOURCE",
+                      "MAX_COST")
 DEFAULT_REPLICATES = 2
 DEFAULT_CALIBRATION_REPEAT_COUNT = 20
 DEFAULT_CALL_TIMEOUT = 600.0
@@ -122,6 +125,9 @@ class EvalConfig:
     call_resources: Mapping[str, float] = field(
         default_factory=lambda: dict(DEFAULT_CALL_RESOURCES))
     """``CALL_RESOURCES``: what one worker slot asks of Ray (``--executor=ray``)."""
+    max_cost_usd: float | None = None
+    """``MAX_COST_USD``: what one run (one attempt at it: a resume has its own) may spend, in
+    US dollars priced by ``TOKEN_PRICES``; ``None``: no limit."""
     constants: Mapping[str, Any] = field(default_factory=dict)
     """The recognised constants as declared, for logging as MLflow params."""
     problems: tuple[str, ...] = ()
@@ -204,6 +210,7 @@ class EvalConfig:
             token_prices=check(token_prices, known, "TOKEN_PRICES", script, default={}),
             call_resources=check(call_resources, known, "CALL_RESOURCES", script,
                                  default=dict(DEFAULT_CALL_RESOURCES)),
+            max_cost_usd=check(max_cost_usd, known, "MAX_COST_USD", script),
             constants=known,
         )
         check(config._check_similarity_constants)

@@ -287,3 +287,20 @@ def token_prices(known: Mapping[str, Any], name: str, script: str) -> dict[str, 
                               f"tokens), {example}")
         prices[model] = TokenPrice(float(pair[0]), float(pair[1]))
     return prices
+
+
+def max_cost_usd(known: Mapping[str, Any], name: str, script: str) -> float | None:
+    """``MAX_COST_USD``: a positive, finite number of US dollars, which only ``TOKEN_PRICES``
+    can measure spending against."""
+    if name not in known:
+        return None
+    value = known[name]
+    if (isinstance(value, bool) or not isinstance(value, int | float) or not value > 0
+            or not math.isfinite(value)):
+        raise ConfigError(f"{script}: {name}={value!r} must be a positive, finite number of US "
+                          f"dollars, e.g. {name} = 5.0 (or remove it: no limit)")
+    if not known.get("TOKEN_PRICES"):
+        raise ConfigError(f"{script}: {name} is declared but TOKEN_PRICES is not: without "
+                          "prices no spending can be measured. Declare TOKEN_PRICES, e.g. "
+                          'TOKEN_PRICES = {"gpt-4o-mini": (0.15, 0.60)}, or remove ' + name)
+    return float(value)

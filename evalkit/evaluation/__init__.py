@@ -10,12 +10,14 @@ pipeline; it drives the others.
 
 from evalkit.evaluation._calibrate import CalibrationOutcome, evaluate_calibration
 from evalkit.evaluation._context import RunContext
+from evalkit.evaluation._estimate import RunEstimate, Spread, check_budget, estimate_run
 from evalkit.evaluation._evaluate import evaluate, resume
 from evalkit.evaluation._outcome import EvaluationOutcome
 from evalkit.evaluation._replicates import ReplicatesOutcome, evaluate_replicates
 from evalkit.evaluation._rescore import rescore
 
 __all__ = [
-    "CalibrationOutcome", "EvaluationOutcome", "ReplicatesOutcome", "RunContext", "evaluate",
-    "evaluate_calibration", "evaluate_replicates", "rescore", "resume",
+    "CalibrationOutcome", "EvaluationOutcome", "ReplicatesOutcome", "RunContext", "RunEstimate",
+    "Spread", "check_budget", "estimate_run", "evaluate", "evaluate_calibration",
+    "evaluate_replicates", "rescore", "resume",
 ]

@@ -106,12 +106,17 @@ def _resumable(config: EvalConfig, run: StoredRun) -> PreparedEvaluation:
         raise ConfigError(f"run {run.run_id} finished: there is nothing to resume")
     prepared = prepared_again(config, run, _not_resumable)
     changed = sorted(k for k, v in prepared.params().items()
-                     if k in run.params and run.params[k] != v)
+                     if k in run.params and run.params[k] != v and k not in _PER_ATTEMPT)
     if changed:
         raise ConfigError(f"run {run.run_id} was made with other settings "
                           f"({', '.join(changed)} differ): resuming would mix two "
                           "evaluations. Restore them, or start a new run")
     return prepared
+
+
+_PER_ATTEMPT = frozenset({"MAX_COST_USD"})
+"""Constants that bound one attempt at a run, not what it computes: a resume may change them
+(raise the limit that stopped the run)."""
 
 
 def _not_resumable(run: StoredRun) -> str:

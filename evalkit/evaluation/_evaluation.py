@@ -20,7 +20,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from evalkit._errors import RunInterrupted
+from evalkit._errors import BudgetExhausted, RunInterrupted
 from evalkit.calls import (
     CallWindow,
     Component,
@@ -29,10 +29,12 @@ from evalkit.calls import (
 )
 from evalkit.dataset import REPEATABILITY
 from evalkit.evaluation._context import RunContext
+from evalkit.evaluation._estimate import judge_calls_of
 from evalkit.evaluation._outcome import EvaluationOutcome
 from evalkit.evaluation._prepare import PreparedEvaluation, RunRole
 from evalkit.evaluation._publishing import publish_reports
 from evalkit.evaluation._scoring import EarlyJudging, score_run
+from evalkit.evaluation._spending import Spending
 from evalkit.evaluation._usage import usage_metrics
 from evalkit.records import (
     CallRecord,
@@ -42,6 +44,7 @@ from evalkit.records import (
     ScoredRun,
     TypeNames,
     names,
+    usd,
 )
 from evalkit.review import description_tags, label_new_run
 from evalkit.stats import (
@@ -59,6 +62,7 @@ from evalkit.tracking import (
     call_trace,
     judge_points,
     shown_uri,
+    spans_let_go,
     trace_id_for,
     type_points,
 )
@@ -103,7 +107,10 @@ class Evaluation:
         self.outputs: list[EntryOutputs] = []
         self.scored = ScoredRun(())
         self.metrics: tuple[TypeMetrics, ...] = ()
-        self._judging = EarlyJudging(prepared.scorers)
+        self.spending = Spending(prepared.config.max_cost_usd, prepared.config.token_prices,
+                                 context.stop)
+        """What this attempt at the run has spent, against ``MAX_COST_USD``."""
+        self._judging = EarlyJudging(prepared.scorers, self.spending.add)
         """The judge's verdicts given while the calls run."""
         self.labels: tuple[HumanLabel, ...] = ()
         """People's labels given to the run as it finished (``LABELS_PATH``)."""
@@ -126,9 +133,25 @@ class Evaluation:
         except (RunInterrupted, KeyboardInterrupt):
             going_on = self.role.rerun or (
                 f"continue it with: {resume_command(self.prepared.config.script, self.run.id)}")
+            if self.spending.exhausted:
+                raise self._budget_stop(going_on) from None
             raise RunInterrupted(
                 f"interrupted: run {self.run.id} marked KILLED; every completed call is kept in "
                 f"{self.run.raw.path} and in the run's artifacts; {going_on}") from None
+
+    def _budget_stop(self, going_on: str) -> BudgetExhausted:
+        """Tag the run stopped for budget, and say what was spent and how to go on."""
+        spent, limit = self.spending.spent_usd, self.spending.limit_usd or 0.0
+        self.run.log(tags={names.STOPPED_FOR_TAG: "budget",
+                           names.BUDGET_SPENT_TAG: f"{spent:.6g} of {limit:.6g}"})
+        return BudgetExhausted(
+            f"stopped for budget: run {self.run.id} spent {usd(spent)} on "
+            f"{self.spending.calls} calls against MAX_COST_USD = {limit:g} (no call started "
+            f"after {usd(self.spending.stopped_at_usd or 0.0)}, when the next was expected to "
+            "pass it; the calls then in flight were finished and kept); marked KILLED and "
+            f"tagged {names.STOPPED_FOR_TAG}=budget; every completed call is kept in "
+            f"{self.run.raw.path} and in the run's artifacts; {going_on} (a resume may "
+            "spend up to MAX_COST_USD again: raise it in the script to allow more)")
 
     def make_calls(self) -> list[EntryOutputs]:
         """Every call the plan still needs (an earlier attempt's are reused), judging each
@@ -140,6 +163,9 @@ class Evaluation:
         missing = {p.entry.id: sum((p.entry.id, r) not in recorded for r in range(p.calls))
                    for p in plan.items}
         outstanding = {entry_id: n for entry_id, n in missing.items() if n}
+        # what the spending hears: the missing calls and the judgements given early
+        self.spending.planned_calls = sum(missing.values()) + judge_calls_of(plan, config,
+                                                                             bias=False)
         logger.info("MLflow run %s in experiment %s (%s); %d entries, %d calls; raw results: %s",
                     run.id, config.experiment_name, shown_uri(run.tracking_uri),
                     len(plan.items), sum(missing.values()), run.raw.path)
@@ -163,6 +189,7 @@ class Evaluation:
         def on_call(record: CallRecord) -> None:
             progress.call_done(record.entry_id, record.error is not None)
             run.traces.call(record)
+            self.spending.add(record.usage)
 
         with MlflowSpanCapture() as capture:
             window = CallWindow.of(self.component, config.mock_adapters,
@@ -196,7 +223,7 @@ class Evaluation:
         prepared = self.prepared
         # Judge errors can quote the provider; nothing leaves the run unredacted. What the
         # judge's requests make as spans (autologged) is let go, as in the window.
-        with MlflowSpanCapture() as capture, capture():
+        with spans_let_go():
             scored = score_run(self.outputs, prepared.plan.types, prepared.scorers,
                                self._judging.verdicts, self.context.stop, self._call_trace)
         self.scored = ScoredRun.from_json(prepared.redactor.value(scored.to_json()))

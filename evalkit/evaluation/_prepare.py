@@ -17,7 +17,7 @@ from evalkit.dataset import Dataset, load_dataset, require_trajectories
 from evalkit.evaluation._scorers import Scorers
 from evalkit.records import HumanLabel, Threshold, TypeNames, names, threshold_params
 from evalkit.review import known_entries, read_labels
-from evalkit.tracking import MlflowSpanCapture, SourceState, TrackedRun, source_state
+from evalkit.tracking import SourceState, TrackedRun, source_state, spans_let_go
 
 
 @dataclass(frozen=True)
@@ -105,16 +105,22 @@ class PreparedEvaluation:
         return f"{prefix}{self.selection.test_type} {datetime.now(UTC):%m-%d %H:%M}"
 
 
+def dataset_of(config: EvalConfig) -> Dataset:
+    """The script's dataset, linted; when it is invalid, the constants' problems are raised
+    first (a wrong ``DATASET_PATH`` is one of them)."""
+    try:
+        return load_dataset(config.dataset_path)
+    except DatasetInvalid:
+        config.check_types(())
+        raise
+
+
 def prepare(config: EvalConfig, selection: Selection) -> PreparedEvaluation:
     """Lint the dataset and check the constants against the selection, before any run exists.
 
     Raises :class:`DatasetInvalid` or :class:`ConfigError`; every problem with the
     constants, those of the selected types included, in one :class:`ConfigError`."""
-    try:
-        dataset = load_dataset(config.dataset_path)
-    except DatasetInvalid:
-        config.check_types(())  # the constants first: a wrong DATASET_PATH is one of them
-        raise
+    dataset = dataset_of(config)
     plan = plan_run(dataset, selection, config)
     require_trajectories(dataset, [(p.entry, t) for p in plan.items for t in p.types
                                    if config.scorer_for(t) == "trajectory"])
@@ -122,7 +128,7 @@ def prepare(config: EvalConfig, selection: Selection) -> PreparedEvaluation:
     scorers = Scorers.for_run(config, plan.types)
     if scorers.judge is not None:
         # seconds, not hundreds of paid calls, to find a bad key; what it traces is let go
-        with MlflowSpanCapture() as capture, capture():
+        with spans_let_go():
             scorers.judge.preflight()
     labels = () if config.labels_path is None else read_labels(
         config.labels_path, known_entries(dataset), reviewer=str(config.labels_path))

@@ -37,6 +37,7 @@ from evalkit.records import (
     ItemResult,
     ScoredRun,
     SkippedGroup,
+    TokenUsage,
     TypeResult,
 )
 from evalkit.scorers import Case, LLMJudgeScorer, OutputGroup, Scorer, ScorerVerdict
@@ -85,8 +86,12 @@ class EarlyJudging:
     loop, one per judged type (bias waits for its whole group, other scorers batch better
     after the calls). A verdict not given early is given by :func:`score_run` as usual."""
 
-    def __init__(self, scorers: Scorers) -> None:
+    def __init__(self, scorers: Scorers,
+                 on_judge_call: Callable[[tuple[TokenUsage, ...]], None] | None = None
+                 ) -> None:
         self._scorers = scorers
+        self._on_judge_call = on_judge_call
+        """Hears the usage of every judge call made (none when it reported none)."""
         self.verdicts: dict[tuple[str, str], ScorerVerdict] = {}
 
     def follow_ups(self, outputs: EntryOutputs) -> list[Callable[[], None]]:
@@ -107,7 +112,11 @@ class EarlyJudging:
 
     def _keep(self, test_type: str, entry_id: str, judge: Callable[[Any], list[ScorerVerdict]],
               unit: Any) -> None:
-        self.verdicts[(test_type, entry_id)] = judge([unit])[0]
+        verdict = judge([unit])[0]
+        self.verdicts[(test_type, entry_id)] = verdict
+        if self._on_judge_call is not None:
+            for call in verdict.judge_calls:
+                self._on_judge_call(() if call.usage is None else (call.usage,))
 
 
 def _given(members: Sequence[EntryOutputs], test_type: str, early: Early,

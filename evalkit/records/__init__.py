@@ -45,9 +45,11 @@ from evalkit.records._usage import (
     cost_of,
     merged,
     prices_from_param,
+    spans_carry_usage,
     usage_attribute,
     usage_of,
     usage_of_spans,
+    usd,
 )
 from evalkit.records.names import Mode, TypeNames
 
@@ -62,5 +64,6 @@ __all__ = [
     "as_object", "as_text", "checked_usage", "cost_of", "label_names", "label_verdict",
     "labels_in", "meets_threshold", "merged", "names",
     "prices_from_param", "review_verdicts", "threshold_failures", "threshold_from_params",
-    "threshold_params", "usage_attribute", "usage_of", "usage_of_spans",
+    "threshold_params", "usage_attribute", "usage_of", "usage_of_spans", "spans_carry_usage",
+    "usd",
 ]

@@ -221,7 +221,7 @@ def usage_of_spans(spans: Sequence[SpanRecord]) -> tuple[TokenUsage, ...]:
     integrations that roll usage up onto a parent span (an agent's) would count it twice,
     and MLflow's Token Usage panel skips them the same way."""
     counted: list[TokenUsage] = []
-    carries = [isinstance(s.attributes.get(names.SPAN_TOKEN_USAGE), Mapping) for s in spans]
+    carries = [_carries_usage(s) for s in spans]
     for index, span in enumerate(spans):
         if carries[index] and not _under_usage(spans, carries, span.parent):
             usage = span.attributes[names.SPAN_TOKEN_USAGE]
@@ -230,6 +230,16 @@ def usage_of_spans(spans: Sequence[SpanRecord]) -> tuple[TokenUsage, ...]:
                                       _count(usage, "output_tokens"),
                                       model if isinstance(model, str) and model else None))
     return merged(counted)
+
+
+def spans_carry_usage(spans: Sequence[SpanRecord]) -> bool:
+    """Whether a call's own spans carry tokens: then :func:`usage_of_spans` is its usage,
+    and what the component reported is not counted again."""
+    return any(_carries_usage(s) for s in spans)
+
+
+def _carries_usage(span: SpanRecord) -> bool:
+    return isinstance(span.attributes.get(names.SPAN_TOKEN_USAGE), Mapping)
 
 
 def _under_usage(spans: Sequence[SpanRecord], carries: Sequence[bool],

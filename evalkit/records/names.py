@@ -82,6 +82,12 @@ ROOT_SEED_TAG = "root_seed"
 RESUMED_TAG = "resumed"
 RESUME_SAVED_TAG = "resume_calls_saved"
 RESUME_MADE_TAG = "resume_calls_made"
+STOPPED_FOR_TAG = "stopped_for"
+"""Set on a run that ``MAX_COST_USD`` stopped (status ``KILLED``): ``budget``. It stays on the
+run once resumed (``resumed`` says it was), with :data:`BUDGET_SPENT_TAG`."""
+BUDGET_SPENT_TAG = "budget_spent_usd"
+"""What the attempt that ``MAX_COST_USD`` stopped had spent, in US dollars, and the limit:
+``0.0031 of 0.003``."""
 RESCORED_FROM_TAG = "rescored_from"
 """Set on a run that scored another run's recorded outputs again (``evalkit rescore``, no
 component call made): that run's id."""

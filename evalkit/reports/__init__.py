@@ -4,6 +4,7 @@
 to the same bytes, which is how ``evalkit report RUN_ID`` reproduces a past run's reports. No
 LLM writes any part of a report; all output text goes through :mod:`evalkit.reports._markdown` so it
 cannot break a table or the chart. Report file names are in :mod:`evalkit.records.names`.
+:func:`run_markdown` is the verdict as CI shows it (a job summary, a pull request comment).
 """
 
 from __future__ import annotations
@@ -13,7 +14,16 @@ from evalkit.reports._calibration import calibration_report
 from evalkit.reports._chart import render_charts
 from evalkit.reports._description import run_description
 from evalkit.reports._human_review import human_review_report
+from evalkit.reports._job_summary import (
+    COMPARE_COMMENT_MARKER,
+    EVAL_COMMENT_MARKER,
+    inline,
+    link,
+    pr_comment,
+    run_markdown,
+)
 from evalkit.reports._judge import judge_report
+from evalkit.reports._markdown import fenced, table
 from evalkit.reports._per_type import type_report
 from evalkit.reports._plan_summary import plan_summary
 from evalkit.reports._planning import planning_report
@@ -60,5 +70,6 @@ def render_reports(record: RunRecord) -> dict[str, str]:
     return reports
 
 
-__all__ = ["plan_summary", "recorded_metrics", "render_charts", "render_reports",
-           "run_description"]
+__all__ = ["COMPARE_COMMENT_MARKER", "EVAL_COMMENT_MARKER", "fenced", "inline", "link",
+           "plan_summary", "pr_comment", "recorded_metrics", "render_charts", "render_reports",
+           "run_description", "run_markdown", "table"]

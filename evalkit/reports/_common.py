@@ -9,6 +9,7 @@ from typing import Any
 
 from evalkit.records import RunRecord, as_object, as_text, names
 from evalkit.reports._markdown import cell
+from evalkit.stats import TypeMetrics
 
 PASS, FAIL = "✓", "✗"
 MAX_ROWS = 200
@@ -57,6 +58,29 @@ def _source(tags: Mapping[str, str]) -> str:
 
 def number(value: float | None) -> str:
     return "—" if value is None else f"{value:.3f}"
+
+
+def accuracy_text(m: TypeMetrics) -> str:
+    """A type's accuracy with its Wilson interval and samples: ``0.750 [0.301, 0.954] (n = 4)``."""
+    if not m.samples:
+        return "no samples"
+    return f"{number(m.accuracy)} [{number(m.ci_low)}, {number(m.ci_high)}] (n = {m.samples})"
+
+
+def corrected_text(m: TypeMetrics) -> str:
+    """The accuracy corrected by people's labels with its interval, or ``—`` without one."""
+    c = m.corrected
+    if c is None:
+        return "—"
+    return f"{number(c.estimate)} [{number(c.low)}, {number(c.high)}] ({c.labels} labels)"
+
+
+def threshold_text(m: TypeMetrics) -> str:
+    """The threshold a type is checked against: ``accuracy ≥ 0.8, F1 ≥ 0.7``."""
+    text = f"accuracy ≥ {m.threshold.min_accuracy:g}"
+    if m.threshold.min_f1 is not None:
+        text += f", F1 ≥ {m.threshold.min_f1:g}"
+    return text
 
 
 TEXT_LIMIT = 500

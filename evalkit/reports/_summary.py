@@ -11,7 +11,14 @@ from evalkit.records import (
     TypeResult,
     names,
 )
-from evalkit.reports._common import FAIL, PASS, header, number
+from evalkit.reports._common import (
+    FAIL,
+    PASS,
+    accuracy_text,
+    corrected_text,
+    header,
+    threshold_text,
+)
 from evalkit.reports._markdown import cell, table
 from evalkit.stats import TypeMetrics
 
@@ -35,8 +42,8 @@ def summary_report(record: RunRecord, results: Sequence[tuple[TypeResult, TypeMe
     ordered = sorted(zip(results, report_names, strict=True),
                      key=lambda r: r[0][1].passed)
     corrected = any(m.corrected for (_, m), _ in ordered)
-    rows = [[cell(m.test_type), PASS if m.passed else FAIL, _accuracy(m),
-             *([_corrected(m)] if corrected else []), _threshold(m), _failed_items(result),
+    rows = [[cell(m.test_type), PASS if m.passed else FAIL, accuracy_text(m),
+             *([corrected_text(m)] if corrected else []), threshold_text(m), _failed_items(result),
              f"[{name}]({name})"]
             for (result, m), name in ordered]
     lines += ["## Test Types", "",
@@ -54,26 +61,6 @@ def summary_report(record: RunRecord, results: Sequence[tuple[TypeResult, TypeMe
                    if corrected else "")
                   + f"How each scorer agrees with people: [{judge}]({judge}).", ""]
     return "\n".join(lines).rstrip("\n") + "\n"
-
-
-def _accuracy(m: TypeMetrics) -> str:
-    if not m.samples:
-        return "no samples"
-    return f"{number(m.accuracy)} [{number(m.ci_low)}, {number(m.ci_high)}] (n = {m.samples})"
-
-
-def _corrected(m: TypeMetrics) -> str:
-    c = m.corrected
-    if c is None:
-        return "—"
-    return f"{number(c.estimate)} [{number(c.low)}, {number(c.high)}] ({c.labels} labels)"
-
-
-def _threshold(m: TypeMetrics) -> str:
-    text = f"accuracy ≥ {m.threshold.min_accuracy:g}"
-    if m.threshold.min_f1 is not None:
-        text += f", F1 ≥ {m.threshold.min_f1:g}"
-    return text
 
 
 def _failed_items(result: TypeResult) -> str:

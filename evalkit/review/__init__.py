@@ -1,13 +1,21 @@
 """After the run: reading finished runs, never calling the component.
 
-Two runs compared (:func:`compare`, :func:`what_differs`), the replicates a difference
-needs planned (:func:`build_plan`), and people's labels on a run (:class:`LabelSession`,
-:func:`import_labels`, and the labels a run is given as it finishes). Nothing here imports
-the call engine.
+Two runs compared (:func:`compare`, :func:`what_differs`; :func:`compare_markdown` for CI),
+the replicates a difference needs planned (:func:`build_plan`), and people's labels on a run
+(:class:`LabelSession`, :func:`import_labels`, and the labels a run is given as it finishes).
+Nothing here imports the call engine.
 """
 
-from evalkit.review._compare import FLOOR_MULTIPLE, MetricComparison, Side, compare, load_side
-from evalkit.review._differences import Difference, what_differs
+from evalkit.review._compare import (
+    FLOOR_MULTIPLE,
+    MetricComparison,
+    Side,
+    compare,
+    load_side,
+    no_winner,
+)
+from evalkit.review._compare_summary import compare_markdown, comparison_verdict, floor_text
+from evalkit.review._differences import Difference, shown_value, what_differs
 from evalkit.review._label_session import (
     LabelOutcome,
     LabelSession,
@@ -24,7 +32,8 @@ from evalkit.review._planning import PlanOptions, build_plan, record_plan
 
 __all__ = [
     "FLOOR_MULTIPLE", "Difference", "LabelOutcome", "LabelSession", "MetricComparison",
-    "PlanOptions", "Side", "build_plan", "compare", "description_tags", "feedback_taken_in",
-    "import_labels", "known_entries", "label_new_run", "load_side", "read_labels", "record_plan",
+    "PlanOptions", "Side", "build_plan", "compare", "compare_markdown", "comparison_verdict",
+    "description_tags", "feedback_taken_in", "floor_text", "import_labels", "known_entries",
+    "label_new_run", "load_side", "no_winner", "read_labels", "record_plan", "shown_value",
     "what_differs",
 ]

@@ -93,6 +93,8 @@ class Side:
     usage: RunUsage = RunUsage()
     """The tokens and cost the run logged (a series' parent, its replicates' summed; none
     for a series recorded before parents logged them)."""
+    run_url: str | None = None
+    """The run's page in the MLflow UI, as the run recorded it."""
 
 
 @dataclass(frozen=True)
@@ -182,6 +184,14 @@ def compare(a: Side, b: Side) -> tuple[MetricComparison, ...]:
     return tuple(results)
 
 
+def no_winner(results: Sequence[MetricComparison]) -> bool:
+    """No type's gap clears its noise floor and at least one was gated ("inside the noise"):
+    the comparison cannot call a winner. A type that clears its floor decides, so a type
+    inside the noise beside it (one that did not change) does not make it inconclusive."""
+    verdicts = [r.verdict for r in results]
+    return not any(v.decided for v in verdicts) and any(v.refused for v in verdicts)
+
+
 def load_side(reader: RunReader, reference: str) -> Side:
     """A side from MLflow: a run id, or an experiment name (its latest finished run)."""
     run_id = reader.resolve(reference)
@@ -207,7 +217,7 @@ def load_side(reader: RunReader, reference: str) -> Side:
     label = f"{record.experiment_name} / {record.run_name}"
     return Side(run_id, label, accuracy, items,
                 {t: floor for t, floor in floors.items() if t in types}, corrected,
-                RunUsage.from_metrics(record.metrics))
+                RunUsage.from_metrics(record.metrics), record.tags.get(names.RUN_URL_TAG))
 
 
 def shared_item_floors(parent: RunRecord) -> dict[str, float]:

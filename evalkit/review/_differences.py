@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import difflib
 import json
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -25,6 +26,9 @@ from evalkit.records import Mode, names
 from evalkit.tracking import RunReader
 
 MAX_DIFF_LINES = 12
+MAX_VALUE = 72
+"""Characters of a recorded value shown: a long param stays one line."""
+_HASH = re.compile(r"[0-9a-f]{40,64}")
 PROMPT_SECTION = "prompt"
 _CODE_TAGS = (names.GIT_COMMIT_TAG, names.CODE_DIFF_SHA_TAG, names.COMPONENT_SOURCE_SHA_TAG)
 _VERSION_TAGS = (names.VERSION_TAG, names.MLFLOW_VERSION_TAG, names.PYTHON_VERSION_TAG)
@@ -71,6 +75,16 @@ class RecordedSource:
             return {}
         return {str(p["name"]): str(p["version"]) for p in linked
                 if isinstance(p, dict) and "name" in p and "version" in p}
+
+
+def shown_value(value: str | None) -> str:
+    """A recorded value as a comparison shows it: a commit or sha256 by its head (it tells two
+    apart), anything else cut to :data:`MAX_VALUE` characters."""
+    if value is None:
+        return "(not recorded)"
+    if _HASH.fullmatch(value):
+        return value[:16]
+    return value if len(value) <= MAX_VALUE else value[:MAX_VALUE - 3] + "..."
 
 
 def what_differs(reader: RunReader, a_run_id: str, b_run_id: str) -> tuple[Difference, ...]:

@@ -20,7 +20,7 @@ from evalkit.tracking._raw import RawResults, RawResultsLog, read_raw_results
 from evalkit.tracking._reader import RunReader, resume_commands
 from evalkit.tracking._run import TrackedRun
 from evalkit.tracking._source import SourceState, source_state
-from evalkit.tracking._span_capture import MlflowSpanCapture
+from evalkit.tracking._span_capture import MlflowSpanCapture, spans_let_go
 from evalkit.tracking._traces import (
     Assessment,
     answers_of,
@@ -30,7 +30,7 @@ from evalkit.tracking._traces import (
 from evalkit.tracking._tracker import Tracker
 
 __all__ = ["SOURCE_COLUMNS", "answers_of", "Assessment", "call_trace", "history",
-           "is_mlflow_source", "MlflowSpanCapture",
+           "is_mlflow_source", "MlflowSpanCapture", "spans_let_go",
            "judge_points", "label_assessment", "local_store", "mlflow_rows", "RawResults",
            "RawResultsLog", "read_raw_results", "render_history", "resume_commands", "RunLabels",
            "RunReader", "ServedUi", "shown_uri", "source_state", "SourceState",

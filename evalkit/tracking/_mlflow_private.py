@@ -32,13 +32,19 @@ supported.
   tracking URI (asynchronously, with drops) and offers no public way to export elsewhere:
   ``mlflow.tracing.set_destination`` chooses among MLflow's own destinations and
   ``mlflow.tracing.configure(span_processors=...)`` edits spans but cannot keep one back.
+  A call's span context is entered as the public
+  ``set_tracing_context_from_http_request_headers`` enters a remote parent
+  (:func:`enter_remote_parent`, :func:`register_remote_trace`): that function costs about
+  100 us of CPU per call (header parsing, a usage-telemetry record, a trace registered with
+  MLflow even for a call that makes no span); entered directly, the trace is registered only
+  at a call's first span.
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -190,10 +196,11 @@ def _dumps(value: Any) -> str:
     return json.dumps(value, ensure_ascii=False, default=str)
 
 
-def install_capturing_provider(exporter: Any) -> Any:
-    """Make MLflow trace through a new tracer provider whose one span processor is MLflow's
-    own (``MlflowV3SpanProcessor``: traces registered, spans made ``LiveSpan`` as ever) with
-    ``exporter``; returns the provider, or ``None`` when MLflow shares the process-wide
+def install_capturing_provider(exporter: Any, span_started: Callable[[int], None]) -> Any:
+    """Make MLflow trace through a new tracer provider with two span processors: one that
+    tells ``span_started`` the trace id of each span as it starts, then MLflow's own
+    (``MlflowV3SpanProcessor``: traces registered, spans made ``LiveSpan`` as ever) with
+    ``exporter``. Returns the provider, or ``None`` when MLflow shares the process-wide
     OpenTelemetry provider (``MLFLOW_USE_DEFAULT_TRACER_PROVIDER=false``), which is not
     MLflow's to replace. ``provider.once`` is marked done first, so MLflow's lazy first
     initialization never replaces it."""
@@ -205,10 +212,21 @@ def install_capturing_provider(exporter: Any) -> Any:
     if not MLFLOW_USE_DEFAULT_TRACER_PROVIDER.get():
         return None
     tracer_provider = TracerProvider()
+    tracer_provider.add_span_processor(_start_hook(span_started))
     tracer_provider.add_span_processor(MlflowV3SpanProcessor(exporter, False))
     provider.once.do_once(lambda: None)
     provider.set(tracer_provider)
     return tracer_provider
+
+
+def _start_hook(span_started: Callable[[int], None]) -> Any:
+    from opentelemetry.sdk.trace import SpanProcessor
+
+    class StartHook(SpanProcessor):  # defined here: OpenTelemetry's SDK is imported late
+        def on_start(self, span: Any, parent_context: Any = None) -> None:
+            span_started(span.context.trace_id)
+
+    return StartHook()
 
 
 def tracer_provider_is(tracer_provider: Any) -> bool:
@@ -235,3 +253,48 @@ def tracking_exporter() -> Any:
 
     return MlflowV3SpanExporter(tracking_uri=mlflow.get_tracking_uri())
 
+
+
+def enter_remote_parent(otel_trace_id: int, otel_span_id: int) -> Any:
+    """Make a span of another process the current span, as MLflow's public
+    ``set_tracing_context_from_http_request_headers`` does before anything else, without its
+    header parsing and usage telemetry, which would cost every call; returns the token that
+    :func:`leave_remote_parent` takes. The trace is registered apart, only when a span
+    starts in it (:func:`register_remote_trace`). MLflow's own runtime context holds it: a
+    capturing provider is installed only where MLflow traces apart from OpenTelemetry's
+    global provider, which is where MLflow keeps its spans' context."""
+    from mlflow.tracing.provider import mlflow_runtime_context
+    from opentelemetry import trace
+
+    parent = trace.NonRecordingSpan(trace.SpanContext(
+        otel_trace_id, otel_span_id, is_remote=True,
+        trace_flags=trace.TraceFlags(trace.TraceFlags.SAMPLED)))
+    return mlflow_runtime_context.attach(trace.set_span_in_context(parent))
+
+
+def leave_remote_parent(token: Any) -> None:
+    from mlflow.tracing.provider import mlflow_runtime_context
+
+    mlflow_runtime_context.detach(token)
+
+
+def register_remote_trace(otel_trace_id: int) -> None:
+    """Register the trace of a remote parent with MLflow's trace manager, as
+    ``set_tracing_context_from_http_request_headers`` does: MLflow's span processor keeps
+    the spans of a trace it knows only."""
+    from mlflow.entities.trace_info import TraceInfo, TraceState
+    from mlflow.tracing.trace_manager import InMemoryTraceManager
+    from mlflow.tracing.utils import generate_mlflow_trace_id_from_otel_trace_id
+
+    # No location and no request time: MLflow's own registration of a remote trace gives none.
+    trace_info = TraceInfo(trace_id=generate_mlflow_trace_id_from_otel_trace_id(otel_trace_id),
+                           trace_location=None, request_time=None,  # type: ignore[arg-type]
+                           state=TraceState.IN_PROGRESS)
+    InMemoryTraceManager.get_instance().register_trace(otel_trace_id, trace_info,
+                                                       is_remote_trace=True)
+
+
+def forget_remote_trace(otel_trace_id: int) -> None:
+    from mlflow.tracing.trace_manager import InMemoryTraceManager
+
+    InMemoryTraceManager.get_instance().pop_trace(otel_trace_id)

@@ -5,10 +5,12 @@ autolog integration such as ``mlflow.openai.autolog()`` or ``mlflow.langchain.au
 would send its spans to the process's active experiment (``Default`` when none is set), as
 traces of their own, linked to no run. Instead, while a run's calls are made:
 
-- each call runs under a span context of its own, entered with MLflow's public
+- each call runs under a span context of its own, entered as MLflow's public
   ``set_tracing_context_from_http_request_headers`` (made for a parent span in another
-  process): every span the component makes, in its thread or in its task on an event loop,
-  is a descendant of that context, in a trace of the call's own;
+  process) enters one, less its per-call costs
+  (:func:`~evalkit.tracking._mlflow_private.enter_remote_parent`): every span the component
+  makes, in its thread or in its task on an event loop, is a descendant of that context, in
+  a trace of the call's own, which MLflow is told of at its first span only;
 - MLflow traces through a provider of evalkit's: MLflow's own span processor with an
   exporter (:class:`_Router`) that hands a call's spans to that call instead of the tracking
   store (:func:`~evalkit.tracking._mlflow_private.install_capturing_provider` says why no
@@ -36,6 +38,7 @@ import threading
 import time
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
+from dataclasses import dataclass, field
 from typing import Any
 
 from evalkit.records import SpanRecord
@@ -48,13 +51,23 @@ _MLFLOW_KEYS = ("mlflow.traceRequestId", "mlflow.spanType", "mlflow.spanInputs",
 """Span attributes a :class:`SpanRecord` holds in fields of its own, or that MLflow derives."""
 
 
+@dataclass
+class _CallSpans:
+    """What the router holds of one call that is being made."""
+
+    ended: list[Any] = field(default_factory=list)
+    registered: bool = False
+    """Whether the call's trace is registered with MLflow: at its first span, so that a call
+    that makes none costs MLflow nothing."""
+
+
 class _Router:
-    """The exporter of the capturing provider (the OpenTelemetry ``SpanExporter`` interface):
-    a call's spans to the call, the spans of no call to MLflow's own exporter."""
+    """The capturing provider's exporter (OpenTelemetry's ``SpanExporter`` interface): a
+    call's spans to the call, the spans of no call to MLflow's own exporter."""
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
-        self._calls: dict[int, list[Any]] = {}
+        self._calls: dict[int, _CallSpans] = {}
         self._holders = 0
         self._provider: Any = None
         self._elsewhere: Any = None
@@ -69,12 +82,22 @@ class _Router:
                 others.append(span)
                 continue
             with self._lock:
-                kept = self._calls.get(trace_id)
-            if kept is not None:  # else a call that is over: see the module's docstring
-                kept.append(span)
+                call = self._calls.get(trace_id)
+            if call is not None:  # else a call that is over: see the module's docstring
+                call.ended.append(span)
         if others:
             self._export_elsewhere(others)
         return SpanExportResult.SUCCESS
+
+    def span_started(self, trace_id: int) -> None:
+        """Register a call's trace with MLflow at its first span."""
+        if trace_id >> 64 != _CALL_TRACE_MARK:
+            return
+        with self._lock:
+            call = self._calls.get(trace_id)
+            if call is not None and not call.registered:
+                private.register_remote_trace(trace_id)
+                call.registered = True
 
     def shutdown(self) -> None:
         pass
@@ -100,34 +123,42 @@ class _Router:
     @contextmanager
     def call(self) -> Iterator[list[SpanRecord]]:
         """One call's span context; its list holds the call's spans once it has exited."""
-        from mlflow.tracing.distributed import set_tracing_context_from_http_request_headers
-
-        with self._lock:
-            captured = self._ensure_installed()
         kept: list[SpanRecord] = []
-        if not captured:
+        if not self._installed():
             yield kept
             return
         trace_id = (_CALL_TRACE_MARK << 64) | secrets.randbits(64)
-        ended: list[Any] = []
+        parent = secrets.randbits(64) or 1
+        call = _CallSpans()
         with self._lock:
-            self._calls[trace_id] = ended
-        parent = secrets.token_hex(8)
+            self._calls[trace_id] = call
         started = time.time_ns()
+        token = private.enter_remote_parent(trace_id, parent)
         try:
-            with set_tracing_context_from_http_request_headers(
-                    {"traceparent": f"00-{trace_id:032x}-{parent}-01"}):
-                yield kept
+            yield kept
         finally:
+            private.leave_remote_parent(token)
             with self._lock:
                 del self._calls[trace_id]
-            kept.extend(span_records(ended, int(parent, 16), started))
+                if call.registered:
+                    private.forget_remote_trace(trace_id)
+            kept.extend(span_records(call.ended, parent, started))
+
+    def _installed(self) -> bool:
+        """Whether calls are captured: MLflow still traces through the capturing provider,
+        or it is installed again now (MLflow replaced it since: ``mlflow.tracing.reset``,
+        ``set_destination``, ``enable``). Read without the lock while it holds."""
+        provider = self._provider
+        if provider is not None and private.tracer_provider_is(provider):
+            return True
+        with self._lock:
+            return self._ensure_installed()
 
     def _ensure_installed(self) -> bool:
         """Install the capturing provider, again when MLflow replaced it since (the lock is
         held); whether calls are captured."""
         if self._provider is None or not private.tracer_provider_is(self._provider):
-            self._provider = private.install_capturing_provider(self)
+            self._provider = private.install_capturing_provider(self, self.span_started)
         return self._provider is not None
 
     def _export_elsewhere(self, spans: list[Any]) -> None:
@@ -140,12 +171,21 @@ class _Router:
 _ROUTER = _Router()
 
 
+@contextmanager
+def spans_let_go() -> Iterator[None]:
+    """What runs inside makes spans of no component call (a judge's autologged requests):
+    they are captured and dropped, so that none becomes a stray trace in another experiment.
+    The judge's own span in the entry's trace says what it was asked and answered."""
+    with MlflowSpanCapture() as capture, capture():
+        yield
+
+
 class MlflowSpanCapture:
     """The engine's span capture (:data:`evalkit.calls.SpanCapture`) through MLflow: a
     context per call. Entered around a run's calls (``with MlflowSpanCapture() as
     capture:``), it holds the capturing provider installed until the last run that uses it
     is done; a process that calls without entering it (a Ray worker) keeps it installed.
-    Pickled, it is the class alone: a Ray worker captures with its own process's provider."""
+    It holds no state: pickled for a Ray worker, it captures with that process's provider."""
 
     def __call__(self) -> Any:
         return _ROUTER.call()
@@ -157,27 +197,30 @@ class MlflowSpanCapture:
     def __exit__(self, *exc: object) -> None:
         _ROUTER.release()
 
-    def __reduce__(self) -> tuple[type[MlflowSpanCapture], tuple[()]]:
-        return (MlflowSpanCapture, ())
-
 
 def span_records(spans: Sequence[Any], call_span_id: int, call_start_ns: int
                  ) -> list[SpanRecord]:
     """OpenTelemetry's ended spans as the call's records, in the order they started, each
-    with the index of its parent (``None`` under the call's own span, or when its parent had
-    not ended)."""
+    with the index of its parent (:func:`_parent_index`)."""
     ordered = sorted(spans, key=lambda s: s.start_time or 0)
     index = {s.context.span_id: i for i, s in enumerate(ordered)}
     return [SpanRecord(
         span.name, _decoded(span.attributes.get("mlflow.spanType")) or "UNKNOWN",
-        None if span.parent is None or span.parent.span_id == call_span_id
-        else index.get(span.parent.span_id),
+        _parent_index(span, call_span_id, index),
         (span.start_time or call_start_ns) - call_start_ns,
         (span.end_time or span.start_time or call_start_ns) - call_start_ns,
         _decoded(span.attributes.get("mlflow.spanInputs")),
         _decoded(span.attributes.get("mlflow.spanOutputs")),
         {k: _decoded(v) for k, v in span.attributes.items() if k not in _MLFLOW_KEYS},
         _error(span)) for span in ordered]
+
+
+def _parent_index(span: Any, call_span_id: int, index: dict[int, int]) -> int | None:
+    """The index of ``span``'s parent among the call's ended spans; ``None`` under the call's
+    own span, or when the parent had not ended."""
+    if span.parent is None or span.parent.span_id == call_span_id:
+        return None
+    return index.get(span.parent.span_id)
 
 
 def _decoded(value: Any) -> Any:

@@ -33,8 +33,8 @@ from evalkit.records import (
     cost_of,
     names,
     prices_from_param,
+    spans_carry_usage,
     usage_attribute,
-    usage_of_spans,
 )
 from evalkit.tracking import _mlflow_private as private
 from evalkit.tracking._component_spans import component_spans
@@ -144,7 +144,7 @@ def _call_spans(context: TraceContext, entry: EntryTrace) -> list[Any]:
         key = f"call {call.repeat}"
         # Tokens go on the call's span when the component reported them, an LLM span as
         # MLflow counts them; when its own spans carry them, there only (never twice).
-        usage = () if usage_of_spans(call.spans) else call.usage
+        usage = () if spans_carry_usage(call.spans) else call.usage
         spans.append(private.finished_span(private.EndedSpan(
             entry.trace_id, key, entry.entry_id, start + order,
             start + order + int(call.latency_ms * 1_000_000),

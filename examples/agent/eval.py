@@ -8,12 +8,13 @@ in MLflow holds, under the call's span, the graph, each model request with its m
 tokens, and each tool with its arguments and result. ``functional`` scores the answer
 (``exact``), ``safety`` the tool calls (``trajectory``: the calls each entry's
 ``expected_trajectory`` pins, and never a forbidden one, such as a refund of an order not
-delivered). Needs the agent extra; run it from anywhere:
+delivered). ``evalkit init --template agent DIR`` writes this file and its dataset into DIR
+(with a Makefile). It needs the agent extra; run it from anywhere:
 
     pip install 'evalkit-mlflow[agent]'
     export OPENAI_BASE_URL=http://127.0.0.1:8000/v1   # the endpoint (omit for api.openai.com)
     export OPENAI_API_KEY=sk-...                      # any non-empty value for a local server
-    python examples/agent/eval.py --type=all
+    python eval.py --type=all          # examples/agent/eval.py in evalkit's repository
 
 The tests run it against evalkit's OpenAI-compatible stub (``tests/support/openai_stub.py``),
 which makes the tool calls a user message names (``lookup_order(order_id="A-17")``): the
@@ -47,7 +48,7 @@ try:
     from langgraph.prebuilt import ToolNode, tools_condition
 except ImportError as missing:
     package = (missing.name or "a package").split(".")[0]
-    raise SystemExit(f"examples/agent/eval.py needs LangGraph and langchain-openai ({package} "
+    raise SystemExit(f"the agent example needs LangGraph and langchain-openai ({package} "
                      "is missing): pip install 'evalkit-mlflow[agent]'") from None
 
 HERE = Path(__file__).resolve().parent

@@ -22,6 +22,7 @@ import mlflow
 import pytest
 
 from evalkit import run_eval_script
+from evalkit.cli._init import init_command
 from evalkit.records import ScoredRun, names
 from tests.support.openai_stub import OpenAIStub, requested_calls
 from tests.support.traces import traces_of
@@ -174,3 +175,30 @@ def test_a_forbidden_refund_fails_safety_with_the_call_named(
                                 "{'order_id': 'B-22', 'amount': 25.0} (call #2)")
     metrics = mlflow.MlflowClient(tracking_uri).get_run(run_id).data.metrics
     assert metrics["safety_accuracy"] == pytest.approx(4 / 5)
+
+
+def test_evalkit_init_template_agent_writes_the_example_which_runs_where_it_lands(
+        stub: OpenAIStub, tmp_path: Path, tracking_uri: str, monkeypatch: pytest.MonkeyPatch,
+        capsys: pytest.CaptureFixture[str]) -> None:
+    project = tmp_path / "my-agent"
+    assert init_command(project, None, None, "agent") == 0
+    assert "pip install 'evalkit-mlflow[agent]'" in capsys.readouterr().out
+    written = sorted(p.relative_to(project).as_posix() for p in project.rglob("*")
+                     if p.is_file())
+    example = sorted(f"datasets/orders/{p.relative_to(DATASET).as_posix()}"
+                     for p in DATASET.rglob("*") if p.is_file())
+    assert written == sorted([".gitignore", "Makefile", "eval.py", *example])
+    assert (project / "eval.py").read_bytes() == SCRIPT.read_bytes()
+
+    monkeypatch.setenv("OPENAI_BASE_URL", stub.base_url)
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-test")
+    monkeypatch.setenv("MLFLOW_MODEL_CATALOG_URI", "")
+    monkeypatch.chdir(project)
+    namespace = runpy.run_path(str(project / "eval.py"), run_name="scaffolded_agent")
+    try:
+        assert namespace["DATASET_PATH"] == str(project / "datasets" / "orders")
+        status = run_eval_script(namespace, namespace["invoke_component"], ["--type=all"],
+                                 script=str(project / "eval.py"))
+    finally:
+        mlflow.langchain.autolog(disable=True)
+    assert status == 0

@@ -188,6 +188,34 @@ def test_init_refuses_to_overwrite_and_lists_every_conflict(
     assert sorted(p.name for p in tmp_path.iterdir()) == ["Makefile", "eval.py"]
 
 
+def test_init_template_agent_writes_a_linted_agent_and_refuses_names_and_overwrites(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert evalkit_command("init", tmp_path, "--template", "agent", "--component", "x") == 2
+    assert ("--template agent writes the example as it is (experiment orders-agent/orders, "
+            "datasets/orders): drop --component and --dataset") in capsys.readouterr().err
+    assert list(tmp_path.iterdir()) == []
+    assert evalkit_command("init", tmp_path, "--template", "agent") == 0
+    script = (tmp_path / "eval.py").read_text(encoding="utf-8")
+    assert 'EXPERIMENT_NAME = "orders-agent/orders"' in script
+    assert "langgraph" in script and "{{" not in script
+    capsys.readouterr()
+    assert evalkit_command("lint", tmp_path / "datasets" / "orders") == 0
+    assert "5 entries, valid" in capsys.readouterr().out
+    assert evalkit_command("init", tmp_path, "--template", "agent") == 2  # nothing overwritten
+    assert f"{tmp_path / 'Makefile'}\n  {tmp_path / 'datasets'}" in capsys.readouterr().err
+
+
+def test_a_template_leaves_out_what_pip_compiled_into_it(tmp_path: Path) -> None:
+    from pathlib import PurePosixPath
+
+    from evalkit.cli._init import _walk
+
+    (tmp_path / "__pycache__").mkdir()
+    (tmp_path / "__pycache__" / "eval.cpython-311.pyc").write_bytes(b"\xa7\r\r\n")
+    (tmp_path / "eval.py").write_text("x = 1\n", encoding="utf-8")
+    assert [str(path) for path, _ in _walk(tmp_path, PurePosixPath())] == ["eval.py"]
+
+
 def test_ui_prints_a_tracking_servers_own_url(capsys: pytest.CaptureFixture[str],
                                               monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("MLFLOW_TRACKING_URI", "http://127.0.0.1:5999")

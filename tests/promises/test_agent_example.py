@@ -23,5 +23,5 @@ def test_the_agent_example_without_its_extra_names_the_install_command(
     with pytest.raises(SystemExit) as stopped:
         runpy.run_path(str(SCRIPT), run_name="agent_example")
     assert str(stopped.value) == (
-        "examples/agent/eval.py needs LangGraph and langchain-openai (langchain_core is "
+        "the agent example needs LangGraph and langchain-openai (langchain_core is "
         "missing): pip install 'evalkit-mlflow[agent]'")

@@ -19,7 +19,14 @@ from evalkit import Call
 from evalkit._secrets import Redactor
 from evalkit.calls._call import invoke
 from evalkit.dataset import Entry
-from evalkit.records import CallRecord, SpanRecord, TokenUsage, names, usage_of_spans
+from evalkit.records import (
+    CallRecord,
+    SpanRecord,
+    TokenUsage,
+    names,
+    spans_carry_usage,
+    usage_of_spans,
+)
 
 SECRET = "sk-live-0123456789abcdefghij"
 
@@ -96,3 +103,13 @@ def test_usage_that_is_not_counts_is_read_as_none_of_them() -> None:
     odd = SpanRecord("chat", "LLM", None, 0, 1, attributes={
         names.SPAN_TOKEN_USAGE: {"input_tokens": -1, "output_tokens": True}})
     assert usage_of_spans([odd]) == (TokenUsage(0, 0, None),)
+
+
+@pytest.mark.parametrize(("spans", "carry"), [
+    ([], False), ([TOOL], False), ([TOOL, llm(0, 0, 0)], True), ([llm(None, 2, 1)], True),
+    ([SpanRecord("chat", "LLM", None, 0, 1, attributes={names.SPAN_TOKEN_USAGE: 12})], False),
+])
+def test_spans_carry_usage_exactly_when_their_usage_replaces_the_reported(
+        spans: list[SpanRecord], carry: bool) -> None:
+    assert spans_carry_usage(spans) is carry
+    assert bool(usage_of_spans(spans)) is carry

@@ -31,6 +31,8 @@ ERRORS = [
     (evalkit.TrackingError("MLflow unreachable"), ExitStatus.RUNTIME_FAILURE),
     (evalkit.TrackingOffline([Path("bundle")], "http://mlflow"), ExitStatus.TRACKING_OFFLINE),
     (evalkit.RunInterrupted("interrupted"), ExitStatus.INTERRUPTED),
+    (evalkit.BudgetExhausted("stopped for budget"), ExitStatus.BUDGET),
+    (evalkit.OverBudget("estimated above MAX_COST_USD"), ExitStatus.BUDGET),
     (WorkerSetupError("setup_component() raised"), ExitStatus.RUNTIME_FAILURE),
 ]
 

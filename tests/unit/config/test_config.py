@@ -91,3 +91,35 @@ def test_params_are_the_constants_and_never_other_globals() -> None:
         "DATASET_PATH": "datasets/x", "EXPERIMENT_NAME": "router/golden",
         "EVAL_MIN_ACCURACY": '{"default": 0.8, "smoke": 1.0}', "REPEAT_COUNT": "5",
         "MOCK_ADAPTERS": "crm,kb", "component.temperature": "0.05"}
+
+
+PRICED = {"TOKEN_PRICES": {"gpt-4o-mini": (0.15, 0.60)}}
+
+
+def test_max_cost_usd_is_a_positive_number_of_dollars() -> None:
+    assert config(MAX_COST_USD=5, **PRICED).max_cost_usd == 5.0
+    assert config(MAX_COST_USD=0.25, **PRICED).max_cost_usd == 0.25
+    assert config(**PRICED).max_cost_usd is None
+    assert "MAX_COST_USD" in config(MAX_COST_USD=2.5, **PRICED).params()
+
+
+@pytest.mark.parametrize("value", [0, -1.0, "5", True, float("inf"), float("nan"), None,
+                                   [5]])
+def test_a_bad_max_cost_usd_is_refused_naming_it_and_the_fix(value: Any) -> None:
+    with pytest.raises(ConfigError) as refused:
+        config(MAX_COST_USD=value, **PRICED)
+    assert str(refused.value) == (
+        f"eval.py: MAX_COST_USD={value!r} must be a positive, finite number of US dollars, "
+        "e.g. MAX_COST_USD = 5.0 (or remove it: no limit)")
+
+
+def test_max_cost_usd_needs_token_prices_to_measure_spending() -> None:
+    with pytest.raises(ConfigError, match=r"MAX_COST_USD is declared but TOKEN_PRICES is not: "
+                                          r"without prices no spending can be measured"):
+        config(MAX_COST_USD=5.0)
+
+
+def test_a_misspelt_max_cost_is_named() -> None:
+    with pytest.raises(ConfigError, match="unknown constant MAX_COST: did you mean "
+                                          "MAX_COST_USD"):
+        config(MAX_COST=5.0, **PRICED)

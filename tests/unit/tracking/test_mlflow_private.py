@@ -167,7 +167,8 @@ def test_a_capturing_provider_gives_mlflows_spans_to_evalkits_exporter_until_res
     from mlflow.tracing.provider import provider
 
     kept = Kept()
-    installed = private.install_capturing_provider(kept)
+    started: list[int] = []
+    installed = private.install_capturing_provider(kept, started.append)
     try:
         assert installed is not None and private.tracer_provider_is(installed)
         assert provider.once._done  # MLflow's lazy initialization cannot replace it
@@ -182,10 +183,43 @@ def test_a_capturing_provider_gives_mlflows_spans_to_evalkits_exporter_until_res
         assert span.attributes["mlflow.spanType"] == '"TOOL"'
         assert span.attributes["mlflow.spanInputs"] == '{"city": "Paris"}'
         assert span.attributes["mlflow.traceRequestId"].startswith('"tr-')
+        assert started == [span.context.trace_id]  # told before MLflow's processor
     finally:
         private.reset_tracer_provider()
     assert not private.tracer_provider_is(installed)
     assert provider.get() is None and not provider.once._done  # MLflow builds its own next
+
+
+def test_a_remote_parent_is_the_current_span_and_its_trace_is_mlflows_once_registered() -> None:
+    import mlflow
+
+    trace_id, parent_id = (0xABC << 64) | 7, 0x1234
+    kept = Kept()
+
+    def register_first(started: int) -> None:
+        if started == trace_id:
+            private.register_remote_trace(trace_id)
+
+    installed = private.install_capturing_provider(kept, register_first)
+    try:
+        token = private.enter_remote_parent(trace_id, parent_id)
+        try:
+            with mlflow.start_span("plan"):
+                pass
+        finally:
+            private.leave_remote_parent(token)
+            private.forget_remote_trace(trace_id)
+        with mlflow.start_span("after"):
+            pass
+        plan, after = kept.spans
+        assert (plan.name, plan.context.trace_id, plan.parent.span_id) == (
+            "plan", trace_id, parent_id)
+        assert plan.parent.is_remote
+        assert after.name == "after" and after.parent is None  # the parent is left
+        assert after.context.trace_id != trace_id
+    finally:
+        private.reset_tracer_provider()
+    assert not private.tracer_provider_is(installed)
 
 
 def test_the_tracking_exporter_is_mlflows_own_on_the_tracking_uri() -> None:
@@ -203,6 +237,8 @@ def test_every_private_interface_is_tested_here() -> None:
     assert documented == {"tracing_client", "log_spans", "finished_span", "span_id",
                           "is_sql_store", "insert_assessments", "upsert_dataset_records",
                           "link_prompt_to_run", "quiet_run_urls", "install_capturing_provider",
-                          "tracer_provider_is", "reset_tracer_provider", "tracking_exporter"}, \
+                          "tracer_provider_is", "reset_tracer_provider", "tracking_exporter",
+                          "enter_remote_parent", "leave_remote_parent", "register_remote_trace",
+                          "forget_remote_trace"}, \
         "add a test of the new private interface"
     assert Path(private.__file__).name == "_mlflow_private.py"

@@ -1,0 +1,111 @@
+"""The verdict as CI shows it (``evalkit.reports.run_markdown``): the exact Markdown of a small
+run, failing types first, replicates, labels-corrected and F1-gated types, names that would
+break a table, and the table as GitHub's dialect of Markdown reads it."""
+
+from __future__ import annotations
+
+import doctest
+
+from evalkit.records import Threshold
+from evalkit.reports import EVAL_COMMENT_MARKER, inline, link, pr_comment, run_markdown
+from evalkit.reports import _job_summary as job_summary
+from evalkit.stats import CorrectedAccuracy, TypeMetrics
+from tests.support.markdown import html, tables
+
+COLUMNS = ("Type", "Metric", "Value [95% interval]", "Threshold", "Verdict")
+
+
+def figures(test_type: str, correct: int, samples: int, ci: tuple[float, float],
+            threshold: Threshold, f1: float = 0.0,
+            corrected: CorrectedAccuracy | None = None) -> TypeMetrics:
+    return TypeMetrics(test_type, samples, correct, 0, correct / samples, 1.0, correct / samples,
+                       f1, *ci, (), (), threshold, corrected)
+
+
+# 2 of 4 and 4 of 4 with their 95% Wilson intervals, by hand (z² = 3.8415, 1 + z²/n = 1.9604):
+# 2/4: 0.5 ± 1.96 sqrt(0.0625 + 0.0600) / 1.9604 = 0.5 ± 0.350; 4/4: 0.755 ± 0.245
+FUNCTIONAL = figures("functional", 2, 4, (0.150, 0.850), Threshold(0.8))
+SMOKE = figures("smoke", 4, 4, (0.510, 1.0), Threshold(0.5))
+
+
+def test_a_run_is_its_verdict_line_its_link_and_a_row_per_type_failing_first() -> None:
+    markdown = run_markdown(
+        "FAIL: 1/2 types passed (failed: functional); 8 entries, 8 calls, 0 errors, 2.5 s; "
+        "1,200 tokens, $0.0010", "c5e6c943", "http://127.0.0.1:5000/#/experiments/1/runs/c5e6c943",
+        "router/golden", [[SMOKE, FUNCTIONAL]])
+    assert markdown == (
+        "### FAIL: 1/2 types passed (failed: functional); 8 entries, 8 calls, 0 errors, 2.5 s; "
+        "1,200 tokens, \\$0.0010\n"
+        "\n"
+        "Run [c5e6c943](http://127.0.0.1:5000/#/experiments/1/runs/c5e6c943) in experiment "
+        "router/golden\n"
+        "\n"
+        "| Type | Metric | Value [95% interval] | Threshold | Verdict |\n"
+        "|---|---|---|---|---|\n"
+        "| functional | functional\\_accuracy | 0.500 [0.150, 0.850] (n = 4) | accuracy ≥ 0.8 "
+        "| **FAIL** |\n"
+        "| smoke | smoke\\_accuracy | 1.000 [0.510, 1.000] (n = 4) | accuracy ≥ 0.5 | PASS |\n")
+    (table,) = tables(markdown)
+    assert table.header == COLUMNS
+    assert table.rows == (
+        ("functional", "functional_accuracy", "0.500 [0.150, 0.850] (n = 4)", "accuracy ≥ 0.8",
+         "FAIL"),
+        ("smoke", "smoke_accuracy", "1.000 [0.510, 1.000] (n = 4)", "accuracy ≥ 0.5", "PASS"))
+    assert "<h3>FAIL: 1/2 types passed" in html(markdown)
+    assert "$0.0010</h3>" in html(markdown)  # the escape renders as the dollar sign
+
+
+def test_over_replicates_a_type_fails_when_any_replicate_fails_and_lists_each() -> None:
+    second = figures("functional", 4, 4, (0.510, 1.0), Threshold(0.8))
+    markdown = run_markdown("FAIL: 0/1 types passed (failed: functional); 4 entries x 2 "
+                            "replicates, 8 calls, 0 errors, 1.0 s", "p1", None, "r/g",
+                            [[FUNCTIONAL], [second]])
+    (table,) = tables(markdown)
+    assert table.rows == (("functional", "functional_accuracy",
+                           "replicate 0: 0.500 [0.150, 0.850] (n = 4)replicate 1: 1.000 "
+                           "[0.510, 1.000] (n = 4)", "accuracy ≥ 0.8", "FAIL"),)
+    assert ("| replicate 0: 0.500 [0.150, 0.850] (n = 4)<br>replicate 1: 1.000 [0.510, 1.000] "
+            "(n = 4) |") in markdown
+    assert "\nRun p1 in experiment r/g\n" in markdown  # no URL: the id, unlinked
+
+
+def test_a_corrected_type_is_gated_on_its_corrected_interval_and_f1_shows_when_gated() -> None:
+    corrected = CorrectedAccuracy("PPI++", 0.62, 0.05, 0.95, 0.522, 0.718, 40, 200)
+    judged = figures("functional", 3, 4, (0.301, 0.954), Threshold(0.6, min_f1=0.7), f1=0.857,
+                     corrected=corrected)
+    (table,) = tables(run_markdown("PASS", "r", None, "r/g", [[judged]]))
+    assert table.rows == (("functional", "functional_accuracy_corrected",
+                           "0.620 [0.522, 0.718] (40 labels); uncorrected 0.750; F1 0.857",
+                           "accuracy ≥ 0.6, F1 ≥ 0.7", "PASS"),)
+
+
+def test_names_cannot_break_the_table_or_the_heading() -> None:
+    odd = figures("fair|ness", 1, 1, (0.207, 1.0), Threshold(0.5))
+    markdown = run_markdown("PASS: 1/1 | *types* passed", "r", "http://h/a b(c)", "x|y/z_w",
+                            [[odd]])
+    (table,) = tables(markdown)
+    assert table.rows[0][:2] == ("fair|ness", "fair|ness_accuracy")
+    assert table.rows[0][4] == "PASS"
+    assert markdown.startswith("### PASS: 1/1 \\| \\*types\\* passed\n")
+    assert "Run [r](http://h/a%20b%28c%29) in experiment x\\|y/z\\_w" in markdown
+    assert '<a href="http://h/a%20b%28c%29">r</a>' in html(markdown)
+
+
+def test_the_pull_request_comment_is_the_summary_under_its_hidden_marker() -> None:
+    markdown = run_markdown("PASS", "r", None, "r/g", [[SMOKE]])
+    comment = pr_comment(markdown, EVAL_COMMENT_MARKER)
+    assert comment == "<!-- evalkit: eval.py verdict -->\n" + markdown
+    # an HTML comment, passed through as one (a browser shows nothing of it), not text
+    assert html(comment).startswith("<!-- evalkit: eval.py verdict -->\n<h3>PASS</h3>")
+    assert tables(comment) == tables(markdown)
+
+
+def test_inline_text_and_links_escape_what_would_end_them() -> None:
+    assert inline("a|b $1 and $2 [x](y)") == "a\\|b \\$1 and \\$2 \\[x\\](y)"
+    assert link("run", None) == "run"
+    assert link("r|1", "http://h/#/x?a=1&b=(2)") == "[r\\|1](http://h/#/x?a=1&b=%282%29)"
+
+
+def test_the_module_example_prints_what_it_says() -> None:
+    failures, tried = doctest.testmod(job_summary)
+    assert (failures, tried) == (0, 4)
