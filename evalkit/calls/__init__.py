@@ -8,7 +8,7 @@ them through a progress callback (:class:`Progress`). The engine knows neither t
 evaluation modes nor tracking.
 """
 
-from evalkit.calls._books import EntryOutputs
+from evalkit.calls._books import EntryOutputs, Sampling
 from evalkit.calls._call import Call, Component, SpanCapture, no_capture
 from evalkit.calls._executors import Executor, InProcess
 from evalkit.calls._progress import Progress, ProgressCallback, ProgressCounter
@@ -20,5 +20,6 @@ from evalkit.calls.ray import SETUP_HOOK, RayPool, RaySettings, require_ray
 __all__ = [
     "ALL_TYPES", "SETUP_HOOK", "Call", "CallWindow", "Component", "EntryOutputs", "Executor",
     "InProcess", "Progress", "ProgressCallback", "ProgressCounter", "RayPool", "RaySettings",
-    "RunPlan", "Selection", "SpanCapture", "Stop", "no_capture", "plan_run", "require_ray",
+    "RunPlan", "Sampling", "Selection", "SpanCapture", "Stop", "no_capture", "plan_run",
+    "require_ray",
 ]

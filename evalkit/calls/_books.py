@@ -12,6 +12,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
+from typing import Protocol
 
 from evalkit.calls._call import SpanCapture, no_capture
 from evalkit.calls._selection import PlannedEntry, RunPlan
@@ -44,6 +45,20 @@ FollowUps = Callable[[EntryOutputs], Sequence[Callable[[], None]]]
 """Jobs to run once an entry's calls are all in (the judge calls of its verdicts)."""
 
 
+class Sampling(Protocol):
+    """Which entries a sequential run calls, in which order, and when it has heard enough
+    (:class:`evalkit.evaluation.SequentialGate`). Asked from the window's thread only."""
+
+    def order(self) -> Sequence[int]:
+        """Every entry's position in the plan, in the order they are called."""
+
+    def take(self, index: int) -> bool:
+        """Whether entry ``index`` is called now (once taken, all its calls are made)."""
+
+    def entry_in(self, outputs: EntryOutputs, index: int) -> None:
+        """Every call of entry ``index`` is in (made now, or by an earlier attempt)."""
+
+
 def reused_calls(plan: RunPlan, recorded: Mapping[tuple[str, int], CallRecord]
                  ) -> tuple[dict[Task, CallRecord], list[Task]]:
     """The calls an earlier attempt recorded, by (entry index, repeat), and those to make."""
@@ -57,30 +72,45 @@ def reused_calls(plan: RunPlan, recorded: Mapping[tuple[str, int], CallRecord]
 
 class EntryCompletion:
     """Counts each entry's outstanding calls and hands out its follow-up jobs once the last
-    one is in (an entry all of whose calls were reused has none: it is scored afterwards)."""
+    one is in (an entry all of whose calls were reused has none: it is scored afterwards).
+    A sequential run's ``sampling`` hears of each entry once all its calls are in, those of
+    an earlier attempt first, in the order it calls them."""
 
     def __init__(self, plan: RunPlan, pending: Sequence[Task],
-                 follow_ups: FollowUps | None) -> None:
+                 follow_ups: FollowUps | None, sampling: Sampling | None = None,
+                 records: Mapping[Task, CallRecord] | None = None) -> None:
         self._plan = plan
         self._follow_ups = follow_ups
+        self._sampling = sampling
         self._outstanding: dict[int, int] = {}
         for index, _ in pending:
             self._outstanding[index] = self._outstanding.get(index, 0) + 1
+        if sampling is not None:
+            for index in sampling.order():
+                if index not in self._outstanding and records is not None:
+                    sampling.entry_in(self._outputs(index, records), index)
 
     def call_in(self, index: int, records: Mapping[Task, CallRecord]
                 ) -> Sequence[Callable[[], None]]:
         """The follow-up jobs due now that one more call of entry ``index`` is in."""
         self._outstanding[index] -= 1
-        if self._outstanding[index] or self._follow_ups is None:
+        if self._outstanding[index]:
             return ()
+        outputs = self._outputs(index, records)
+        if self._sampling is not None:
+            self._sampling.entry_in(outputs, index)
+        return () if self._follow_ups is None else self._follow_ups(outputs)
+
+    def _outputs(self, index: int, records: Mapping[Task, CallRecord]) -> EntryOutputs:
         planned = self._plan.items[index]
-        return self._follow_ups(EntryOutputs(planned, tuple(
-            records[(index, r)] for r in range(planned.calls))))
+        return EntryOutputs(planned, tuple(records[(index, r)] for r in range(planned.calls)))
 
 
 def entry_outputs(plan: RunPlan, records: Mapping[Task, CallRecord]) -> list[EntryOutputs]:
+    """Every entry's calls, in plan order; a sequential run's entries never called left out."""
     return [EntryOutputs(planned, tuple(records[(index, r)] for r in range(planned.calls)))
-            for index, planned in enumerate(plan.items)]
+            for index, planned in enumerate(plan.items)
+            if all((index, r) in records for r in range(planned.calls))]
 
 
 def run_follow_up(job: Callable[[], None], capture: SpanCapture = no_capture) -> None:

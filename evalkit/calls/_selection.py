@@ -9,7 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from evalkit._errors import ConfigError
-from evalkit.config import EvalConfig
+from evalkit.config import SEQUENTIAL_QUESTIONS, EvalConfig
 from evalkit.dataset import REPEATABILITY, TEST_TYPES, Dataset, Entry
 
 ALL_TYPES = "all"
@@ -17,11 +17,15 @@ ALL_TYPES = "all"
 
 @dataclass(frozen=True)
 class Selection:
-    """The command-line choices of one run: ``--type``, ``--groups``, ``--human-review``."""
+    """The command-line choices of one run: ``--type``, ``--groups``, ``--human-review``,
+    ``--sequential`` (or ``SEQUENTIAL``)."""
 
     test_type: str
     groups: tuple[str, ...] | None = None
     human_review_only: bool = False
+    sequential: str | None = None
+    """The question the run answers sequentially (``dataset`` or ``population``), or
+    ``None``: every selected entry is called."""
 
     def __post_init__(self) -> None:
         if self.test_type != ALL_TYPES and self.test_type not in TEST_TYPES:
@@ -30,12 +34,15 @@ class Selection:
         if self.groups is not None and (not self.groups or not all(self.groups)):
             raise ConfigError("--groups needs a comma-separated list of group names, e.g. "
                               "--groups=billing,refunds")
+        if self.sequential is not None and self.sequential not in SEQUENTIAL_QUESTIONS:
+            raise ConfigError(f"--sequential={self.sequential!r} is not a question: use one of "
+                              + ", ".join(SEQUENTIAL_QUESTIONS))
 
     @classmethod
     def parse(cls, test_type: str, groups: str | None = None,
-              human_review_only: bool = False) -> Selection:
+              human_review_only: bool = False, sequential: str | None = None) -> Selection:
         names = None if groups is None else tuple(g.strip() for g in groups.split(","))
-        return cls(test_type, names, human_review_only)
+        return cls(test_type, names, human_review_only, sequential)
 
     @property
     def groups_filter(self) -> str:
@@ -52,7 +59,8 @@ class Selection:
         [--human-review]``."""
         return (f"--type={self.test_type}"
                 + (f" --groups={self.groups_filter}" if self.groups else "")
-                + (" --human-review" if self.human_review_only else ""))
+                + (" --human-review" if self.human_review_only else "")
+                + (f" --sequential={self.sequential}" if self.sequential else ""))
 
     def selects(self, entry: Entry) -> bool:
         if self.groups is not None and entry.group not in self.groups:

@@ -34,6 +34,7 @@ from evalkit.calls._books import (
     EntryCompletion,
     EntryOutputs,
     FollowUps,
+    Sampling,
     Task,
     entry_outputs,
     reused_calls,
@@ -93,17 +94,21 @@ class CallWindow:
                                                 capture)
         return cls(calls, workers, capture=capture, **settings)
 
-    def run(self, plan: RunPlan, raw: CallLog, *, seed: int | None = None,
+    # Each argument is one of a pass's separate inputs (no two travel together elsewhere).
+    def run(self, plan: RunPlan, raw: CallLog, *, seed: int | None = None,  # noqa: PLR0913
             replicate: int | None = None,
             recorded: Mapping[tuple[str, int], CallRecord] | None = None,
             on_call: Callable[[CallRecord], None] | None = None,
-            follow_ups: FollowUps | None = None) -> list[EntryOutputs]:
+            follow_ups: FollowUps | None = None,
+            sampling: Sampling | None = None) -> list[EntryOutputs]:
         """Every call of the plan, each entry's calls in order, in dataset order. Calls in
         ``recorded`` (entry id, repeat) were made by an earlier attempt at this run and are
-        reused, not made again; ``on_call`` hears of each new one as it is kept. A window
-        makes one pass: its executors are closed at the end."""
+        reused, not made again; ``on_call`` hears of each new one as it is kept. A
+        ``sampling`` (a sequential run) orders the entries and says which are called: those
+        it does not take are left out. A window makes one pass: its executors are closed at
+        the end."""
         window_pass = _WindowPass(self, plan, raw, recorded or {}, follow_ups, on_call,
-                       partial(Call, seed=seed, replicate=replicate))
+                       partial(Call, seed=seed, replicate=replicate), sampling)
         failure: list[BaseException] = []
         done = threading.Event()
         driver = threading.Thread(target=window_pass.drive, args=(failure, done),
@@ -131,18 +136,24 @@ class CallWindow:
 class _WindowPass:
     """One pass of a window over a plan: what is in flight, what is due, what is kept."""
 
-    def __init__(self, window: CallWindow, plan: RunPlan, raw: CallLog,
+    def __init__(self, window: CallWindow, plan: RunPlan, raw: CallLog,  # noqa: PLR0913
                  recorded: Mapping[tuple[str, int], CallRecord], follow_ups: FollowUps | None,
                  on_call: Callable[[CallRecord], None] | None,
-                 call_of: Callable[..., Call]) -> None:
+                 call_of: Callable[..., Call], sampling: Sampling | None = None) -> None:
         self._window = window
         self._plan = plan
         self._raw = raw
         self._on_call = on_call
         self._call_of = call_of
         self.records, pending = reused_calls(plan, recorded)
+        self._sampling = sampling
+        self._taken: set[int] = set()
+        """Entries whose calls have begun (a sequential run makes all of a taken entry's)."""
+        if sampling is not None:
+            position = {index: p for p, index in enumerate(sampling.order())}
+            pending.sort(key=lambda task: (position[task[0]], task[1]))
         self._tasks = iter(pending)
-        self._completion = EntryCompletion(plan, pending, follow_ups)
+        self._completion = EntryCompletion(plan, pending, follow_ups, sampling, self.records)
         self._jobs: deque[Callable[[], None]] = deque()
         self._job_numbers = itertools.count()
         self._finished: queue.SimpleQueue[tuple[Task, Any]] = queue.SimpleQueue()
@@ -192,7 +203,7 @@ class _WindowPass:
     def _fill(self, stop: Stop) -> None:
         """Hand out calls, else follow-up jobs, while places are free."""
         while len(self._in_flight) < self._window.concurrency and not stop.requested:
-            task = next(self._tasks, None)
+            task = self._next_task()
             if task is not None:
                 self._start_call(task)
             elif self._jobs:
@@ -202,6 +213,15 @@ class _WindowPass:
                 self._window._workers.run(job, follow_up, self._deliver)
             else:
                 return
+
+    def _next_task(self) -> Task | None:
+        """The next call to make: a sequential run's entries it no longer takes are passed."""
+        for task in self._tasks:
+            index = task[0]
+            if self._sampling is None or index in self._taken or self._sampling.take(index):
+                self._taken.add(index)
+                return task
+        return None
 
     def _start_call(self, task: Task) -> None:
         index, repeat = task

@@ -16,7 +16,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from evalkit.evaluation import EvaluationOutcome, RunEstimate
+from evalkit.config import SEQUENTIAL_QUESTIONS
+from evalkit.evaluation import EvaluationOutcome, RunEstimate, SequentialOutcome
 from evalkit.records import (
     ItemResult,
     RunUsage,
@@ -49,12 +50,18 @@ class RunSummary:
         return tuple(m.test_type for m in self.runs[0].metrics)
 
     def type_passed(self, test_type: str) -> bool:
-        return all(m.passed for run in self.runs for m in run.metrics
-                   if m.test_type == test_type)
+        return all(run.type_verdict(test_type) == "PASS" for run in self.runs)
 
     @property
     def passed(self) -> bool:
         return all(self.type_passed(t) for t in self.types)
+
+    @property
+    def verdict(self) -> str:
+        """PASS, FAIL, or INCONCLUSIVE (a sequential run none of whose types failed)."""
+        verdicts = {run.verdict for run in self.runs}
+        return "FAIL" if "FAIL" in verdicts else "PASS" if verdicts == {"PASS"} \
+            else "INCONCLUSIVE"
 
     @property
     def entries(self) -> int:
@@ -64,11 +71,14 @@ class RunSummary:
         """The verdict, types passed and failed, counts and duration; then the run's URL."""
         failed = [t for t in self.types if not self.type_passed(t)]
         passed = len(self.types) - len(failed)
+        sequential = self.runs[0].sequential if len(self.runs) == 1 else None
         calls = sum(r.scored.calls for r in self.runs)
         errors = sum(r.scored.component_errors for r in self.runs)
         replicates = f" x {len(self.runs)} replicates" if self.mode == "replicates" else ""
-        head = (f"{'PASS' if not failed else 'FAIL'}: {passed}/{len(self.types)} types passed"
-                + (f" (failed: {', '.join(failed)})" if failed else ""))
+        head = (f"{self.verdict}: {passed}/{len(self.types)} types passed"
+                + (f" (not passed: {', '.join(failed)})" if failed and sequential else
+                   f" (failed: {', '.join(failed)})" if failed else "")
+                + (f"; {sequential.text()}" if sequential else ""))
         usage = self.usage.text()
         return [f"{head}; {self.entries} entries{replicates}, {calls} calls, {errors} errors, "
                 f"{self.duration_s:.1f} s" + (f"; {usage}" if usage else ""),
@@ -81,7 +91,7 @@ class RunSummary:
 
     def to_json(self) -> dict[str, Any]:
         return {
-            "verdict": "PASS" if self.passed else "FAIL", "exit_status": self.exit_status,
+            "verdict": self.verdict, "exit_status": self.exit_status,
             "mode": self.mode, "run_id": self.run_id, "run_url": self.run_url,
             "experiment": self.experiment_name, "duration_s": round(self.duration_s, 3),
             "entries": self.entries, "calls": sum(r.scored.calls for r in self.runs),
@@ -90,6 +100,8 @@ class RunSummary:
             "replicate_run_ids": [r.run_id for r in self.runs] if self.mode == "replicates"
             else [],
             "types": [self._type_json(t) for t in self.types],
+            "sequential": self.runs[0].sequential.to_json()
+            if len(self.runs) == 1 and self.runs[0].sequential else None,
         }
 
     def _type_json(self, test_type: str) -> dict[str, Any]:
@@ -97,7 +109,8 @@ class RunSummary:
         (replicates)."""
         doc = _type_json(test_type, [(m, r.scored.type_result(test_type)) for r in self.runs
                                      for m in r.metrics if m.test_type == test_type],
-                         self.type_passed(test_type))
+                         self.runs[0].type_verdict(test_type) if len(self.runs) == 1
+                         else "PASS" if self.type_passed(test_type) else "FAIL")
         if len(self.runs) == 1 and test_type in self.runs[0].checks:
             doc["judge"] = self.runs[0].checks[test_type].to_json()
         if test_type in self.reliability:
@@ -106,7 +119,7 @@ class RunSummary:
 
 
 def _type_json(test_type: str, runs: Sequence[tuple[TypeMetrics, TypeResult]],
-               passed: bool) -> dict[str, Any]:
+               verdict: str) -> dict[str, Any]:
     """One type's figures; over replicates, one entry per replicate in ``replicates``.
     ``failing_ids`` names every item whose verdict missed its expectation (an error
     included), all of them: a CI step acts on each, as the JUnit XML lists each."""
@@ -120,11 +133,25 @@ def _type_json(test_type: str, runs: Sequence[tuple[TypeMetrics, TypeResult]],
                     "low": m.corrected.low, "high": m.corrected.high}}
 
     threshold = runs[0][0].threshold
-    doc = {"test_type": test_type, "verdict": "PASS" if passed else "FAIL",
+    doc = {"test_type": test_type, "verdict": verdict,
            "min_accuracy": threshold.min_accuracy, "min_f1": threshold.min_f1}
     if len(runs) == 1:
         return doc | figures(*runs[0])
     return doc | {"replicates": [figures(*run) for run in runs]}
+
+
+def sequential_lines(outcome: SequentialOutcome) -> list[str]:
+    """A sequential run's settlement: the question, then per type its verdict, the look it
+    settled at and its interval there."""
+    lines = [f"sequential ({outcome.question}: {SEQUENTIAL_QUESTIONS[outcome.question]}) at "
+             f"{outcome.confidence:.0%}: {outcome.text()}"]
+    for t in outcome.types:
+        look = t.look
+        at = (f"settled at {look.settled_at} of {t.units}" if look.settled_at
+              else f"after all {t.units}")
+        lines.append(f"  {t.test_type}: {look.verdict} {at} units, interval "
+                     f"[{look.low:.3f}, {look.high:.3f}]")
+    return lines
 
 
 def write_json(summary: RunSummary, path: Path) -> None:

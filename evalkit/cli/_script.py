@@ -16,10 +16,16 @@ from evalkit.cli._display import ProgressDisplay
 from evalkit.cli._executor import add_executor_options, executor_for
 from evalkit.cli._exit import EXIT_STATUSES, ExitStatus
 from evalkit.cli._job_summary import add_markdown_options, write_markdown
-from evalkit.cli._outputs import RunSummary, write_estimate_json, write_json, write_junit
+from evalkit.cli._outputs import (
+    RunSummary,
+    sequential_lines,
+    write_estimate_json,
+    write_json,
+    write_junit,
+)
 from evalkit.cli._parser import Parser
 from evalkit.cli._signals import end_now, stopping_on_signals
-from evalkit.config import EvalConfig
+from evalkit.config import DEFAULT_SEQUENTIAL_QUESTION, SEQUENTIAL_QUESTIONS, EvalConfig
 from evalkit.dataset import TEST_TYPES
 from evalkit.evaluation import (
     EvaluationOutcome,
@@ -63,6 +69,14 @@ def run_eval_script(constants: Mapping[str, Any], component: Component,
     parser.add_argument("--human-review", action="store_true",
                         help="only entries with human_review: true; writes "
                              "report-human-review.md")
+    parser.add_argument("--sequential", nargs="?", metavar="QUESTION",
+                        const=DEFAULT_SEQUENTIAL_QUESTION, choices=list(SEQUENTIAL_QUESTIONS),
+                        help="call the entries in a seeded random order and stop once every "
+                             "type's verdict is settled at SEQUENTIAL_CONFIDENCE (default "
+                             "0.95); QUESTION: 'dataset' (the default: would the whole "
+                             "dataset pass? settles by the last entry) or 'population' (does "
+                             "the component pass on the population the dataset samples? may "
+                             "end INCONCLUSIVE, exit status 5); as SEQUENTIAL in the script")
     modes = parser.add_mutually_exclusive_group()
     modes.add_argument("--replicates", action="store_true",
                        help="run the selection REPLICATES times (a constant, default 2) with "
@@ -106,9 +120,10 @@ def run_eval_script(constants: Mapping[str, Any], component: Component,
     if args.test_type is None and earlier is None:
         parser.error("the following arguments are required: --type (or --resume/--rescore "
                      "RUN_ID)")
-    if earlier is not None and (args.test_type or args.groups or args.human_review):
+    if earlier is not None and (args.test_type or args.groups or args.human_review
+                                or args.sequential):
         parser.error(f"--{'resume' if args.resume else 'rescore'} takes the run's own --type, "
-                     "--groups and --human-review")
+                     "--groups, --human-review and --sequential")
     if args.estimate and (earlier or args.calibrate):
         parser.error("--estimate estimates a new run: give --type (and --groups, "
                      "--human-review, --replicates), not --resume, --rescore or --calibrate")
@@ -146,7 +161,8 @@ def _run_calls(config: EvalConfig, component: Component, args: argparse.Namespac
         outcome = resume(config, component, args.resume, context)
         _print_outcome(outcome)
         return _finish(args, started, "evaluation", outcome)
-    selection = Selection.parse(args.test_type, args.groups, args.human_review)
+    selection = Selection.parse(args.test_type, args.groups, args.human_review,
+                                args.sequential or config.sequential)
     if not args.ignore_estimate and not args.calibrate:
         check_budget(config, selection, args.replicates, context)
     if args.replicates:
@@ -192,8 +208,10 @@ def _finish(args: argparse.Namespace, started: float, mode: str,
     series of replicates is named by its parent run."""
     runs = ran.replicates if isinstance(ran, ReplicatesOutcome) else (ran,)
     run_id = ran.parent_run_id if isinstance(ran, ReplicatesOutcome) else ran.run_id
-    passed = all(m.passed for run in runs for m in run.metrics)
-    status = ExitStatus.OK if passed or always_ok else ExitStatus.THRESHOLD_FAILED
+    verdicts = {run.verdict for run in runs}
+    status = (ExitStatus.OK if verdicts == {"PASS"} or always_ok
+              else ExitStatus.THRESHOLD_FAILED if "FAIL" in verdicts
+              else ExitStatus.INCONCLUSIVE)
     summary = RunSummary(mode, run_id, ran.run_url, ran.experiment_name,
                          runs, time.monotonic() - started, int(status),
                          ran.reliability if isinstance(ran, ReplicatesOutcome) else {})
@@ -241,7 +259,10 @@ def _print_outcome(outcome: EvaluationOutcome) -> None:
                            f"[{c.low:.3f}, {c.high:.3f}] (threshold checked on it)")
         else:
             figure = "no samples"
-        print(f"{'PASS' if m.passed else 'FAIL'}  {m.test_type}_accuracy {figure}")
+        print(f"{outcome.type_verdict(m.test_type)}  {m.test_type}_accuracy {figure}")
+    if outcome.sequential is not None:
+        for line in sequential_lines(outcome.sequential):
+            print(line)
     for path in outcome.reports:
         print(f"report: {path}")
     print(f"mlflow: run {outcome.run_id} in {outcome.experiment_name} "

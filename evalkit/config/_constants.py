@@ -25,6 +25,7 @@ from evalkit.config._values import (
     call_resources,
     check_scorer_signature,
     check_scorer_use,
+    confidence_level,
     cosine,
     count,
     field_names,
@@ -41,6 +42,7 @@ from evalkit.config._values import (
     prompt_texts,
     repeat_count,
     scorer_name,
+    sequential_question,
     string,
     token_prices,
 )
@@ -60,7 +62,7 @@ _SINGLE = (
     "JUDGE_TIMEOUT", "JUDGE_MAX_ATTEMPTS", "JUDGE_MAX_WAIT", "JUDGE_PROMPTS",
     "JUDGE_INVALID_IS_ERROR", "JUDGE_SYSTEM_IN_USER", "COMPARED_FIELDS", "TRACE_CALLS",
     "LABELS_PATH", "LABEL_SAMPLE", "COMPONENT_PROMPTS", "TOKEN_PRICES", "CALL_RESOURCES",
-    "MAX_COST_USD",
+    "MAX_COST_USD", "SEQUENTIAL", "SEQUENTIAL_CONFIDENCE",
 )
 KNOWN_CONSTANTS = frozenset(
     [*_SINGLE, *_PER_TYPE, *(f"{base}_{t.upper()}" for base in _PER_TYPE for t in TEST_TYPES)]
@@ -69,10 +71,11 @@ _RESERVED_PREFIXES = ("EVAL_", "REPEAT_", "REPLICATE", "ROOT_SEED", "SCORER", "B
                       "EXPERIMENT", "DATASET", "CALIBRATION", "JUDGE", "MAX_CONCURRENCY",
                       "COMPARED", "MOCK_", "REPORTS", "CALL_TIMEOUT", "TRACE",
                       "LABEL", "COMPONENT_PROMPT", "TOKEN_PRICE", "CALL_RESOURCE",
-                      "MAX_COST")
+                      "MAX_COST", "SEQUENTIAL")
 DEFAULT_REPLICATES = 2
 DEFAULT_CALIBRATION_REPEAT_COUNT = 20
 DEFAULT_CALL_TIMEOUT = 600.0
+DEFAULT_SEQUENTIAL_CONFIDENCE = 0.95
 _EXPERIMENT_PATTERN = re.compile(r"^[^/\s][^/]*/[^/]*[^/\s]$")
 
 
@@ -128,6 +131,11 @@ class EvalConfig:
     max_cost_usd: float | None = None
     """``MAX_COST_USD``: what one run (one attempt at it: a resume has its own) may spend, in
     US dollars priced by ``TOKEN_PRICES``; ``None``: no limit."""
+    sequential: str | None = None
+    """``SEQUENTIAL``: the question every run of the script answers sequentially (a name of
+    ``SEQUENTIAL_QUESTIONS``), or ``None``: every selected entry is called."""
+    sequential_confidence: float = DEFAULT_SEQUENTIAL_CONFIDENCE
+    """``SEQUENTIAL_CONFIDENCE``: the level at which a sequential run's verdicts are settled."""
     constants: Mapping[str, Any] = field(default_factory=dict)
     """The recognised constants as declared, for logging as MLflow params."""
     problems: tuple[str, ...] = ()
@@ -211,6 +219,11 @@ class EvalConfig:
             call_resources=check(call_resources, known, "CALL_RESOURCES", script,
                                  default=dict(DEFAULT_CALL_RESOURCES)),
             max_cost_usd=check(max_cost_usd, known, "MAX_COST_USD", script),
+            sequential=check(sequential_question, known.get("SEQUENTIAL", False), "SEQUENTIAL",
+                             script),
+            sequential_confidence=check(confidence_level, known, "SEQUENTIAL_CONFIDENCE",
+                                        script, DEFAULT_SEQUENTIAL_CONFIDENCE,
+                                        default=DEFAULT_SEQUENTIAL_CONFIDENCE),
             constants=known,
         )
         check(config._check_similarity_constants)

@@ -304,3 +304,39 @@ def max_cost_usd(known: Mapping[str, Any], name: str, script: str) -> float | No
                           "prices no spending can be measured. Declare TOKEN_PRICES, e.g. "
                           'TOKEN_PRICES = {"gpt-4o-mini": (0.15, 0.60)}, or remove ' + name)
     return float(value)
+
+
+SEQUENTIAL_QUESTIONS = {
+    "dataset": "would the whole dataset pass?",
+    "population": "does the component pass on the population the dataset samples?",
+}
+"""The questions a sequential run answers (``SEQUENTIAL``, ``--sequential``), by name."""
+DEFAULT_SEQUENTIAL_QUESTION = "dataset"
+"""What ``SEQUENTIAL = True`` and a bare ``--sequential`` ask: the question an ordinary run's
+gate answers (the whole dataset's accuracy against the threshold), which settles with
+certainty at the last entry, so a sequential run never ends undecided."""
+
+
+def sequential_question(value: Any, name: str, script: str) -> str | None:
+    """``SEQUENTIAL``: False (the default: every entry is called), True (the default
+    question) or a question's name; the question's name, or ``None``."""
+    if value is False:
+        return None
+    if value is True:
+        return DEFAULT_SEQUENTIAL_QUESTION
+    if value not in SEQUENTIAL_QUESTIONS:
+        raise ConfigError(
+            f"{script}: {name}={value!r} must be False, True (the question 'dataset') or the "
+            "name of a question: " + "; ".join(f"{q!r} ({text})"
+                                               for q, text in SEQUENTIAL_QUESTIONS.items()))
+    return str(value)
+
+
+def confidence_level(known: Mapping[str, Any], name: str, script: str,
+                     default: float) -> float:
+    """A confidence level: a number strictly between 0 and 1."""
+    value = known.get(name, default)
+    if isinstance(value, bool) or not isinstance(value, int | float) or not 0 < value < 1:
+        raise ConfigError(f"{script}: {name}={value!r} must be a number strictly between 0 and "
+                          f"1, e.g. {name} = 0.95")
+    return float(value)

@@ -15,9 +15,11 @@ from evalkit.evaluation._evaluate import evaluate, resume
 from evalkit.evaluation._outcome import EvaluationOutcome
 from evalkit.evaluation._replicates import ReplicatesOutcome, evaluate_replicates
 from evalkit.evaluation._rescore import rescore
+from evalkit.evaluation._sequential import SequentialGate, SequentialOutcome, TypeSettlement
 
 __all__ = [
     "CalibrationOutcome", "EvaluationOutcome", "ReplicatesOutcome", "RunContext", "RunEstimate",
-    "Spread", "check_budget", "estimate_run", "evaluate", "evaluate_calibration",
-    "evaluate_replicates", "rescore", "resume",
+    "SequentialGate", "SequentialOutcome", "Spread", "TypeSettlement", "check_budget",
+    "estimate_run", "evaluate", "evaluate_calibration", "evaluate_replicates", "rescore",
+    "resume",
 ]

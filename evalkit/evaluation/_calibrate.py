@@ -22,6 +22,7 @@ from evalkit.evaluation._evaluate import new_run, warn_unsynced
 from evalkit.evaluation._evaluation import evaluation_in
 from evalkit.evaluation._outcome import EvaluationOutcome
 from evalkit.evaluation._prepare import RunRole, prepare
+from evalkit.evaluation._sequential import refuse_sequential
 from evalkit.records import CallRecord, Mode, names
 from evalkit.scorers import OutputGroup, Scorer
 from evalkit.stats import Calibration, CalibrationPoint
@@ -42,6 +43,7 @@ def evaluate_calibration(config: EvalConfig, component: Component, selection: Se
     calibrated = dataclasses.replace(config, repeat_count=config.calibration_repeat_count)
     # Only the repeatability entries, at the larger count; --groups and --human-review apply.
     prepared = prepare(calibrated, dataclasses.replace(selection, test_type=REPEATABILITY))
+    refuse_sequential(config, prepared.plan, "--calibrate")
     role = RunRole(tags={names.MODE_TAG: Mode.CALIBRATION}, name_prefix="calib ",
                    local_reports=False,
                    rerun="a calibration run is not resumed: run --calibrate again")

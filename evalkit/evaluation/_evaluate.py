@@ -19,6 +19,7 @@ from evalkit.evaluation._context import RunContext
 from evalkit.evaluation._evaluation import evaluation_in
 from evalkit.evaluation._outcome import EvaluationOutcome
 from evalkit.evaluation._prepare import PreparedEvaluation, prepare
+from evalkit.evaluation._sequential import refuse_sequential
 from evalkit.records import CallRecord, Mode, names
 from evalkit.tracking import StoredRun, TrackedRun, Tracker
 
@@ -34,6 +35,7 @@ def evaluate(config: EvalConfig, component: Component, selection: Selection,
     early (see :class:`Stop`); its progress callback hears of every call as it is kept."""
     context = context or RunContext()
     prepared = prepare(config, selection)
+    refuse_sequential(config, prepared.plan)
     warn_unsynced(context.store)
     opening = new_run(context, prepared, prepared.run_name(), prepared.params(),
                       prepared.tags())
@@ -53,6 +55,7 @@ def resume(config: EvalConfig, component: Component, run_id: str,
     tracker.check_reachable()
     run_id = tracker.reader.resolve(run_id)  # a prefix too, as the docs and the report take
     prepared = _resumable(config, tracker.reader.stored(run_id))
+    refuse_sequential(config, prepared.plan)
     opening = tracker.reopen(run_id, context.runs_dir, traced=config.trace_calls)
     with evaluation_in(opening, prepared, component, context) as evaluation:
         run = evaluation.run
@@ -134,4 +137,5 @@ def recorded_selection(tags: Mapping[str, str]) -> Selection:
     """The selection an evaluation run was made with, as its tags record it."""
     groups = tags.get(names.GROUPS_FILTER_TAG, "all")
     return Selection.parse(tags[names.EVAL_TYPE_TAG], None if groups == "all" else groups,
-                           tags.get(names.HUMAN_REVIEW_ONLY_TAG) == "true")
+                           tags.get(names.HUMAN_REVIEW_ONLY_TAG) == "true",
+                           tags.get(names.SEQUENTIAL_TAG))

@@ -34,6 +34,12 @@ from evalkit.evaluation._outcome import EvaluationOutcome
 from evalkit.evaluation._prepare import PreparedEvaluation, RunRole
 from evalkit.evaluation._publishing import publish_reports
 from evalkit.evaluation._scoring import EarlyJudging, score_run
+from evalkit.evaluation._sequential import (
+    SequentialGate,
+    SequentialOutcome,
+    sequential_points,
+    sequential_seed,
+)
 from evalkit.evaluation._spending import Spending
 from evalkit.evaluation._usage import usage_metrics
 from evalkit.records import (
@@ -116,6 +122,8 @@ class Evaluation:
         """People's labels given to the run as it finished (``LABELS_PATH``)."""
         self.draws = LabelDraws({})
         self.checks: dict[str, JudgeCheck] = {}
+        self.sequential: SequentialOutcome | None = None
+        """What a sequential run found (``None`` for a run that calls every entry)."""
 
     def complete(self) -> EvaluationOutcome:
         """Calls, scores, reports: the whole evaluation."""
@@ -191,6 +199,7 @@ class Evaluation:
             run.traces.call(record)
             self.spending.add(record.usage)
 
+        gate = self._sequential_gate()
         with MlflowSpanCapture() as capture:
             window = CallWindow.of(self.component, config.mock_adapters,
                                    self.prepared.redactor, self.context.executor, capture,
@@ -199,12 +208,25 @@ class Evaluation:
             try:
                 self.outputs = window.run(plan, run.raw, seed=self.role.seed,
                                           replicate=self.role.replicate, recorded=recorded,
-                                          on_call=on_call, follow_ups=self._judging.follow_ups)
+                                          on_call=on_call, follow_ups=None if gate else
+                                          self._judging.follow_ups, sampling=gate)
             finally:
                 progress.finish()
+        if gate is not None:
+            self.sequential = gate.outcome(sum(len(o.calls) for o in self.outputs))
+            logger.info("sequential: %s", self.sequential.text())
         self._lap("calls")
         run.traces.calls_done([c for o in self.outputs for c in o.calls])
         return self.outputs
+
+    def _sequential_gate(self) -> SequentialGate | None:
+        """A sequential run's order and stopping rule, its seed tagged on the run."""
+        prepared = self.prepared
+        if prepared.selection.sequential is None:
+            return None
+        seed = sequential_seed(prepared.config.root_seed, self.run.id)
+        self.run.log(tags={names.SEQUENTIAL_SEED_TAG: str(seed)})
+        return SequentialGate(prepared, seed, self._judging, self._call_trace)
 
     def score(self) -> tuple[TypeMetrics, ...]:
         """Score the calls, check the scorers against people's labels, and log the scored
@@ -262,6 +284,9 @@ class Evaluation:
         """The run's metrics and its verdict: PASS when every type met its threshold."""
         run = self.run
         verdict = "PASS" if all(m.passed for m in self.metrics) else "FAIL"
+        if self.sequential is not None:
+            verdict = self.sequential.verdict
+            run.log_json(names.SEQUENTIAL_ARTIFACT, self.sequential.to_json())
         run.log(self._run_metrics(), {**names.verdict_tags(verdict, run.journal.run_name),
                                        names.RUN_URL_TAG: run.url})
 
@@ -278,7 +303,8 @@ class Evaluation:
         return EvaluationOutcome(
             self.run.id, self.prepared.config.experiment_name, self.run.tracking_uri,
             self.metrics, self.scored, reports.written, self.run.raw.path, self.run.url,
-            dict(self.timings), dict(self.checks), RunUsage.from_metrics(record.metrics))
+            dict(self.timings), dict(self.checks), RunUsage.from_metrics(record.metrics),
+            self.sequential)
 
     def _lap(self, phase: str) -> None:
         now = time.perf_counter()
@@ -308,4 +334,6 @@ class Evaluation:
         points += [p for p in typed if p.key not in accuracies]
         for check in self.checks.values():
             points += judge_points(check)
+        if self.sequential is not None:
+            points += sequential_points(self.sequential)
         return points

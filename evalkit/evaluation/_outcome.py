@@ -5,9 +5,13 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from evalkit.records import RunUsage, ScoredRun
 from evalkit.stats import JudgeCheck, TypeMetrics
+
+if TYPE_CHECKING:
+    from evalkit.evaluation._sequential import SequentialOutcome
 
 
 @dataclass(frozen=True)
@@ -30,9 +34,34 @@ class EvaluationOutcome:
     """The scorers held against people's labels, per type (judged or labelled types)."""
     usage: RunUsage = RunUsage()
     """The tokens and cost of the component's calls and of the judge's, as the run logged."""
+    sequential: SequentialOutcome | None = None
+    """A sequential run's settlement: it, not the metrics, gives the verdict."""
+
+    def type_verdict(self, test_type: str) -> str:
+        """PASS or FAIL (or, for a sequential run, INCONCLUSIVE) of one type."""
+        if self.sequential is not None:
+            for settled in self.sequential.types:
+                if settled.test_type == test_type:
+                    verdict = settled.look.verdict
+                    return verdict if verdict in ("PASS", "FAIL") else "INCONCLUSIVE"
+        return "PASS" if all(m.passed for m in self.metrics if m.test_type == test_type) \
+            else "FAIL"
+
+    @property
+    def verdict(self) -> str:
+        """PASS, FAIL, or (a sequential run only) INCONCLUSIVE."""
+        if self.sequential is not None:
+            return self.sequential.verdict
+        return "PASS" if self.passed else "FAIL"
 
     @property
     def failures(self) -> tuple[str, ...]:
+        if self.sequential is not None:
+            return tuple(f"{t.test_type}: {t.look.verdict} at look {t.look.n} of "
+                         f"{t.look.total}, interval [{t.look.low:.3f}, {t.look.high:.3f}] "
+                         f"against min_accuracy {m.threshold.min_accuracy}"
+                         for t in self.sequential.types for m in self.metrics
+                         if m.test_type == t.test_type and t.look.verdict != "PASS")
         return tuple(f for m in self.metrics for f in m.failures)
 
     @property

@@ -76,6 +76,8 @@ class PreparedEvaluation:
                 names.EVAL_TYPE_TAG: selection.test_type,
                 names.HUMAN_REVIEW_ONLY_TAG: str(selection.human_review_only).lower(),
                 names.VERSION_TAG: VERSION, **self.source.tags}
+        if selection.sequential is not None:
+            tags[names.SEQUENTIAL_TAG] = selection.sequential
         return {k: self.redactor.text(v) for k, v in tags.items()}
 
     def component_prompts(self) -> dict[str, tuple[str, str]]:

@@ -25,6 +25,7 @@ from evalkit.evaluation._evaluate import warn_unsynced
 from evalkit.evaluation._evaluation import evaluation_in
 from evalkit.evaluation._outcome import EvaluationOutcome
 from evalkit.evaluation._prepare import PreparedEvaluation, RunRole, prepare
+from evalkit.evaluation._sequential import refuse_sequential
 from evalkit.records import MetricPoint, Mode, RunUsage, SeriesItems, TypeNames, names
 from evalkit.reports import render_reports
 from evalkit.stats import (
@@ -119,6 +120,7 @@ def evaluate_replicates(config: EvalConfig, component: Component, selection: Sel
     """Run the selection ``config.replicates`` times under one parent MLflow run."""
     context = context or RunContext()
     prepared = prepare(config, selection)
+    refuse_sequential(config, prepared.plan, "--replicates")
     tracker = context.store
     lock_path = config.reports_dir / LOCK_FILE
     seeds = seeds_for(config.experiment_name, config.root_seed, config.replicates,

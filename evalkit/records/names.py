@@ -57,7 +57,7 @@ PARENT_RUN_TAG = "mlflow.parentRunId"
 RUN_NAME_TAG = "mlflow.runName"
 RUN_COLOR_TAG = "mlflow.runColor"
 """The dot beside a run's name in MLflow's classic run list (the GenAI list ignores it)."""
-VERDICT_COLORS = {"PASS": "#2e7d32", "FAIL": "#d32f2f"}
+VERDICT_COLORS = {"PASS": "#2e7d32", "FAIL": "#d32f2f", "INCONCLUSIVE": "#f9a825"}
 USER_TAG = "mlflow.user"
 SOURCE_NAME_TAG = "mlflow.source.name"
 SOURCE_COMMIT_TAG = "mlflow.source.git.commit"
@@ -88,6 +88,16 @@ run once resumed (``resumed`` says it was), with :data:`BUDGET_SPENT_TAG`."""
 BUDGET_SPENT_TAG = "budget_spent_usd"
 """What the attempt that ``MAX_COST_USD`` stopped had spent, in US dollars, and the limit:
 ``0.0031 of 0.003``."""
+SEQUENTIAL_TAG = "sequential"
+"""Set on a sequential run: the question it answers (``dataset`` or ``population``); a
+resume continues the run with it."""
+SEQUENTIAL_SEED_TAG = "sequential_seed"
+"""The seed of a sequential run's order of entries (from ``ROOT_SEED`` and the run id)."""
+SEQUENTIAL_ARTIFACT = "sequential.json"
+"""A sequential run's order of entries, the look at which each type settled, the calls made
+and saved, and each type's interval at the stop."""
+SEQUENTIAL_ENTRIES_METRIC = "sequential_entries_called"
+SEQUENTIAL_CALLS_SAVED_METRIC = "sequential_calls_saved"
 RESCORED_FROM_TAG = "rescored_from"
 """Set on a run that scored another run's recorded outputs again (``evalkit rescore``, no
 component call made): that run's id."""
@@ -128,7 +138,7 @@ def verdict_tags(verdict: str, run_name: str) -> dict[str, str]:
     """A run's verdict as its tag, at the head of its name and as its dot's colour, so that
     MLflow's run lists tell a failing run from a passing one without opening it. ``run_name``
     may already carry a verdict (a label moved it): it is replaced."""
-    short = run_name.removeprefix("PASS ").removeprefix("FAIL ")
+    short = run_name.removeprefix("PASS ").removeprefix("FAIL ").removeprefix("INCONCLUSIVE ")
     return {VERDICT_TAG: verdict, RUN_NAME_TAG: f"{verdict} {short}",
             RUN_COLOR_TAG: VERDICT_COLORS[verdict]}
 

@@ -1,0 +1,294 @@
+"""A sequential run: entries called in a seeded random order until every gated type's verdict
+is settled at the stated level (:class:`SequentialGate`), and what it found
+(:class:`SequentialOutcome`).
+
+The sampled unit of a type is what one item of it is scored on: an entry (with all its
+``REPEAT_COUNT`` calls for repeatability), or a bias group (all its variants, called one
+after the other). The order is a permutation of *blocks*, a bias group's entries being one
+block and every other entry a block of its own, drawn with ``numpy.random.default_rng`` from
+the seed ``replicate_seed(ROOT_SEED, "sequential:<run id>", 0)``: fixed before the first
+call, so a resume of the run calls the same order, and independent of the outcomes, so each
+type's units arrive as a uniformly random draw without replacement (what
+:class:`~evalkit.stats.Scope` ``DATASET`` assumes).
+
+Each type's :class:`~evalkit.stats.MeanSequence` (its ``min_accuracy`` the threshold, a unit
+scoring 1 when its verdict agrees with its annotation, as accuracy counts it) takes its units
+in that order, a unit as soon as it and every earlier one are in. A type settled (PASS or
+FAIL) takes no more units; an entry none of whose types still needs it is not called. The
+run ends when every type is settled or the entries run out: under ``population`` a type may
+then be INCONCLUSIVE.
+
+Example: entries e0..e3 of one ordinary type, threshold 0.5; after e0, e1 and e2 pass
+(in the drawn order) the whole dataset's accuracy is at least 3/4 whatever e3 gives, so
+the type settles at the third look and e3 is not called (on four entries the betting interval
+itself settles nothing: the deterministic bounds do)::
+
+    >>> from evalkit.stats import MeanSequence, Scope
+    >>> sequence = MeanSequence(4, 0.5, scope=Scope.DATASET)
+    >>> [str(sequence.update(1.0).verdict) for _ in range(3)]
+    ['unsettled', 'unsettled', 'PASS']
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from evalkit._errors import ConfigError
+from evalkit.calls import EntryOutputs, RunPlan
+from evalkit.config import SEQUENTIAL_QUESTIONS, EvalConfig
+from evalkit.dataset import BIAS
+from evalkit.evaluation._prepare import PreparedEvaluation
+from evalkit.evaluation._scoring import CallTraces, EarlyJudging, score_run
+from evalkit.records import MetricPoint, names
+from evalkit.stats import Look, MeanSequence, Scope, SequentialVerdict, replicate_seed
+
+logger = logging.getLogger("evalkit")
+
+SCOPES = {"dataset": Scope.DATASET, "population": Scope.POPULATION}
+"""The sequence each question (``SEQUENTIAL_QUESTIONS``) is answered with."""
+
+
+def sequential_seed(root_seed: int, run_id: str) -> int:
+    """The seed of a sequential run's order: ``replicate_seed(root_seed,
+    "sequential:<run id>", 0)`` (a resume has the same run id, so the same order)."""
+    return replicate_seed(root_seed, f"sequential:{run_id}", 0)
+
+
+def refuse_sequential(config: EvalConfig, plan: RunPlan, mode: str | None = None) -> None:
+    """Refuse, before any call, what a sequential run cannot keep valid; ``mode``: the
+    option of a mode other than one run (``--replicates``, ``--calibrate``)."""
+    if plan.selection.sequential is None:
+        return
+    script = config.script
+    how = "--sequential (or SEQUENTIAL in eval.py)"
+    if mode is not None:
+        raise ConfigError(
+            f"{script}: {how} cannot be used with {mode}: "
+            + ("replicates measure the spread of whole runs, and runs stopped at different "
+               "looks have no common spread to measure" if mode == "--replicates" else
+               "calibration measures repeatability over every repeatability entry and gates "
+               "nothing, so there is nothing to settle")
+            + f". Run {mode} without --sequential, with SEQUENTIAL = False in the script")
+    if config.labels_path is not None or config.label_sample:
+        raise ConfigError(
+            f"{script}: {how} cannot be used with LABELS_PATH or LABEL_SAMPLE: a full run "
+            "checks the threshold on the accuracy corrected by people's labels, which a "
+            "sequence over the scorer's verdicts does not estimate. Remove LABELS_PATH and "
+            "LABEL_SAMPLE for sequential runs, or run without sequential")
+    if config.judge is not None and config.judge.repeats > 1:
+        raise ConfigError(
+            f"{script}: {how} cannot be used with JUDGE_REPEATS={config.judge.repeats}: the "
+            "sequence would settle on the majority of a judge whose votes disagree, and "
+            "measuring that disagreement needs the judge asked about every entry. Set "
+            "JUDGE_REPEATS = 1, or run without sequential")
+    with_f1 = [t for t in plan.types if config.threshold_for(t).min_f1 is not None]
+    if with_f1:
+        raise ConfigError(
+            f"{script}: {how} gates each type's accuracy, and EVAL_MIN_F1 is set for "
+            f"{', '.join(with_f1)}: F1 is no mean of the entries, so no sequence settles it. "
+            "Remove EVAL_MIN_F1 for sequential runs, or run without sequential")
+
+
+@dataclass(frozen=True)
+class TypeSettlement:
+    """One gated type of a sequential run at its stop."""
+
+    test_type: str
+    units: int
+    """Its units in the plan (entries, or bias groups)."""
+    look: Look
+    """Its sequence at the stop: the last look it took."""
+
+    def to_json(self) -> dict[str, Any]:
+        return {"test_type": self.test_type, "units": self.units, **self.look.to_json()}
+
+
+@dataclass(frozen=True)
+class SequentialOutcome:
+    """What a sequential run found: each type's settlement, the calls made and saved."""
+
+    question: str
+    confidence: float
+    seed: int
+    order: tuple[str, ...]
+    """Every entry's id, in the order the run calls them."""
+    types: tuple[TypeSettlement, ...]
+    entries: int
+    """The entries of the plan."""
+    entries_called: int
+    calls_planned: int
+    """The component calls of every entry of the plan."""
+    calls_made: int
+
+    @property
+    def calls_saved(self) -> int:
+        return self.calls_planned - self.calls_made
+
+    @property
+    def verdict(self) -> str:
+        """FAIL when a type failed, else INCONCLUSIVE when one is, else PASS."""
+        verdicts = {t.look.verdict for t in self.types}
+        if SequentialVerdict.FAIL in verdicts:
+            return "FAIL"
+        return "PASS" if verdicts <= {SequentialVerdict.PASS} else "INCONCLUSIVE"
+
+    def text(self) -> str:
+        """``settled after n of N entries (k calls saved)`` (or ``not settled``)."""
+        how = "settled" if self.verdict != "INCONCLUSIVE" else "not settled"
+        return (f"{how} after {self.entries_called} of {self.entries} entries "
+                f"({self.calls_saved} calls saved)")
+
+    def to_json(self) -> dict[str, Any]:
+        return {"question": self.question, "asks": SEQUENTIAL_QUESTIONS[self.question],
+                "confidence": self.confidence, "seed": self.seed, "verdict": self.verdict,
+                "summary": self.text(), "entries": self.entries,
+                "entries_called": self.entries_called, "calls_planned": self.calls_planned,
+                "calls_made": self.calls_made, "calls_saved": self.calls_saved,
+                "types": [t.to_json() for t in self.types], "order": list(self.order)}
+
+
+class _TypeStream:
+    """One type's units in the drawn order, fed to its sequence as they complete."""
+
+    def __init__(self, test_type: str, units: list[tuple[int, ...]], sequence: MeanSequence
+                 ) -> None:
+        self.test_type = test_type
+        self.units = units
+        """Each unit's entries (plan positions), in the order drawn."""
+        self.sequence = sequence
+        self.fed = 0
+
+    @property
+    def settled(self) -> bool:
+        return self.sequence.look.verdict.settled
+
+
+class SequentialGate:
+    """A run's :class:`~evalkit.calls.Sampling`: the drawn order, which entries are still
+    called, and each type's sequence (see the module docstring).
+
+    ``judging`` gives the judge's verdicts as each entry's calls come in (synchronously: the
+    next call waits for them, since the next entry taken depends on them)."""
+
+    def __init__(self, prepared: PreparedEvaluation, seed: int,
+                 judging: EarlyJudging | None = None, traces: CallTraces | None = None
+                 ) -> None:
+        plan = prepared.plan
+        question = plan.selection.sequential
+        if question is None:
+            raise ValueError("a sequential gate needs a selection with a sequential question")
+        self._plan = plan
+        self._scorers = prepared.scorers
+        self._judging = judging
+        self._traces = traces
+        self.question, self.seed = question, seed
+        self.confidence = confidence = prepared.config.sequential_confidence
+        thresholds = prepared.thresholds
+        blocks = _blocks(plan)
+        drawn = np.random.default_rng(seed).permutation(len(blocks))
+        self._blocks = [blocks[int(i)] for i in drawn]
+        self._order = [index for block in self._blocks for index in block]
+        self._block_of = {index: block for block in self._blocks for index in block}
+        self._taken: set[tuple[int, ...]] = set()
+        self._outputs: dict[int, EntryOutputs] = {}
+        self._streams = [
+            _TypeStream(t, units, MeanSequence(len(units), thresholds[t].min_accuracy,
+                                               scope=SCOPES[question], confidence=confidence))
+            for t in plan.types if (units := self._units_of(t))]
+
+    def _units_of(self, test_type: str) -> list[tuple[int, ...]]:
+        """The type's units in the drawn order: bias groups of two or more variants (one of
+        fewer is skipped, as scoring skips it), else entries."""
+        if test_type == BIAS:
+            return [tuple(i for i in block if BIAS in self._plan.items[i].types)
+                    for block in self._blocks
+                    if sum(BIAS in self._plan.items[i].types for i in block) >= 2]
+        return [(i,) for i in self._order if test_type in self._plan.items[i].types]
+
+    def order(self) -> Sequence[int]:
+        return self._order
+
+    def take(self, index: int) -> bool:
+        block = self._block_of[index]
+        if block in self._taken:
+            return True
+        open_types = {s.test_type for s in self._streams if not s.settled}
+        wanted = any(t in open_types for i in block for t in self._plan.items[i].types)
+        if wanted:
+            self._taken.add(block)
+        return wanted
+
+    def entry_in(self, outputs: EntryOutputs, index: int) -> None:
+        if self._judging is not None:
+            for job in self._judging.follow_ups(outputs):
+                job()
+        self._outputs[index] = outputs
+        for stream in self._streams:
+            if stream.test_type in outputs.planned.types:
+                self._feed(stream)
+
+    def _feed(self, stream: _TypeStream) -> None:
+        """Give the type every unit now complete whose earlier units were all given."""
+        while not stream.settled and stream.fed < len(stream.units):
+            unit = stream.units[stream.fed]
+            if not all(i in self._outputs for i in unit):
+                return
+            stream.sequence.update(self._value(stream.test_type, unit))
+            stream.fed += 1
+            if stream.settled:
+                look = stream.sequence.look
+                logger.info("%s settled %s after %d of %d units: [%.3f, %.3f]",
+                            stream.test_type, look.verdict, look.n, look.total, look.low,
+                            look.high)
+
+    def _value(self, test_type: str, unit: tuple[int, ...]) -> float:
+        """1.0 when the unit's verdict agrees with its annotation (as accuracy counts)."""
+        early = None if self._judging is None else self._judging.verdicts
+        scored = score_run([self._outputs[i] for i in unit], (test_type,), self._scorers,
+                           early, traces=self._traces)
+        return float(scored.types[0].items[0].correct)
+
+    def outcome(self, calls_made: int) -> SequentialOutcome:
+        """The run at its stop; ``calls_made``: component calls made (by every attempt)."""
+        items = self._plan.items
+        return SequentialOutcome(
+            self.question, self.confidence, self.seed,
+            tuple(items[i].entry.id for i in self._order),
+            tuple(TypeSettlement(s.test_type, len(s.units), s.sequence.look)
+                  for s in self._streams),
+            len(items), len(self._outputs), self._plan.total_calls, calls_made)
+
+
+def _blocks(plan: RunPlan) -> list[tuple[int, ...]]:
+    """The plan's entries as blocks called together: a bias group's, else one entry's."""
+    groups: dict[Any, list[int]] = {}
+    blocks: list[list[int]] = []
+    for index, planned in enumerate(plan.items):
+        key = planned.entry.bias_key if BIAS in planned.types else None
+        if key is None:
+            blocks.append([index])
+        elif key in groups:
+            groups[key].append(index)
+        else:
+            groups[key] = [index]
+            blocks.append(groups[key])
+    return [tuple(b) for b in blocks]
+
+
+
+def sequential_points(outcome: SequentialOutcome) -> list[MetricPoint]:
+    """The MLflow metrics of a sequential run: entries called, calls saved, and per type the
+    look at which it settled (its last look when it did not) and its interval there."""
+    points = [MetricPoint(names.SEQUENTIAL_ENTRIES_METRIC, outcome.entries_called),
+              MetricPoint(names.SEQUENTIAL_CALLS_SAVED_METRIC, outcome.calls_saved)]
+    for t in outcome.types:
+        look = t.look
+        points += [MetricPoint(f"{t.test_type}_settled_at", look.settled_at or look.n),
+                   MetricPoint(f"{t.test_type}_sequence_low", look.low),
+                   MetricPoint(f"{t.test_type}_sequence_high", look.high)]
+    return points
