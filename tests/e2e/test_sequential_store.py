@@ -1,0 +1,140 @@
+"""Sequential runs end to end: eval.py's command line on a real local MLflow store, a
+generated dataset of 2,000 entries and a deterministic component.
+
+The run calls the entries in its seeded order and stops once the type's confidence sequence
+settles; the verdict line, ``--json``, the run's metrics and ``sequential.json`` say where.
+An interrupt and ``--resume`` continue the same order and settle where an uninterrupted pass
+over that order settles (the sequence fed by hand, below).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import uuid
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from evalkit import Call, Entry, RunInterrupted
+from evalkit.calls import Selection
+from evalkit.config import EvalConfig
+from evalkit.evaluation import evaluate
+from evalkit.stats import MeanSequence, Scope
+from tests.support.builders import entry, write_dataset
+from tests.support.commands import eval_script
+
+ENTRIES = 2000
+THRESHOLD = 0.8
+
+
+def _right(entry_id: str) -> bool:
+    """Nine entries in ten are answered right (accuracy 0.9, threshold 0.8)."""
+    return int(entry_id[1:]) % 10 != 3
+
+
+class Component:
+    """Answers ``a`` (the expected output) or ``x``, by entry; remembers the order called,
+    and raises KeyboardInterrupt (a Ctrl-C) at call ``interrupt_at`` once."""
+
+    def __init__(self, interrupt_at: int | None = None) -> None:
+        self.called: list[str] = []
+        self.interrupt_at = interrupt_at
+
+    def __call__(self, entry: Entry, call: Call) -> str:
+        if self.interrupt_at is not None and len(self.called) == self.interrupt_at:
+            self.interrupt_at = None
+            raise KeyboardInterrupt
+        self.called.append(entry.id)
+        return "a" if _right(entry.id) else "x"
+
+
+@pytest.fixture(scope="module")
+def dataset(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return write_dataset(tmp_path_factory.mktemp("seq") / "ds",
+                         {f"e{i:04d}": entry("functional", input=f"q{i}")
+                          for i in range(ENTRIES)})
+
+
+def _constants(tmp_path: Path, dataset: Path, **more: Any) -> dict[str, Any]:
+    return {"EXPERIMENT_NAME": f"seq/{uuid.uuid4().hex[:10]}", "DATASET_PATH": str(dataset),
+            "REPORTS_DIR": str(tmp_path / "reports"), "EVAL_MIN_ACCURACY": THRESHOLD,
+            "TRACE_CALLS": False, "MAX_CONCURRENCY": 1, **more}
+
+
+def _run(tracking_uri: str, experiment: str) -> Any:
+    import mlflow
+
+    client = mlflow.MlflowClient(tracking_uri)
+    found = client.get_experiment_by_name(experiment)
+    assert found is not None
+    (run,) = client.search_runs([found.experiment_id])
+    path = client.download_artifacts(run.info.run_id, "sequential.json")
+    return run, json.loads(Path(path).read_text(encoding="utf-8"))
+
+
+def _settles_at(order: list[str], scope: Scope) -> int:
+    """Where the sequence settles fed the component's outcomes in ``order``, by hand."""
+    sequence = MeanSequence(ENTRIES, THRESHOLD, scope=scope)
+    for n, entry_id in enumerate(order, 1):
+        if sequence.update(float(_right(entry_id))).verdict.settled:
+            return n
+    return ENTRIES
+
+
+def test_a_sequential_run_stops_early_and_says_so(
+        tmp_path: Path, dataset: Path, tracking_uri: str, monkeypatch: pytest.MonkeyPatch,
+        capsys: pytest.CaptureFixture[str]) -> None:
+    monkeypatch.chdir(tmp_path)
+    constants = _constants(tmp_path, dataset, SEQUENTIAL=True)
+    component = Component()
+    out_json = tmp_path / "out.json"
+    assert eval_script(constants, component, "--type=functional", "--json",
+                       str(out_json)) == 0
+    shown = capsys.readouterr().out
+    run, recorded = _run(tracking_uri, constants["EXPERIMENT_NAME"])
+    n = len(component.called)
+    assert sorted(recorded["order"]) == [f"e{i:04d}" for i in range(ENTRIES)]
+    assert recorded["order"] != sorted(recorded["order"])  # drawn, not dataset order
+    assert component.called == recorded["order"][:n]  # called in the recorded order
+    assert n == _settles_at(recorded["order"], Scope.DATASET) < ENTRIES / 2
+    assert f"PASS: 1/1 types passed; settled after {n} of {ENTRIES} entries " \
+           f"({ENTRIES - n} calls saved)" in shown
+    (functional,) = recorded["types"]
+    assert (functional["verdict"], functional["settled_at"], functional["n"]) == ("PASS", n, n)
+    assert functional["low"] >= THRESHOLD and functional["scope"] == "dataset"
+    summary = json.loads(out_json.read_text(encoding="utf-8"))
+    assert summary["verdict"] == "PASS" and summary["exit_status"] == 0
+    assert summary["sequential"]["calls_saved"] == ENTRIES - n
+    assert summary["sequential"]["summary"] == recorded["summary"]
+    metrics = run.data.metrics
+    assert metrics["sequential_entries_called"] == n
+    assert metrics["sequential_calls_saved"] == ENTRIES - n
+    assert metrics["functional_settled_at"] == n
+    assert metrics["calls"] == n  # only the entries called are scored
+    assert run.data.tags["sequential"] == "dataset" and run.data.tags["verdict"] == "PASS"
+
+
+def test_an_interrupted_sequential_run_resumes_in_the_same_order(
+        tmp_path: Path, dataset: Path, tracking_uri: str, monkeypatch: pytest.MonkeyPatch,
+        capsys: pytest.CaptureFixture[str]) -> None:
+    monkeypatch.chdir(tmp_path)  # the raw results' folder, .evalkit/runs
+    constants = _constants(tmp_path, dataset)
+    component = Component(interrupt_at=10)
+    # interrupted through the library: the command line ends its process on an interrupt
+    with pytest.raises(RunInterrupted) as stopped:
+        evaluate(EvalConfig.from_constants(constants, "eval.py"), component,
+                 Selection.parse("functional", sequential="population"))
+    run_id = re.search(r"--resume (\w+)", str(stopped.value)).group(1)  # type: ignore[union-attr]
+    assert len(component.called) == 10
+    assert eval_script(constants, component, "--resume", run_id) == 0
+    shown = capsys.readouterr().out
+    run, recorded = _run(tracking_uri, constants["EXPERIMENT_NAME"])
+    n = _settles_at(recorded["order"], Scope.POPULATION)
+    # the first attempt's 10 calls and the resume's continue one order, and stop where an
+    # uninterrupted pass over it stops
+    assert component.called == recorded["order"][:n]
+    assert run.info.status == "FINISHED" and run.data.tags["resumed"] == "true"
+    assert recorded["types"][0]["settled_at"] == n and recorded["verdict"] == "PASS"
+    assert f"settled after {n} of {ENTRIES} entries ({ENTRIES - n} calls saved)" in shown
