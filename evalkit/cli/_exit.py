@@ -33,7 +33,9 @@ class ExitStatus(IntEnum):
     INCONCLUSIVE = 5
     """``evalkit compare`` refused to call a winner: no type's gap clears the noise floor
     that replicates measured, and at least one is inside it (a type that clears it decides:
-    0; without a floor the gap is not gated: 0)."""
+    0; without a floor the gap is not gated: 0). Or a sequential run (``--sequential
+    population``) called every entry and a type's interval still straddles its threshold,
+    none having failed."""
     TRACKING_OFFLINE = 6
     """The tracking server became unreachable mid-run; the run is saved as a local bundle."""
     BUDGET = 7
@@ -79,9 +81,11 @@ exit status:
        report or label, a refused rescore)
   3    the golden dataset is invalid (every violation is listed; nothing was run)
   4    runtime failure (MLflow or the judge endpoint unreachable, unexpected error)
-  5    evalkit compare refused to call a winner: no test type's gap clears the noise
-       floor measured by replicates (a type that clears it decides: 0; without replicates
-       the gap is shown, not gated: 0)
+  5    a sequential run could not settle: every entry was called and a type's interval at
+       SEQUENTIAL_CONFIDENCE still straddles its threshold (only --sequential=population
+       can end so; a failed type gives 1); or evalkit compare refused to call a winner:
+       no test type's gap clears the noise floor measured by replicates (a type that
+       clears it decides: 0; without replicates the gap is shown, not gated: 0)
   6    the tracking server became unreachable mid-run: the run is saved as a local bundle
        (named in the message); upload it with evalkit sync BUNDLE
   7    stopped for budget: the next call would have taken the run's spending past

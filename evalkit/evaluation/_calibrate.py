@@ -21,8 +21,7 @@ from evalkit.evaluation._context import RunContext
 from evalkit.evaluation._evaluate import new_run, warn_unsynced
 from evalkit.evaluation._evaluation import evaluation_in
 from evalkit.evaluation._outcome import EvaluationOutcome
-from evalkit.evaluation._prepare import RunRole, prepare
-from evalkit.evaluation._sequential import refuse_sequential
+from evalkit.evaluation._prepare import RunRole, prepare, refuse_sequential_mode
 from evalkit.records import CallRecord, Mode, names
 from evalkit.scorers import OutputGroup, Scorer
 from evalkit.stats import Calibration, CalibrationPoint
@@ -40,10 +39,10 @@ def evaluate_calibration(config: EvalConfig, component: Component, selection: Se
     """One run of the repeatability entries at ``CALIBRATION_REPEAT_COUNT``, then the prefix
     re-scoring, logged to the same MLflow run with ``report-calibration.md`` and its chart."""
     context = context or RunContext()
+    refuse_sequential_mode(config, selection, "--calibrate")
     calibrated = dataclasses.replace(config, repeat_count=config.calibration_repeat_count)
     # Only the repeatability entries, at the larger count; --groups and --human-review apply.
     prepared = prepare(calibrated, dataclasses.replace(selection, test_type=REPEATABILITY))
-    refuse_sequential(config, prepared.plan, "--calibrate")
     role = RunRole(tags={names.MODE_TAG: Mode.CALIBRATION}, name_prefix="calib ",
                    local_reports=False,
                    rerun="a calibration run is not resumed: run --calibrate again")

@@ -19,7 +19,6 @@ from evalkit.evaluation._context import RunContext
 from evalkit.evaluation._evaluation import evaluation_in
 from evalkit.evaluation._outcome import EvaluationOutcome
 from evalkit.evaluation._prepare import PreparedEvaluation, prepare
-from evalkit.evaluation._sequential import refuse_sequential
 from evalkit.records import CallRecord, Mode, names
 from evalkit.tracking import StoredRun, TrackedRun, Tracker
 
@@ -35,7 +34,6 @@ def evaluate(config: EvalConfig, component: Component, selection: Selection,
     early (see :class:`Stop`); its progress callback hears of every call as it is kept."""
     context = context or RunContext()
     prepared = prepare(config, selection)
-    refuse_sequential(config, prepared.plan)
     warn_unsynced(context.store)
     opening = new_run(context, prepared, prepared.run_name(), prepared.params(),
                       prepared.tags())
@@ -55,7 +53,6 @@ def resume(config: EvalConfig, component: Component, run_id: str,
     tracker.check_reachable()
     run_id = tracker.reader.resolve(run_id)  # a prefix too, as the docs and the report take
     prepared = _resumable(config, tracker.reader.stored(run_id))
-    refuse_sequential(config, prepared.plan)
     opening = tracker.reopen(run_id, context.runs_dir, traced=config.trace_calls)
     with evaluation_in(opening, prepared, component, context) as evaluation:
         run = evaluation.run

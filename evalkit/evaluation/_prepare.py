@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 
 from evalkit._distribution import VERSION
-from evalkit._errors import DatasetInvalid
+from evalkit._errors import ConfigError, DatasetInvalid
 from evalkit._secrets import Redactor
 from evalkit.calls import RunPlan, Selection, plan_run
 from evalkit.config import EvalConfig, prompt_sha256
@@ -124,6 +124,7 @@ def prepare(config: EvalConfig, selection: Selection) -> PreparedEvaluation:
     constants, those of the selected types included, in one :class:`ConfigError`."""
     dataset = dataset_of(config)
     plan = plan_run(dataset, selection, config)
+    refuse_sequential(config, plan)
     require_trajectories(dataset, [(p.entry, t) for p in plan.items for t in p.types
                                    if config.scorer_for(t) == "trajectory"])
     thresholds = {t: config.threshold_for(t) for t in plan.types}
@@ -138,3 +139,45 @@ def prepare(config: EvalConfig, selection: Selection) -> PreparedEvaluation:
         config=config, selection=selection, dataset=dataset, plan=plan, thresholds=thresholds,
         scorers=scorers, redactor=Redactor.from_environment(), labels=labels,
         source=source_state(config.script, config.source_file))
+
+
+_SEQUENTIAL = "--sequential (or SEQUENTIAL in eval.py)"
+
+
+def refuse_sequential_mode(config: EvalConfig, selection: Selection, mode: str) -> None:
+    """Refuse a sequential selection in a mode other than one run (``--replicates``,
+    ``--calibrate``), before anything is prepared."""
+    if selection.sequential is None:
+        return
+    why = ("replicates measure the spread of whole runs, and runs stopped at different looks "
+           "have no common spread to measure" if mode == "--replicates" else
+           "calibration measures repeatability over every repeatability entry and gates "
+           "nothing, so there is nothing to settle")
+    raise ConfigError(f"{config.script}: {_SEQUENTIAL} cannot be used with {mode}: {why}. "
+                      f"Run {mode} without --sequential and with SEQUENTIAL = False")
+
+
+def refuse_sequential(config: EvalConfig, plan: RunPlan) -> None:
+    """Refuse, before any call (and before the judge is asked anything), what a sequential
+    run cannot keep valid: people's labels, a judge asked more than once, an F1 threshold."""
+    if plan.selection.sequential is None:
+        return
+    script = config.script
+    if config.labels_path is not None or config.label_sample:
+        raise ConfigError(
+            f"{script}: {_SEQUENTIAL} cannot be used with LABELS_PATH or LABEL_SAMPLE: a full "
+            "run checks the threshold on the accuracy corrected by people's labels, which a "
+            "sequence over the scorer's verdicts does not estimate. Remove LABELS_PATH and "
+            "LABEL_SAMPLE for sequential runs, or run without sequential")
+    if config.judge is not None and config.judge.repeats > 1:
+        raise ConfigError(
+            f"{script}: {_SEQUENTIAL} cannot be used with JUDGE_REPEATS="
+            f"{config.judge.repeats}: the sequence would settle on the majority of a judge "
+            "whose votes disagree, and measuring that disagreement needs the judge asked "
+            "about every entry. Set JUDGE_REPEATS = 1, or run without sequential")
+    with_f1 = [t for t in plan.types if config.threshold_for(t).min_f1 is not None]
+    if with_f1:
+        raise ConfigError(
+            f"{script}: {_SEQUENTIAL} gates each type's accuracy, and EVAL_MIN_F1 is set for "
+            f"{', '.join(with_f1)}: F1 is no mean of the entries, so no sequence settles it. "
+            "Remove EVAL_MIN_F1 for sequential runs, or run without sequential")

@@ -24,8 +24,12 @@ from evalkit.evaluation._context import RunContext
 from evalkit.evaluation._evaluate import warn_unsynced
 from evalkit.evaluation._evaluation import evaluation_in
 from evalkit.evaluation._outcome import EvaluationOutcome
-from evalkit.evaluation._prepare import PreparedEvaluation, RunRole, prepare
-from evalkit.evaluation._sequential import refuse_sequential
+from evalkit.evaluation._prepare import (
+    PreparedEvaluation,
+    RunRole,
+    prepare,
+    refuse_sequential_mode,
+)
 from evalkit.records import MetricPoint, Mode, RunUsage, SeriesItems, TypeNames, names
 from evalkit.reports import render_reports
 from evalkit.stats import (
@@ -119,8 +123,8 @@ def evaluate_replicates(config: EvalConfig, component: Component, selection: Sel
                         context: RunContext | None = None) -> ReplicatesOutcome:
     """Run the selection ``config.replicates`` times under one parent MLflow run."""
     context = context or RunContext()
+    refuse_sequential_mode(config, selection, "--replicates")
     prepared = prepare(config, selection)
-    refuse_sequential(config, prepared.plan, "--replicates")
     tracker = context.store
     lock_path = config.reports_dir / LOCK_FILE
     seeds = seeds_for(config.experiment_name, config.root_seed, config.replicates,

@@ -38,9 +38,8 @@ from typing import Any
 
 import numpy as np
 
-from evalkit._errors import ConfigError
 from evalkit.calls import EntryOutputs, RunPlan
-from evalkit.config import SEQUENTIAL_QUESTIONS, EvalConfig
+from evalkit.config import SEQUENTIAL_QUESTIONS
 from evalkit.dataset import BIAS
 from evalkit.evaluation._prepare import PreparedEvaluation
 from evalkit.evaluation._scoring import CallTraces, EarlyJudging, score_run
@@ -57,41 +56,6 @@ def sequential_seed(root_seed: int, run_id: str) -> int:
     """The seed of a sequential run's order: ``replicate_seed(root_seed,
     "sequential:<run id>", 0)`` (a resume has the same run id, so the same order)."""
     return replicate_seed(root_seed, f"sequential:{run_id}", 0)
-
-
-def refuse_sequential(config: EvalConfig, plan: RunPlan, mode: str | None = None) -> None:
-    """Refuse, before any call, what a sequential run cannot keep valid; ``mode``: the
-    option of a mode other than one run (``--replicates``, ``--calibrate``)."""
-    if plan.selection.sequential is None:
-        return
-    script = config.script
-    how = "--sequential (or SEQUENTIAL in eval.py)"
-    if mode is not None:
-        raise ConfigError(
-            f"{script}: {how} cannot be used with {mode}: "
-            + ("replicates measure the spread of whole runs, and runs stopped at different "
-               "looks have no common spread to measure" if mode == "--replicates" else
-               "calibration measures repeatability over every repeatability entry and gates "
-               "nothing, so there is nothing to settle")
-            + f". Run {mode} without --sequential, with SEQUENTIAL = False in the script")
-    if config.labels_path is not None or config.label_sample:
-        raise ConfigError(
-            f"{script}: {how} cannot be used with LABELS_PATH or LABEL_SAMPLE: a full run "
-            "checks the threshold on the accuracy corrected by people's labels, which a "
-            "sequence over the scorer's verdicts does not estimate. Remove LABELS_PATH and "
-            "LABEL_SAMPLE for sequential runs, or run without sequential")
-    if config.judge is not None and config.judge.repeats > 1:
-        raise ConfigError(
-            f"{script}: {how} cannot be used with JUDGE_REPEATS={config.judge.repeats}: the "
-            "sequence would settle on the majority of a judge whose votes disagree, and "
-            "measuring that disagreement needs the judge asked about every entry. Set "
-            "JUDGE_REPEATS = 1, or run without sequential")
-    with_f1 = [t for t in plan.types if config.threshold_for(t).min_f1 is not None]
-    if with_f1:
-        raise ConfigError(
-            f"{script}: {how} gates each type's accuracy, and EVAL_MIN_F1 is set for "
-            f"{', '.join(with_f1)}: F1 is no mean of the entries, so no sequence settles it. "
-            "Remove EVAL_MIN_F1 for sequential runs, or run without sequential")
 
 
 @dataclass(frozen=True)
