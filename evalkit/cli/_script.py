@@ -123,7 +123,7 @@ def run_eval_script(constants: Mapping[str, Any], component: Component,
     if earlier is not None and (args.test_type or args.groups or args.human_review
                                 or args.sequential):
         parser.error(f"--{'resume' if args.resume else 'rescore'} takes the run's own --type, "
-                     "--groups, --human-review and --sequential")
+                     "--groups and --human-review, and a sequential run's --sequential")
     if args.estimate and (earlier or args.calibrate):
         parser.error("--estimate estimates a new run: give --type (and --groups, "
                      "--human-review, --replicates), not --resume, --rescore or --calibrate")

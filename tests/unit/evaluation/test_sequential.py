@@ -188,8 +188,8 @@ def test_what_a_sequential_run_cannot_keep_valid_is_refused_before_any_call(
 
 
 @pytest.mark.parametrize(("options", "message"), [
-    (("--resume", "abcd1234", "--sequential"), "takes the run's own --type, --groups, "
-                                                "--human-review and --sequential"),
+    (("--resume", "abcd1234", "--sequential"), "takes the run's own --type, --groups and "
+                                                "--human-review, and a sequential run's"),
     (("--type=all", "--sequential=everything"), "argument --sequential: invalid choice"),
 ])
 def test_bad_sequential_options_are_usage_errors(
