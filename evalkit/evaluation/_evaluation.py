@@ -174,9 +174,10 @@ class Evaluation:
         # what the spending hears: the missing calls and the judgements given early
         self.spending.planned_calls = sum(missing.values()) + judge_calls_of(plan, config,
                                                                              bias=False)
-        logger.info("MLflow run %s in experiment %s (%s); %d entries, %d calls; raw results: %s",
+        logger.info("MLflow run %s in experiment %s (%s); %d entries, %d calls%s; raw results: %s",
                     run.id, config.experiment_name, shown_uri(run.tracking_uri),
-                    len(plan.items), sum(missing.values()), run.raw.path)
+                    len(plan.items), sum(missing.values()),
+                    " at most (sequential)" if plan.selection.sequential else "", run.raw.path)
 
         scorers = self.prepared.scorers
         run.register_prompts({p.registry_name: p.registry_template()

@@ -83,6 +83,11 @@ def _never_called(entry: Entry, call: Call) -> Any:
 def _rescorable(config: EvalConfig, source: StoredRun) -> PreparedEvaluation:
     """The source's evaluation prepared again by this script, once it is certain that the
     source's outputs belong to it: an ordinary run, from the same dataset and repeats."""
+    if names.SEQUENTIAL_TAG in source.tags:
+        raise ConfigError(
+            f"run {source.run_id} is a sequential run: it stopped calling once its verdicts "
+            "were settled, by the scorers it had, so other scorers would need the entries it "
+            f"never called. Evaluate again: python {config.script} --sequential")
     prepared = prepared_again(config, source, _not_rescorable)
     now = prepared.params()
     compared = [names.DATASET_DIGEST_PARAM]

@@ -9,10 +9,13 @@ units' outcomes in the order the run recorded; the component is a test double of
 from __future__ import annotations
 
 import json
+import tempfile
 from pathlib import Path
 from typing import Any
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from evalkit import Call, ConfigError, Entry, RunContext, Selection, evaluate
 from evalkit.cli._exit import EXIT_STATUSES, ExitStatus
@@ -38,8 +41,8 @@ def _answers() -> RecordingComponent:
 
 def _run(tmp_path: Path, tracker: Tracker, component: Any, question: str = "dataset",
          test_type: str = "all", entries: dict[str, Any] = ENTRIES, **constants: Any) -> Any:
-    config = config_for(tmp_path, write_dataset(tmp_path / "ds", entries), REPEAT_COUNT=3,
-                        MAX_CONCURRENCY=1, EVAL_MIN_ACCURACY_BIAS=0.5, **constants)
+    config = config_for(tmp_path, write_dataset(tmp_path / "ds", entries), **{
+        "REPEAT_COUNT": 3, "MAX_CONCURRENCY": 1, "EVAL_MIN_ACCURACY_BIAS": 0.5, **constants})
     return evaluate(config, component, Selection.parse(test_type, sequential=question),
                     RunContext(tracker=tracker, runs_dir=tmp_path / ".evalkit" / "runs"))
 
@@ -230,3 +233,44 @@ def test_a_units_value_is_its_accuracy_count_and_the_metrics_cover_the_entries_c
     assert list(dict.fromkeys(e for e, _ in component.calls)) == order[:n]
     assert (m.samples, m.accuracy) == (n, t.look.estimate) and t.look.low >= 0.5
     assert outcome.sequential.text() == f"settled after {n} of 4 entries ({4 - n} calls saved)"
+
+
+def test_a_sequential_run_is_not_rescored(tmp_path: Path, tracker: Tracker) -> None:
+    from evalkit.evaluation import rescore
+
+    entries = {f"e{i}": entry("functional", input=f"q{i}") for i in range(4)}
+    outcome = _run(tmp_path, tracker, RecordingComponent(), test_type="functional",
+                   entries=entries)
+    config = config_for(tmp_path, tmp_path / "ds")
+    with pytest.raises(ConfigError, match=f"run {outcome.run_id} is a sequential run: it "
+                                          "stopped calling once its verdicts were settled"):
+        rescore(config, outcome.run_id, RunContext(tracker=tracker, runs_dir=tmp_path / "r"))
+
+
+@settings(max_examples=25, deadline=None,
+          suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(right=st.lists(st.booleans(), min_size=3, max_size=24),
+       threshold=st.sampled_from([0.3, 0.5, 0.7]),
+       question=st.sampled_from(["dataset", "population"]),
+       concurrency=st.sampled_from([1, 4]))
+def test_the_calls_are_a_prefix_of_the_order_and_settle_where_the_sequence_does(
+        tracker: Tracker, right: list[bool], threshold: float, question: str,
+        concurrency: int) -> None:
+    entries = {f"e{i:02d}": entry("functional", input=f"q{i}") for i in range(len(right))}
+    answers = {f"e{i:02d}": ("a" if r else "x") for i, r in enumerate(right)}
+    component = RecordingComponent(answers)
+    with tempfile.TemporaryDirectory() as folder:
+        outcome = _run(Path(folder), tracker, component, question, "functional", entries,
+                       EVAL_MIN_ACCURACY=threshold, MAX_CONCURRENCY=concurrency)
+    order = list(outcome.sequential.order)
+    (t,) = outcome.sequential.types
+    scope = Scope.DATASET if question == "dataset" else Scope.POPULATION
+    k = _settles_at([1.0 if answers[e] == "a" else 0.0 for e in order], threshold, scope)
+    called = list(dict.fromkeys(e for e, _ in component.calls))
+    # started in the drawn order, none passed over while the type was open
+    assert sorted(called) == sorted(order[:len(called)]) and len(called) >= k
+    assert t.look.n == k  # the sequence took exactly the units up to its settling look
+    if t.look.verdict.settled:
+        assert t.look.settled_at == k
+    if question == "dataset" and k == len(right):  # the last entry: the exact accuracy
+        assert t.look.verdict == ("PASS" if sum(right) / len(right) >= threshold else "FAIL")
