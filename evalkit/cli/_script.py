@@ -161,8 +161,9 @@ def _run_calls(config: EvalConfig, component: Component, args: argparse.Namespac
         outcome = resume(config, component, args.resume, context)
         _print_outcome(outcome)
         return _finish(args, started, "evaluation", outcome)
+    # SEQUENTIAL in the script applies unless --sequential names the question
     selection = Selection.parse(args.test_type, args.groups, args.human_review,
-                                args.sequential or config.sequential)
+                                args.sequential)
     if not args.ignore_estimate and not args.calibrate:
         check_budget(config, selection, args.replicates, context)
     if args.replicates:

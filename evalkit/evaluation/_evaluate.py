@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable, Mapping, Sequence
+from dataclasses import replace
 
 from evalkit._errors import ConfigError
 from evalkit.calls import Component, Selection
@@ -31,8 +32,12 @@ def evaluate(config: EvalConfig, component: Component, selection: Selection,
 
     Everything that can be wrong with the dataset, the constants, the judge endpoint or the
     tracking destination is found before the first call. The context's stop ends the run
-    early (see :class:`Stop`); its progress callback hears of every call as it is kept."""
+    early (see :class:`Stop`); its progress callback hears of every call as it is kept. A
+    sequential selection (or ``SEQUENTIAL`` in the constants) stops calling once every type's
+    verdict is settled (:mod:`evalkit.evaluation._sequential`)."""
     context = context or RunContext()
+    if selection.sequential is None and config.sequential is not None:  # SEQUENTIAL
+        selection = replace(selection, sequential=config.sequential)
     prepared = prepare(config, selection)
     warn_unsynced(context.store)
     opening = new_run(context, prepared, prepared.run_name(), prepared.params(),

@@ -147,7 +147,7 @@ _SEQUENTIAL = "--sequential (or SEQUENTIAL in eval.py)"
 def refuse_sequential_mode(config: EvalConfig, selection: Selection, mode: str) -> None:
     """Refuse a sequential selection in a mode other than one run (``--replicates``,
     ``--calibrate``), before anything is prepared."""
-    if selection.sequential is None:
+    if selection.sequential is None and config.sequential is None:
         return
     why = ("replicates measure the spread of whole runs, and runs stopped at different looks "
            "have no common spread to measure" if mode == "--replicates" else
