@@ -4,8 +4,10 @@ it follows and a runnable example in its docstring, and a typed result.
 One run (Wilson interval, confusion matrix, convergence, latency percentiles, per-type
 metrics); replicates (variance components, flips, noise floor, effective-n interval, pass@k
 and pass^k); votes over N runs; the items-vs-replicates budget; contrast intervals; the
-paired gap of two runs over shared items; REPEAT_COUNT calibration; the judge against
-people's labels (agreement, the corrected accuracy, the label budget).
+paired gap of two runs over shared items; confidence sequences for a run that may stop at
+any look (an accuracy against its threshold, a paired gap against a margin); REPEAT_COUNT
+calibration; the judge against people's labels (agreement, the corrected accuracy, the label
+budget).
 Nothing here imports evalkit beyond its errors and records, and nothing here names what MLflow
 holds: the names are in :mod:`evalkit.records.names`.
 
@@ -75,6 +77,14 @@ from evalkit.stats._pass_k import (
     pass_k,
 )
 from evalkit.stats._plan import ContrastPlan, LabelPlan, MeasuredP, Plan
+from evalkit.stats._sequences import (
+    DEFAULT_GRID,
+    Look,
+    MeanSequence,
+    PairedSequence,
+    Scope,
+    SequentialVerdict,
+)
 from evalkit.stats._stability import (
     ReplicateStability,
     VarianceComponents,
@@ -101,6 +111,8 @@ __all__ = [
     "latency_percentiles", "logged_latency", "two_sided_z", "wilson_interval",
     # two runs over the same items
     "PairedGap", "paired_gap",
+    # anytime-valid: a verdict at every look of a sequential run (confidence sequences)
+    "DEFAULT_GRID", "Look", "MeanSequence", "PairedSequence", "Scope", "SequentialVerdict",
     # replicates
     "SEED_DERIVATION", "ReplicateStability", "StabilityDocument", "StabilitySummary",
     "VarianceComponents", "replicate_seed", "replicate_stability",
