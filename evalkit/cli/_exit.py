@@ -27,15 +27,19 @@ class ExitStatus(IntEnum):
 
     OK = 0
     THRESHOLD_FAILED = 1
+    """A metric is under its threshold; or ``evalkit compare --margin``: B is worse than A by
+    more than the margin on some type."""
     USAGE = 2
     DATASET_INVALID = 3
     RUNTIME_FAILURE = 4
     INCONCLUSIVE = 5
-    """``evalkit compare`` refused to call a winner: no type's gap clears the noise floor
-    that replicates measured, and at least one is inside it (a type that clears it decides:
-    0; without a floor the gap is not gated: 0). Or a sequential run (``--sequential
-    population``) called every entry and a type's interval still straddles its threshold,
-    none having failed."""
+    """The data cannot settle the question ``evalkit compare`` asks. Without ``--margin``: no
+    type's gap clears the noise floor that replicates measured, and at least one is inside it
+    (a type that clears it decides: 0; without a floor the gap is not gated: 0). With
+    ``--margin`` (whose answer is then the status): on some type B - A's paired interval holds
+    ``-margin``, and on none is B worse by more than it. Or a sequential run
+    (``--sequential=population``) called every entry and a type's interval still straddles
+    its threshold, none having failed."""
     TRACKING_OFFLINE = 6
     """The tracking server became unreachable mid-run; the run is saved as a local bundle."""
     BUDGET = 7
@@ -72,7 +76,8 @@ def exit_status_of(error: EvalkitError) -> ExitStatus:
 EXIT_STATUSES = """\
 exit status:
   0    every threshold of the run was met
-  1    a metric is under its threshold (the reports say which)
+  1    a metric is under its threshold (the reports say which); evalkit compare --margin:
+       B is worse than A by more than the margin on some test type
   2    usage or configuration error (bad option, missing or misspelt constant in eval.py,
        a judge endpoint that refuses the key or the model, a tracking server that
        refuses the credentials or the permission on the experiment, a run that another
@@ -81,11 +86,14 @@ exit status:
        report or label, a refused rescore)
   3    the golden dataset is invalid (every violation is listed; nothing was run)
   4    runtime failure (MLflow or the judge endpoint unreachable, unexpected error)
-  5    a sequential run could not settle: every entry was called and a type's interval at
+  5    INCONCLUSIVE: evalkit compare refused to call a winner: no test type's gap clears
+       the noise floor measured by replicates (a type that clears it decides: 0; without
+       replicates the gap is shown, not gated: 0); with --margin, whose answer is then the
+       status: on some type B - A's 95% paired interval holds -margin (and on none is B
+       worse by more than it; B no worse on every type given a margin: 0); or a
+       sequential run could not settle: every entry was called and a type's interval at
        SEQUENTIAL_CONFIDENCE still straddles its threshold (only --sequential=population
-       can end so; a failed type gives 1); or evalkit compare refused to call a winner:
-       no test type's gap clears the noise floor measured by replicates (a type that
-       clears it decides: 0; without replicates the gap is shown, not gated: 0)
+       can end so; a failed type gives 1)
   6    the tracking server became unreachable mid-run: the run is saved as a local bundle
        (named in the message); upload it with evalkit sync BUNDLE
   7    stopped for budget: the next call would have taken the run's spending past

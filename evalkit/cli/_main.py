@@ -20,13 +20,12 @@ from evalkit.cli._common import (
     script_experiment,
     shown,
 )
-from evalkit.cli._compare import COMPARE_EPILOG, compare_command
+from evalkit.cli._compare import add_compare_parser, compare_command
 from evalkit.cli._dataset import add_dataset_parser, dataset_command
 from evalkit.cli._executor import IN_PROCESS, RAY
 from evalkit.cli._exit import EXIT_STATUSES, ExitStatus
 from evalkit.cli._files import OutputFile, write_all
 from evalkit.cli._init import DEFAULT_TEMPLATE, TEMPLATES, init_command
-from evalkit.cli._job_summary import add_markdown_options
 from evalkit.cli._label import add_label_parser, label_command
 from evalkit.cli._parser import Parser
 from evalkit.cli._rescore import add_rescore_parser, rescore_command
@@ -99,25 +98,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                         help="also write each judged or labelled type's check against "
                              "people's labels (corrected accuracy, its method, the label "
                              "entry ids, agreement) as JSON to PATH")
-    compare = commands.add_parser(
-        "compare", help="compare two runs, refusing gaps inside the noise floor",
-        formatter_class=argparse.RawDescriptionHelpFormatter,
-        description="Compare A with B: first what differs between them as recorded "
-                    "(params, component prompts with a diff of their texts, git commit and "
-                    "diff, the script's source hash, dataset digest, judge prompts, evalkit/"
-                    "MLflow/Python versions), then per test type the accuracy gap, the items "
-                    "that flipped "
-                    "between them and the noise floor (the largest disagreement rate between "
-                    "two replicates) measured behind A and/or B. A winner is named only when "
-                    "the gap clears twice the floor; inside it the comparison is refused. "
-                    "Without replicates on either side there is no floor: the gap is shown "
-                    "with its paired interval over the shared items and is not gated.",
-        epilog=COMPARE_EPILOG)
-    for side in ("a", "b"):
-        compare.add_argument(side, metavar=side.upper(), help=RUN_REFERENCE)
-    compare.add_argument("--json", action="store_true", help="machine-readable output")
-    add_markdown_options(compare, "the comparison (per type both accuracies, the gap with its "
-                                  "paired interval, the noise floor, the verdict; what differs)")
+    add_compare_parser(commands, RUN_REFERENCE)
     plan = commands.add_parser(
         "plan", help="how many runs a claim needs, from an experiment's runs in MLflow",
         description="Measure p (the per-run disagreement rate) from the repeats of the latest "

@@ -21,6 +21,12 @@ in exactly half of an even number of replicates) is undecided: it is neither rig
 so it is in no flip list and not among the shared items, rather than being tipped either way
 by a tie-break; the comparison counts those it left out. The accuracies themselves count
 every replicate's verdict.
+
+With margins (``evalkit compare --margin``) the comparison also asks a non-inferiority
+question per type: is B (the candidate) no worse than A (the baseline) by more than the
+type's margin? It is answered from the paired interval of B - A over the shared items
+(:func:`evalkit.stats.margin_check`): no worse, worse by more than the margin, or
+INCONCLUSIVE; :func:`margin_verdict` is the comparison's answer over every type given one.
 """
 
 from __future__ import annotations
@@ -31,12 +37,16 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any
 
+from evalkit._errors import ConfigError
 from evalkit.records import ItemCell, Mode, RunRecord, RunUsage, SeriesItems, TypeNames, names
 from evalkit.stats import (
     CorrectedAccuracy,
+    MarginCheck,
+    MarginVerdict,
     PairedGap,
     StabilityDocument,
     judge_checks,
+    margin_check,
     paired_gap,
     two_sided_z,
 )
@@ -76,6 +86,28 @@ def noise_gate(gap: float, floor: float | None) -> ComparisonVerdict:
     if gap < -FLOOR_MULTIPLE * floor:
         return ComparisonVerdict.WORSE
     return ComparisonVerdict.INSIDE_NOISE
+
+
+@dataclass(frozen=True)
+class Margins:
+    """The non-inferiority margin of each test type: how much worse than A (the baseline) B
+    (the candidate) may be, as an accuracy difference from 0 to 1."""
+
+    default: float | None = None
+    """The margin of every type not in ``per_type`` (``None``: those types are not asked)."""
+    per_type: Mapping[str, float] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        named = [("every type", self.default), *self.per_type.items()]
+        for test_type, margin in named:
+            if margin is not None and not 0 <= margin <= 1:
+                raise ConfigError(
+                    f"--margin: the margin of {test_type} is {margin}, but a margin is an "
+                    "accuracy difference from 0 to 1 (e.g. 0.02: B may be at most 2 points "
+                    "below A)")
+
+    def of(self, test_type: str) -> float | None:
+        return self.per_type.get(test_type, self.default)
 
 
 @dataclass(frozen=True)
@@ -131,6 +163,8 @@ class MetricComparison:
     """Items on both sides left out because a replicate series split evenly on them."""
     paired: PairedGap | None = None
     """The gap over the shared items with its interval (no shared item: ``None``)."""
+    margin: MarginCheck | None = None
+    """B against A and this type's non-inferiority margin, when one was given."""
 
     @property
     def gap(self) -> float:
@@ -159,13 +193,22 @@ class MetricComparison:
                 "corrected_gap": None if c is None else {
                     "gap": c.gap, "standard_error": c.standard_error, "low": c.low,
                     "high": c.high},
-                "verdict": str(self.verdict)}
+                "verdict": str(self.verdict),
+                "margin": None if self.margin is None else self.margin.to_json()}
 
 
-def compare(a: Side, b: Side) -> tuple[MetricComparison, ...]:
-    """Compare every test type the two sides share."""
+def compare(a: Side, b: Side, margins: Margins = Margins()) -> tuple[MetricComparison, ...]:
+    """Compare every test type the two sides share; a type with a margin is also checked for
+    B no worse than A by more than it. A margin named for a type the sides do not share is
+    refused (:class:`ConfigError`)."""
+    shared_types = [t for t in a.accuracy if t in b.accuracy]
+    unknown = sorted(set(margins.per_type) - set(shared_types))
+    if unknown:
+        raise ConfigError(f"--margin names {', '.join(unknown)}, which A and B do not both "
+                          f"have an accuracy for; the types they share: "
+                          f"{', '.join(shared_types) or 'none'}")
     results = []
-    for test_type in [t for t in a.accuracy if t in b.accuracy]:
+    for test_type in shared_types:
         floors = [s.noise_floor[test_type] for s in (a, b) if test_type in s.noise_floor]
         items_a, items_b = a.items.get(test_type, {}), b.items.get(test_type, {})
         on_both = [i for i in items_a if i in items_b]
@@ -173,15 +216,32 @@ def compare(a: Side, b: Side) -> tuple[MetricComparison, ...]:
         a_only = tuple(sorted(i for i in shared if items_a[i] and not items_b[i]))
         b_only = tuple(sorted(i for i in shared if items_b[i] and not items_a[i]))
         both_right = sum(bool(items_a[i] and items_b[i]) for i in shared)
+        neither = len(shared) - both_right - len(a_only) - len(b_only)
+        margin = margins.of(test_type)
         results.append(MetricComparison(
             test_type, a.accuracy[test_type], b.accuracy[test_type],
             max(floors) if floors else None, len(shared), a_only, b_only,
             CorrectedGap.of(a.corrected[test_type], b.corrected[test_type])
             if test_type in a.corrected and test_type in b.corrected else None,
             undecided_items=len(on_both) - len(shared),
-            paired=paired_gap(both_right, len(a_only), len(b_only),
-                              len(shared) - both_right - len(a_only) - len(b_only))))
+            paired=paired_gap(both_right, len(a_only), len(b_only), neither),
+            margin=None if margin is None else margin_check(
+                paired_gap(both_right, len(b_only), len(a_only), neither), margin)))
     return tuple(results)
+
+
+def margin_verdict(results: Sequence[MetricComparison]) -> MarginVerdict | None:
+    """The non-inferiority answer over every type given a margin: worse when any type is
+    worse by more than its margin, no worse when every one is no worse, else INCONCLUSIVE;
+    ``None`` when no type was given a margin."""
+    verdicts = {r.margin.verdict for r in results if r.margin is not None}
+    if not verdicts:
+        return None
+    if MarginVerdict.WORSE in verdicts:
+        return MarginVerdict.WORSE
+    if verdicts == {MarginVerdict.NO_WORSE}:
+        return MarginVerdict.NO_WORSE
+    return MarginVerdict.INCONCLUSIVE
 
 
 def no_winner(results: Sequence[MetricComparison]) -> bool:

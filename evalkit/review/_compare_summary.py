@@ -5,9 +5,11 @@ A heading that is the comparison's verdict (the types where A is better or worse
 INCONCLUSIVE when no gap clears the noise floor replicates measured; else not gated), the two
 runs linked to the MLflow UI, one table row per shared test type (both accuracies, the gap
 with its paired interval over the shared items, the noise floor, the items that flipped, the
-verdict), then what differs between the runs as recorded. Built from the same objects the
-terminal prints, with the blocks of :mod:`evalkit.reports` that keep names from breaking the
-table; no item id is listed, so the summary stays one screen.
+verdict), then what differs between the runs as recorded. With margins the heading opens with
+the non-inferiority answer and each row gains B − A with its interval against the margin.
+Built from the same objects the terminal prints, with the blocks of :mod:`evalkit.reports`
+that keep names from breaking the table; no item id is listed, so the summary stays one
+screen.
 """
 
 from __future__ import annotations
@@ -21,9 +23,11 @@ from evalkit.review._compare import (
     ComparisonVerdict,
     MetricComparison,
     Side,
+    margin_verdict,
     no_winner,
 )
 from evalkit.review._differences import Difference, shown_value
+from evalkit.stats import MarginCheck, MarginVerdict
 
 _VERDICT_CELLS = {
     ComparisonVerdict.BETTER: "**A better**",
@@ -42,6 +46,38 @@ def floor_text(r: MetricComparison) -> str:
         return (f"{r.floor:.2%}: too high to ever call a winner (a gap would have to exceed "
                 "100%): add items or replicates")
     return f"{r.floor:.2%} (a gap must exceed {FLOOR_MULTIPLE * r.floor:.2%})"
+
+
+_MARGIN_READING = {
+    MarginVerdict.NO_WORSE: "no worse: the interval lies above",
+    MarginVerdict.WORSE: "worse by more than the margin: the interval lies below",
+    MarginVerdict.INCONCLUSIVE: "INCONCLUSIVE: the interval holds",
+}
+
+
+def margin_text(check: MarginCheck) -> str:
+    """B - A over the shared items with its interval, read against ``-margin``."""
+    if check.difference is None:
+        return f"margin {check.margin:.3f}: INCONCLUSIVE: no item shared"
+    d = check.difference
+    return (f"B - A {d.gap:+.3f} [{d.low:+.3f}, {d.high:+.3f}] ({d.confidence:.0%} paired) "
+            f"against margin {check.margin:.3f}: {_MARGIN_READING[check.verdict]} "
+            f"{-check.margin:+.3f}")
+
+
+def margin_line(results: Sequence[MetricComparison]) -> str | None:
+    """The non-inferiority answer in one line (``None`` when no type was given a margin)."""
+    verdict = margin_verdict(results)
+    if verdict is None:
+        return None
+    on = {v: ", ".join(r.test_type for r in results if r.margin and r.margin.verdict is v)
+          for v in MarginVerdict}
+    if verdict is MarginVerdict.NO_WORSE:
+        return f"B no worse than A by more than the margin on {on[verdict]}"
+    if verdict is MarginVerdict.WORSE:
+        return f"B worse than A by more than the margin on {on[verdict]}"
+    return (f"INCONCLUSIVE against the margin on {on[verdict]} (B - A's interval holds "
+            "-margin: more shared items would settle it)")
 
 
 def comparison_verdict(results: Sequence[MetricComparison]) -> str:
@@ -74,6 +110,13 @@ def _gap(r: MetricComparison) -> str:
     return shown  # figures and fixed words only: nothing to escape
 
 
+def _margin_cell(check: MarginCheck | None) -> str:
+    if check is None:
+        return "no margin given"
+    text = margin_text(check)  # figures and fixed words only: nothing to escape
+    return f"**{text}**" if check.verdict is MarginVerdict.WORSE else text
+
+
 def _flipped(r: MetricComparison) -> str:
     shown = f"{len(r.right_in_a_only)} / {len(r.right_in_b_only)} of {r.shared_items}"
     return shown + (f" ({r.undecided_items} undecided)" if r.undecided_items else "")
@@ -100,11 +143,15 @@ def compare_markdown(a: Side, b: Side, results: Sequence[MetricComparison],
                      changed: Sequence[Difference]) -> str:
     """The job summary of ``evalkit compare A B``: its verdict, the two runs, a row per shared
     type and what differs. Ends with a blank line, so that appended sections stay apart."""
+    margined = margin_verdict(results) is not None
     rows = [[inline(r.test_type), f"{r.a:.3f}", f"{r.b:.3f}", _gap(r), floor_text(r),
-             _flipped(r), _VERDICT_CELLS[r.verdict]] for r in results]
-    lines = [f"### evalkit compare: {inline(comparison_verdict(results), 300)}", "",
+             _flipped(r), _VERDICT_CELLS[r.verdict]]
+            + ([_margin_cell(r.margin)] if margined else []) for r in results]
+    heading = "; ".join(filter(None, (margin_line(results), comparison_verdict(results))))
+    lines = [f"### evalkit compare: {inline(heading, 400)}", "",
              _side("A", a) + "<br>", _side("B", b), ""]
     if rows:
         lines += [table(["Type", "A", "B", "Gap A − B", "Noise floor",
-                         "Right in A only / B only", "Verdict"], rows), ""]
+                         "Right in A only / B only", "Verdict"]
+                        + (["B − A against the margin"] if margined else []), rows), ""]
     return "\n".join([*lines, *_differences(changed)])

@@ -66,7 +66,7 @@ from evalkit.stats._one_run import (
     two_sided_z,
     wilson_interval,
 )
-from evalkit.stats._paired import PairedGap, paired_gap
+from evalkit.stats._paired import MarginCheck, MarginVerdict, PairedGap, margin_check, paired_gap
 from evalkit.stats._pass_k import (
     PASS_K_INTERVAL,
     ItemMean,
@@ -110,7 +110,7 @@ __all__ = [
     "chart_points", "confusion_matrix", "convergence", "cumulative_series",
     "latency_percentiles", "logged_latency", "two_sided_z", "wilson_interval",
     # two runs over the same items
-    "PairedGap", "paired_gap",
+    "MarginCheck", "MarginVerdict", "PairedGap", "margin_check", "paired_gap",
     # anytime-valid: a verdict at every look of a sequential run (confidence sequences)
     "DEFAULT_GRID", "Look", "MeanSequence", "PairedSequence", "Scope", "SequentialVerdict",
     # replicates

@@ -186,3 +186,99 @@ def test_a_run_that_did_not_finish_is_refused_naming_its_resume(
     store.backend.set_status(replicate, "KILLED")
     assert command(finished, replicate)[2].endswith(
         "nothing to read yet; it cannot be resumed: run it again\n")
+
+
+# --- --margin: B (the candidate) no worse than A (the baseline) by more than a margin ----------
+
+TEN = [f"f{i}" for i in range(10)]
+
+
+@pytest.mark.parametrize(("b_right", "margin", "status", "answer"), [
+    # ten shared items right in A. B right on all ten: B - A 0 [-0.2775, +0.2775]
+    (10, "0.3", 0, "no worse: the interval lies above -0.300"),
+    (10, "functional=0.25", 5, "INCONCLUSIVE: the interval holds -0.250"),
+    # B right on none: B - A -1 [-1, -0.6075]
+    (0, "0.6", 1, "worse by more than the margin: the interval lies below -0.600"),
+])
+def test_the_margin_gives_three_answers_and_their_exit_statuses(
+        store: Store, command: Any, b_right: int, margin: str, status: int,
+        answer: str) -> None:
+    a = ordinary(store, "a", dict.fromkeys(TEN, True))
+    b = ordinary(store, "b", {i: k < b_right for k, i in enumerate(TEN)})
+    code, out, _ = command(a, b, "--margin", margin)
+    assert code == status, out
+    gap = "+0.000 [-0.278, +0.278]" if b_right else "-1.000 [-1.000, -0.608]"
+    assert f"  against the margin: B - A {gap} (95% paired) against margin " in out
+    assert out.splitlines()[-3].endswith(answer)
+    code, out, _ = command(a, b, "--margin", margin, "--json")
+    doc = json.loads(out)
+    (metric,) = doc["metrics"]
+    check = metric["margin"]
+    assert check["verdict"] == doc["margin_verdict"]
+    assert check["candidate_minus_baseline"]["gap"] == (0.0 if b_right else -1.0)
+    assert check["candidate_minus_baseline"]["high"] == pytest.approx(
+        0.27753 if b_right else -0.60751, abs=5e-6)
+    assert code == status
+
+
+def test_without_a_margin_nothing_changes(store: Store, command: Any) -> None:
+    a = ordinary(store, "a", dict.fromkeys(TEN, True))
+    b = ordinary(store, "b", dict.fromkeys(TEN, False))
+    code, out, _ = command(a, b)
+    assert code == 0 and "margin" not in out
+    assert json.loads(command(a, b, "--json")[1])["margin_verdict"] is None
+
+
+def test_with_a_margin_its_answer_decides_over_the_noise_floor(store: Store,
+                                                               command: Any) -> None:
+    # the gap 0.5 - 0.5 is inside a floor of 20% (exit 5 without a margin); B - A over the two
+    # shared items (x right in both, y in A only) is -0.5 [-0.905, +0.273]: no worse than A
+    # by more than 0.95, INCONCLUSIVE at 0.5
+    a = series(store, "a", ((10, 2),), {"x": (True, True), "y": (True, True)})
+    b = ordinary(store, "b", {"x": True, "y": False})
+    assert command(a, b)[0] == 5
+    assert command(a, b, "--margin", "0.5")[0] == 5
+    code, out, _ = command(a, b, "--margin", "0.95")
+    assert code == 0, out
+    assert "B - A -0.500 [-0.905, +0.273] (95% paired) against margin 0.950: no worse" in out
+    assert "verdict: inside the noise" in out  # still shown
+    assert out.rstrip().endswith(
+        "margin verdict: B no worse than A by more than the margin on functional")
+
+
+def test_a_type_s_own_margin_beats_the_one_for_every_type_and_worse_decides(
+        store: Store, command: Any) -> None:
+    right = {i: True for i in TEN}
+    a = store.run("a", {"test_types": "functional,smoke"},
+                  {"functional_accuracy": 1.0, "smoke_accuracy": 1.0},
+                  evaluation(functional=tuple(item(i, True) for i in TEN),
+                             smoke=tuple(item(f"s{i}", True) for i in TEN)))
+    b = store.run("b", {"test_types": "functional,smoke"},
+                  {"functional_accuracy": 1.0, "smoke_accuracy": 0.0},
+                  evaluation(functional=tuple(item(i, v) for i, v in right.items()),
+                             smoke=tuple(item(f"s{i}", False) for i in TEN)))
+    code, out, _ = command(a, b, "--margin", "0.3,smoke=0.6")
+    assert code == 1, out
+    assert "margin verdict: B worse than A by more than the margin on smoke" in out
+    assert command(a, b, "--margin", "0.3", "--margin", "smoke=0.7")[0] == 5
+    assert command(a, b, "--margin", "functional=0.3")[0] == 0  # smoke not asked
+
+
+@pytest.mark.parametrize(("margin", "message"), [
+    ("-0.02", "error: --margin: the margin of every type is -0.02, but a margin is an accuracy "
+              "difference from 0 to 1 (e.g. 0.02: B may be at most 2 points below A)"),
+    ("functional=1.5", "error: --margin: the margin of functional is 1.5, but a margin is an "
+                       "accuracy difference from 0 to 1"),
+    ("nan", "error: --margin: the margin of every type is nan, but a margin is"),
+    ("functional=two", "error: --margin 'functional=two': must read MARGIN or TYPE=MARGIN, a "
+                       "number from 0 to 1, e.g. --margin 0.02 or --margin functional=0.02"),
+    ("smoke=0.02", "error: --margin names smoke, which A and B do not both have an accuracy "
+                   "for; the types they share: functional"),
+])
+def test_a_bad_margin_is_refused_with_a_usage_error(store: Store, command: Any, margin: str,
+                                                    message: str) -> None:
+    a = ordinary(store, "a", {"x": True})
+    b = ordinary(store, "b", {"x": True})
+    code, out, err = command(a, b, f"--margin={margin}")
+    assert (code, out) == (2, "")
+    assert err.startswith(message) and "Traceback" not in err

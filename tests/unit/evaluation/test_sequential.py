@@ -150,7 +150,7 @@ def test_the_population_question_may_end_inconclusive_with_exit_status_5(
     assert (summary["verdict"], summary["exit_status"]) == ("INCONCLUSIVE", 5)
     assert summary["types"][0]["verdict"] == "INCONCLUSIVE"
     assert summary["sequential"]["types"][0]["scope"] == "population"
-    assert "5    a sequential run could not settle" in EXIT_STATUSES
+    assert "sequential run could not settle" in " ".join(EXIT_STATUSES.split())
 
     # the whole dataset's question settles the same entries (exactly, at the latest)
     status = eval_script({**constants, "SEQUENTIAL": "dataset"}, component,

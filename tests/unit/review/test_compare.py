@@ -96,7 +96,7 @@ def test_comparison_json() -> None:
         "metric": "functional_accuracy", "a": 0.9, "b": 0.5, "gap": pytest.approx(0.4),
         "noise_floor": 0.1, "required_gap": FLOOR_MULTIPLE * 0.1, "shared_items": 10,
         "right_in_a_only": ["x"], "right_in_b_only": ["y", "z"], "undecided_items": 0,
-        "paired_gap": None, "corrected_gap": None, "verdict": "A better"}
+        "paired_gap": None, "corrected_gap": None, "verdict": "A better", "margin": None}
     assert decided.verdict.decided and Verdict.WORSE.decided
     unfloored = MetricComparison("smoke", 0.5, 0.9, None, 0, (), ()).to_json()
     assert unfloored["required_gap"] is None

@@ -9,7 +9,15 @@ from collections.abc import Mapping
 import pytest
 
 from evalkit.records import RunUsage
-from evalkit.review import Difference, Side, compare, compare_markdown, comparison_verdict
+from evalkit.review import (
+    Difference,
+    Margins,
+    Side,
+    compare,
+    compare_markdown,
+    comparison_verdict,
+    margin_line,
+)
 from tests.support.markdown import tables
 
 COLUMNS = ("Type", "A", "B", "Gap A − B", "Noise floor", "Right in A only / B only", "Verdict")
@@ -107,3 +115,28 @@ def test_better_and_worse_types_are_both_named() -> None:
              {"functional": 0.1, "smoke": 0.1})
     b = side("b", {"functional": FUNCTIONAL_B, "smoke": {f"s{i}": True for i in range(10)}})
     assert comparison_verdict(compare(a, b)) == "A better on functional; A worse on smoke"
+
+
+@pytest.mark.parametrize(("margin", "cell", "line"), [
+    # functional: B - A = -0.3 [-0.593, +0.070] (the A - B interval mirrored)
+    (0.5, "B - A -0.300 [-0.593, +0.070] (95% paired) against margin 0.500: INCONCLUSIVE: "
+          "the interval holds -0.500",
+     "INCONCLUSIVE against the margin on functional (B - A's interval holds -margin: more "
+     "shared items would settle it)"),
+    (0.6, "B - A -0.300 [-0.593, +0.070] (95% paired) against margin 0.600: no worse: the "
+          "interval lies above -0.600",
+     "B no worse than A by more than the margin on functional"),
+])
+def test_a_margin_adds_its_answer_to_the_heading_and_a_column(margin: float, cell: str,
+                                                             line: str) -> None:
+    results = compare(A, B, Margins(per_type={"functional": margin}))
+    assert margin_line(results) == line
+    markdown = compare_markdown(A, B, results, ())
+    assert markdown.splitlines()[0] == f"### evalkit compare: {line}; A better on functional"
+    (table,) = tables(markdown)
+    assert table.header == (*COLUMNS, "B − A against the margin")
+    assert [row[-1] for row in table.rows] == [cell, "no margin given"]
+
+
+def test_without_a_margin_there_is_no_margin_line() -> None:
+    assert margin_line(compare(A, B)) is None
