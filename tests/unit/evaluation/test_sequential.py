@@ -128,7 +128,9 @@ def test_an_entry_of_a_settled_type_is_still_called_for_a_type_that_is_not(
 
 
 def test_the_population_question_may_end_inconclusive_with_exit_status_5(
-        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+        tmp_path: Path, tracker: Tracker, capsys: pytest.CaptureFixture[str],
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr("evalkit.evaluation._context.Tracker", lambda *args, **kwargs: tracker)
     # 17 in 20 right, threshold 0.8: the dataset's 0.85 passes; the population is undecided
     entries = {f"e{i:02d}": entry("functional", input=f"q{i}") for i in range(20)}
     wrong = {"e03", "e09", "e15"}

@@ -293,6 +293,7 @@ def _within_level(misses: int) -> None:
     assert misses / RUNS <= 0.05 + 3 * math.sqrt(0.05 * 0.95 / RUNS)
 
 
+@pytest.mark.slow  # seconds of simulation: make test-slow
 def test_the_population_interval_covers_at_every_look() -> None:
     rng = np.random.default_rng(31)
     misses = sum(_missed(MeanSequence(400, 0.8, scope=Scope.POPULATION),
@@ -300,6 +301,7 @@ def test_the_population_interval_covers_at_every_look() -> None:
     _within_level(misses)
 
 
+@pytest.mark.slow  # seconds of simulation: make test-slow
 def test_the_dataset_interval_covers_at_every_look() -> None:
     rng = np.random.default_rng(32)
     dataset = (np.arange(400) < 330).astype(float)  # a fixed dataset, 82.5% right
@@ -308,6 +310,7 @@ def test_the_dataset_interval_covers_at_every_look() -> None:
     _within_level(misses)
 
 
+@pytest.mark.slow  # seconds of simulation: make test-slow
 def test_the_paired_intervals_cover_at_every_look() -> None:
     rng = np.random.default_rng(33)
     gaps = np.repeat([1.0, -1.0, 0.0], [50, 30, 320])  # a fixed pair of runs: gap +0.05
