@@ -12,14 +12,15 @@ from evalkit.calls._books import EntryOutputs, Sampling
 from evalkit.calls._call import Call, Component, SpanCapture, no_capture
 from evalkit.calls._executors import Executor, InProcess
 from evalkit.calls._progress import Progress, ProgressCallback, ProgressCounter
-from evalkit.calls._selection import ALL_TYPES, RunPlan, Selection, plan_run
+from evalkit.calls._selection import ALL_TYPES, PlannedEntry, RunPlan, Selection, plan_run
 from evalkit.calls._stop import Stop
 from evalkit.calls._window import CallWindow
 from evalkit.calls.ray import SETUP_HOOK, RayPool, RaySettings, require_ray
 
 __all__ = [
     "ALL_TYPES", "SETUP_HOOK", "Call", "CallWindow", "Component", "EntryOutputs", "Executor",
-    "InProcess", "Progress", "ProgressCallback", "ProgressCounter", "RayPool", "RaySettings",
+    "InProcess", "PlannedEntry", "Progress", "ProgressCallback", "ProgressCounter", "RayPool",
+    "RaySettings",
     "RunPlan", "Sampling", "Selection", "SpanCapture", "Stop", "no_capture", "plan_run",
     "require_ray",
 ]

@@ -6,7 +6,6 @@ import argparse
 import json
 import sys
 
-from evalkit._errors import ConfigError
 from evalkit.cli._exit import ExitStatus
 from evalkit.cli._job_summary import add_markdown_options, write_markdown
 from evalkit.reports import COMPARE_COMMENT_MARKER
@@ -82,7 +81,7 @@ _MARGIN_STATUS = {MarginVerdict.NO_WORSE: ExitStatus.OK,
 
 
 def compare_command(args: argparse.Namespace, reader: RunReader) -> int:
-    margins = parse_margins(args.margin or [])
+    margins = Margins.parse(args.margin or [])
     a, b = load_side(reader, args.a), load_side(reader, args.b)
     results = compare(a, b, margins)
     changed = what_differs(reader, a.run_id, b.run_id)
@@ -107,26 +106,6 @@ def compare_command(args: argparse.Namespace, reader: RunReader) -> int:
         print("error: A and B share no test type with an accuracy: compare runs of the same "
               "test types", file=sys.stderr)
     return compare_status(results)
-
-
-def parse_margins(texts: list[str]) -> Margins:
-    """``--margin`` as given, once or more: ``0.02`` for every type, ``TYPE=0.02`` for one,
-    comma-separated."""
-    default: float | None = None
-    per_type: dict[str, float] = {}
-    for part in (p.strip() for text in texts for p in text.split(",")):
-        test_type, _, amount = part.rpartition("=")
-        try:
-            margin = float(amount)
-        except ValueError:
-            raise ConfigError(f"--margin {part!r}: must read MARGIN or TYPE=MARGIN, a number "
-                              "from 0 to 1, e.g. --margin 0.02 or --margin functional=0.02"
-                              ) from None
-        if not test_type:
-            default = margin
-        else:
-            per_type[test_type.strip()] = margin
-    return Margins(default, per_type)
 
 
 def compare_status(results: tuple[MetricComparison, ...]) -> ExitStatus:

@@ -143,14 +143,20 @@ def _type_json(test_type: str, runs: Sequence[tuple[TypeMetrics, TypeResult]],
 def sequential_lines(outcome: SequentialOutcome) -> list[str]:
     """A sequential run's settlement: the question, then per type its verdict, the look it
     settled at and its interval there."""
-    lines = [f"sequential ({outcome.question}: {SEQUENTIAL_QUESTIONS[outcome.question]}) at "
-             f"{outcome.confidence:.0%}: {outcome.text()}"]
+    against = "" if outcome.against is None else f" against run {outcome.against}"
+    lines = [f"sequential{against} ({outcome.question}: "
+             f"{SEQUENTIAL_QUESTIONS[outcome.question]}) at {outcome.confidence:.0%}: "
+             f"{outcome.text()}"]
     for t in outcome.types:
         look = t.look
         at = (f"settled at {look.settled_at} of {t.units}" if look.settled_at
               else f"after all {t.units}")
-        lines.append(f"  {t.test_type}: {look.verdict} {at} units, interval "
-                     f"[{look.low:.3f}, {look.high:.3f}]")
+        if t.margin is None:
+            lines.append(f"  {t.test_type}: {look.verdict} {at} units, interval "
+                         f"[{look.low:.3f}, {look.high:.3f}]")
+        else:
+            lines.append(f"  {t.test_type}: {look.verdict} (margin {t.margin:g}) {at} units, "
+                         f"gap candidate - baseline [{look.low:+.3f}, {look.high:+.3f}]")
     return lines
 
 

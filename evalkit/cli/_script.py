@@ -28,6 +28,8 @@ from evalkit.cli._signals import end_now, stopping_on_signals
 from evalkit.config import DEFAULT_SEQUENTIAL_QUESTION, SEQUENTIAL_QUESTIONS, EvalConfig
 from evalkit.dataset import TEST_TYPES
 from evalkit.evaluation import (
+    DEFAULT_MARGIN,
+    Against,
     EvaluationOutcome,
     ReplicatesOutcome,
     RunContext,
@@ -40,6 +42,7 @@ from evalkit.evaluation import (
     resume,
 )
 from evalkit.reports import EVAL_COMMENT_MARKER, run_markdown
+from evalkit.review import Margins
 from evalkit.tracking import shown_uri
 
 
@@ -77,6 +80,18 @@ def run_eval_script(constants: Mapping[str, Any], component: Component,
                              "dataset pass? settles by the last entry) or 'population' (does "
                              "the component pass on the population the dataset samples? may "
                              "end INCONCLUSIVE, exit status 5); as SEQUENTIAL in the script")
+    parser.add_argument("--against", metavar="RUN_ID",
+                        help="a sequential comparison with a recorded run (a run id, or an "
+                             "experiment name: its latest finished run): only this component "
+                             "is called, on the baseline's items in a seeded random order, "
+                             "until each type's paired gap is settled better, worse by more "
+                             "than its margin (exit status 1) or within it (0), at "
+                             "SEQUENTIAL_CONFIDENCE; --sequential's QUESTION applies "
+                             "('dataset' by default)")
+    parser.add_argument("--margin", metavar="MARGIN|TYPE=MARGIN,...", action="append",
+                        help="with --against: how much worse than the baseline a type may be, "
+                             f"an accuracy difference (default {DEFAULT_MARGIN:g}); 0.02 sets "
+                             "every type's, functional=0.02 one type's; repeatable")
     modes = parser.add_mutually_exclusive_group()
     modes.add_argument("--replicates", action="store_true",
                        help="run the selection REPLICATES times (a constant, default 2) with "
@@ -121,9 +136,16 @@ def run_eval_script(constants: Mapping[str, Any], component: Component,
         parser.error("the following arguments are required: --type (or --resume/--rescore "
                      "RUN_ID)")
     if earlier is not None and (args.test_type or args.groups or args.human_review
-                                or args.sequential):
+                                or args.sequential or args.against):
         parser.error(f"--{'resume' if args.resume else 'rescore'} takes the run's own --type, "
-                     "--groups and --human-review, and a sequential run's --sequential")
+                     "--groups and --human-review, and a sequential run's --sequential and "
+                     "--against")
+    if args.margin and not args.against:
+        parser.error("--margin is the margin of a comparison: give --against RUN_ID too (or "
+                     "use evalkit compare --margin on two finished runs)")
+    if args.against and (args.replicates or args.calibrate or args.estimate):
+        parser.error("--against is one sequential run against a recorded one: it cannot be "
+                     "used with --replicates, --calibrate or --estimate")
     if args.estimate and (earlier or args.calibrate):
         parser.error("--estimate estimates a new run: give --type (and --groups, "
                      "--human-review, --replicates), not --resume, --rescore or --calibrate")
@@ -181,7 +203,9 @@ def _run_calls(config: EvalConfig, component: Component, args: argparse.Namespac
               f"{calibrated.run.experiment_name} ({shown_uri(calibrated.run.tracking_uri)})")
         # A calibration measures; its exit status does not depend on the thresholds.
         return _finish(args, started, "calibration", calibrated.run, always_ok=True)
-    outcome = evaluate(config, component, selection, context)
+    against = None if args.against is None else Against(
+        args.against, Margins.parse(args.margin or [], DEFAULT_MARGIN))
+    outcome = evaluate(config, component, selection, context, against)
     _print_outcome(outcome)
     return _finish(args, started, "evaluation", outcome)
 

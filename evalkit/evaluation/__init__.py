@@ -1,4 +1,5 @@
-"""The evaluation modes: one run (and its resume), replicates, calibration and rescore.
+"""The evaluation modes: one run (and its resume; sequential, or against a recorded run),
+replicates, calibration and rescore.
 
 Each mode prepares a run (dataset, selection, scorers, labels), opens it in the store and
 carries it through one skeleton: the call engine (:mod:`evalkit.calls`) makes its calls, they
@@ -8,6 +9,7 @@ executor) comes in one :class:`RunContext`. This wing is the only one that knows
 pipeline; it drives the others.
 """
 
+from evalkit.evaluation._against import DEFAULT_MARGIN, Against, Baseline
 from evalkit.evaluation._calibrate import CalibrationOutcome, evaluate_calibration
 from evalkit.evaluation._context import RunContext
 from evalkit.evaluation._estimate import RunEstimate, Spread, check_budget, estimate_run
@@ -18,8 +20,8 @@ from evalkit.evaluation._rescore import rescore
 from evalkit.evaluation._sequential import SequentialGate, SequentialOutcome, TypeSettlement
 
 __all__ = [
-    "CalibrationOutcome", "EvaluationOutcome", "ReplicatesOutcome", "RunContext", "RunEstimate",
-    "SequentialGate", "SequentialOutcome", "Spread", "TypeSettlement", "check_budget",
-    "estimate_run", "evaluate", "evaluate_calibration", "evaluate_replicates", "rescore",
-    "resume",
+    "DEFAULT_MARGIN", "Against", "Baseline", "CalibrationOutcome", "EvaluationOutcome",
+    "ReplicatesOutcome", "RunContext", "RunEstimate", "SequentialGate", "SequentialOutcome",
+    "Spread", "TypeSettlement", "check_budget", "estimate_run", "evaluate",
+    "evaluate_calibration", "evaluate_replicates", "rescore", "resume",
 ]

@@ -15,30 +15,40 @@ from dataclasses import replace
 
 from evalkit._errors import ConfigError
 from evalkit.calls import Component, Selection
-from evalkit.config import EvalConfig
+from evalkit.config import DEFAULT_SEQUENTIAL_QUESTION, EvalConfig
+from evalkit.evaluation._against import Against, load_baseline, recorded_against
 from evalkit.evaluation._context import RunContext
 from evalkit.evaluation._evaluation import evaluation_in
 from evalkit.evaluation._outcome import EvaluationOutcome
 from evalkit.evaluation._prepare import PreparedEvaluation, prepare
 from evalkit.records import CallRecord, Mode, names
-from evalkit.tracking import StoredRun, TrackedRun, Tracker
+from evalkit.tracking import RunReader, StoredRun, TrackedRun, Tracker
 
 logger = logging.getLogger("evalkit")
 
 
 def evaluate(config: EvalConfig, component: Component, selection: Selection,
-             context: RunContext | None = None) -> EvaluationOutcome:
+             context: RunContext | None = None, against: Against | None = None
+             ) -> EvaluationOutcome:
     """Run one evaluation; raise an :class:`EvalkitError` subclass on any failure.
 
     Everything that can be wrong with the dataset, the constants, the judge endpoint or the
     tracking destination is found before the first call. The context's stop ends the run
     early (see :class:`Stop`); its progress callback hears of every call as it is kept. A
     sequential selection (or ``SEQUENTIAL`` in the constants) stops calling once every type's
-    verdict is settled (:mod:`evalkit.evaluation._sequential`)."""
+    verdict is settled (:mod:`evalkit.evaluation._sequential`); ``against`` makes it a
+    sequential comparison with a recorded run (:mod:`evalkit.evaluation._against`), on the
+    question of ``SEQUENTIAL`` or the selection, else ``dataset``."""
     context = context or RunContext()
     if selection.sequential is None and config.sequential is not None:  # SEQUENTIAL
         selection = replace(selection, sequential=config.sequential)
-    prepared = prepare(config, selection)
+    baseline = None
+    if against is not None:
+        selection = replace(selection,
+                            sequential=selection.sequential or DEFAULT_SEQUENTIAL_QUESTION)
+        context.store.check_reachable()
+        baseline = load_baseline(context.store.reader, against, config.script)
+    prepared = prepare(config, selection, baseline)
     warn_unsynced(context.store)
     opening = new_run(context, prepared, prepared.run_name(), prepared.params(),
                       prepared.tags())
@@ -57,7 +67,7 @@ def resume(config: EvalConfig, component: Component, run_id: str,
     tracker = context.store
     tracker.check_reachable()
     run_id = tracker.reader.resolve(run_id)  # a prefix too, as the docs and the report take
-    prepared = _resumable(config, tracker.reader.stored(run_id))
+    prepared = _resumable(config, tracker.reader.stored(run_id), tracker.reader)
     opening = tracker.reopen(run_id, context.runs_dir, traced=config.trace_calls)
     with evaluation_in(opening, prepared, component, context) as evaluation:
         run = evaluation.run
@@ -88,28 +98,33 @@ def warn_unsynced(tracker: Tracker) -> None:
 
 
 def prepared_again(config: EvalConfig, run: StoredRun,
-                   refusal: Callable[[StoredRun], str]) -> PreparedEvaluation:
+                   refusal: Callable[[StoredRun], str], reader: RunReader | None = None
+                   ) -> PreparedEvaluation:
     """An earlier run's evaluation prepared again by this script, with the selection its tags
     record, once it is certain that the run is an ordinary evaluation run evalkit made: not
     a replicate series nor one of its replicates, not a run of another mode or of someone
     else. Any other run is refused with ``refusal(run)``, which says why in the words of
-    what was asked of it (a resume, a rescore)."""
+    what was asked of it (a resume, a rescore). A run against a baseline has it read again
+    with ``reader``."""
     tags = run.tags
     ordinary = (Mode.declared(tags) == Mode.EVALUATION and names.PARENT_RUN_TAG not in tags
                 and names.EVAL_TYPE_TAG in tags)
     if not ordinary:
         raise ConfigError(refusal(run))
-    return prepare(config, recorded_selection(tags))
+    against = recorded_against(tags)
+    baseline = None if against is None or reader is None else load_baseline(
+        reader, against, config.script)
+    return prepare(config, recorded_selection(tags), baseline)
 
 
-def _resumable(config: EvalConfig, run: StoredRun) -> PreparedEvaluation:
+def _resumable(config: EvalConfig, run: StoredRun, reader: RunReader) -> PreparedEvaluation:
     """The run's evaluation prepared again by this script, once it is certain that resuming
     it is what the run was: an ordinary evaluation run, unfinished, made with these settings."""
     # Checked here before the dataset is prepared, and by reopen again under the run's lock
     # (another process may have finished it in between).
     if run.status == "FINISHED":
         raise ConfigError(f"run {run.run_id} finished: there is nothing to resume")
-    prepared = prepared_again(config, run, _not_resumable)
+    prepared = prepared_again(config, run, _not_resumable, reader)
     changed = sorted(k for k, v in prepared.params().items()
                      if k in run.params and run.params[k] != v and k not in _PER_ATTEMPT)
     if changed:

@@ -42,8 +42,7 @@ class EvaluationOutcome:
         if self.sequential is not None:
             for settled in self.sequential.types:
                 if settled.test_type == test_type:
-                    verdict = settled.look.verdict
-                    return verdict if verdict in ("PASS", "FAIL") else "INCONCLUSIVE"
+                    return settled.look.verdict.gate
         return "PASS" if all(m.passed for m in self.metrics if m.test_type == test_type) \
             else "FAIL"
 
@@ -57,11 +56,14 @@ class EvaluationOutcome:
     @property
     def failures(self) -> tuple[str, ...]:
         if self.sequential is not None:
+            against = self.sequential.against
             return tuple(f"{t.test_type}: {t.look.verdict} at look {t.look.n} of "
                          f"{t.look.total}, interval [{t.look.low:.3f}, {t.look.high:.3f}] "
-                         f"against min_accuracy {m.threshold.min_accuracy}"
+                         + (f"against min_accuracy {m.threshold.min_accuracy}"
+                            if against is None else
+                            f"of the gap to run {against}, margin {t.margin:g}")
                          for t in self.sequential.types for m in self.metrics
-                         if m.test_type == t.test_type and t.look.verdict != "PASS")
+                         if m.test_type == t.test_type and t.look.verdict.gate != "PASS")
         return tuple(f for m in self.metrics for f in m.failures)
 
     @property

@@ -14,6 +14,7 @@ from evalkit._secrets import Redactor
 from evalkit.calls import RunPlan, Selection, plan_run
 from evalkit.config import EvalConfig, prompt_sha256
 from evalkit.dataset import Dataset, load_dataset, require_trajectories
+from evalkit.evaluation._against import Baseline, plan_against
 from evalkit.evaluation._scorers import Scorers
 from evalkit.records import HumanLabel, Threshold, TypeNames, names, threshold_params
 from evalkit.review import known_entries, read_labels
@@ -53,6 +54,8 @@ class PreparedEvaluation:
     """People's labels from ``LABELS_PATH``, read and checked before any call."""
     source: SourceState = field(default_factory=lambda: SourceState({}))
     """What defines the component as the files tell (git commit, uncommitted diff, hashes)."""
+    baseline: Baseline | None = None
+    """The recorded run a sequential run is compared with (``--against``)."""
 
     def params(self) -> dict[str, str]:
         """The run's MLflow params: the constants, the dataset identity, per-type settings."""
@@ -78,6 +81,8 @@ class PreparedEvaluation:
                 names.VERSION_TAG: VERSION, **self.source.tags}
         if selection.sequential is not None:
             tags[names.SEQUENTIAL_TAG] = selection.sequential
+        if self.baseline is not None:
+            tags.update(self.baseline.tags())
         return {k: self.redactor.text(v) for k, v in tags.items()}
 
     def component_prompts(self) -> dict[str, tuple[str, str]]:
@@ -117,14 +122,18 @@ def dataset_of(config: EvalConfig) -> Dataset:
         raise
 
 
-def prepare(config: EvalConfig, selection: Selection) -> PreparedEvaluation:
+def prepare(config: EvalConfig, selection: Selection, baseline: Baseline | None = None
+            ) -> PreparedEvaluation:
     """Lint the dataset and check the constants against the selection, before any run exists.
+    With a ``baseline`` (``--against``), the plan keeps what the baseline has an item for.
 
     Raises :class:`DatasetInvalid` or :class:`ConfigError`; every problem with the
     constants, those of the selected types included, in one :class:`ConfigError`."""
     dataset = dataset_of(config)
     plan = plan_run(dataset, selection, config)
-    refuse_sequential(config, plan)
+    if baseline is not None:
+        plan = plan_against(plan, baseline, config.script)
+    refuse_sequential(config, plan, against=baseline is not None)
     require_trajectories(dataset, [(p.entry, t) for p in plan.items for t in p.types
                                    if config.scorer_for(t) == "trajectory"])
     thresholds = {t: config.threshold_for(t) for t in plan.types}
@@ -138,7 +147,7 @@ def prepare(config: EvalConfig, selection: Selection) -> PreparedEvaluation:
     return PreparedEvaluation(
         config=config, selection=selection, dataset=dataset, plan=plan, thresholds=thresholds,
         scorers=scorers, redactor=Redactor.from_environment(), labels=labels,
-        source=source_state(config.script, config.source_file))
+        source=source_state(config.script, config.source_file), baseline=baseline)
 
 
 _SEQUENTIAL = "--sequential (or SEQUENTIAL in eval.py)"
@@ -157,26 +166,28 @@ def refuse_sequential_mode(config: EvalConfig, selection: Selection, mode: str) 
                       f"Run {mode} without --sequential and with SEQUENTIAL = False")
 
 
-def refuse_sequential(config: EvalConfig, plan: RunPlan) -> None:
+def refuse_sequential(config: EvalConfig, plan: RunPlan, against: bool = False) -> None:
     """Refuse, before any call (and before the judge is asked anything), what a sequential
-    run cannot keep valid: people's labels, a judge asked more than once, an F1 threshold."""
+    run cannot keep valid: people's labels, a judge asked more than once, an F1 threshold
+    (except ``against`` a baseline, where no threshold is checked)."""
     if plan.selection.sequential is None:
         return
     script = config.script
+    mode = "--against" if against else _SEQUENTIAL
     if config.labels_path is not None or config.label_sample:
         raise ConfigError(
-            f"{script}: {_SEQUENTIAL} cannot be used with LABELS_PATH or LABEL_SAMPLE: a full "
+            f"{script}: {mode} cannot be used with LABELS_PATH or LABEL_SAMPLE: a full "
             "run checks the threshold on the accuracy corrected by people's labels, which a "
             "sequence over the scorer's verdicts does not estimate. Remove LABELS_PATH and "
             "LABEL_SAMPLE for sequential runs, or run without sequential")
     if config.judge is not None and config.judge.repeats > 1:
         raise ConfigError(
-            f"{script}: {_SEQUENTIAL} cannot be used with JUDGE_REPEATS="
+            f"{script}: {mode} cannot be used with JUDGE_REPEATS="
             f"{config.judge.repeats}: the sequence would settle on the majority of a judge "
             "whose votes disagree, and measuring that disagreement needs the judge asked "
             "about every entry. Set JUDGE_REPEATS = 1, or run without sequential")
     with_f1 = [t for t in plan.types if config.threshold_for(t).min_f1 is not None]
-    if with_f1:
+    if with_f1 and not against:
         raise ConfigError(
             f"{script}: {_SEQUENTIAL} gates each type's accuracy, and EVAL_MIN_F1 is set for "
             f"{', '.join(with_f1)}: F1 is no mean of the entries, so no sequence settles it. "

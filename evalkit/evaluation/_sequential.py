@@ -18,6 +18,11 @@ FAIL) takes no more units; an entry none of whose types still needs it is not ca
 run ends when every type is settled or the entries run out: under ``population`` a type may
 then be INCONCLUSIVE.
 
+Against a baseline (``--against``, :mod:`evalkit.evaluation._against`) a unit's value is
+its verdict less the baseline's on the same item (-1, 0 or 1), and each type's sequence is a
+:class:`~evalkit.stats.PairedSequence` against its margin: it settles better, worse by more
+than the margin, or within the margin.
+
 Example: entries e0..e3 of one ordinary type, threshold 0.5; after e0, e1 and e2 pass
 (in the drawn order) the whole dataset's accuracy is at least 3/4 whatever e3 gives, so
 the type settles at the third look and e3 is not called (on four entries the betting interval
@@ -44,7 +49,7 @@ from evalkit.dataset import BIAS
 from evalkit.evaluation._prepare import PreparedEvaluation
 from evalkit.evaluation._scoring import CallTraces, EarlyJudging, score_run
 from evalkit.records import MetricPoint, names
-from evalkit.stats import Look, MeanSequence, Scope, SequentialVerdict, replicate_seed
+from evalkit.stats import Look, MeanSequence, PairedSequence, Scope, replicate_seed
 
 logger = logging.getLogger("evalkit")
 
@@ -66,10 +71,18 @@ class TypeSettlement:
     units: int
     """Its units in the plan (entries, or bias groups)."""
     look: Look
-    """Its sequence at the stop: the last look it took."""
+    """Its sequence at the stop: the last look it took (of the paired gap candidate -
+    baseline, against a baseline)."""
+    margin: float | None = None
+    """Against a baseline: how much worse than it the type may be."""
 
     def to_json(self) -> dict[str, Any]:
-        return {"test_type": self.test_type, "units": self.units, **self.look.to_json()}
+        return {"test_type": self.test_type, "units": self.units, "margin": self.margin,
+                **self.look.to_json()}
+
+    @classmethod
+    def from_json(cls, doc: dict[str, Any]) -> TypeSettlement:
+        return cls(doc["test_type"], doc["units"], Look.from_json(doc), doc.get("margin"))
 
 
 @dataclass(frozen=True)
@@ -88,6 +101,8 @@ class SequentialOutcome:
     calls_planned: int
     """The component calls of every entry of the plan."""
     calls_made: int
+    against: str | None = None
+    """The baseline's run id, for a run against one (``--against``)."""
 
     @property
     def calls_saved(self) -> int:
@@ -95,11 +110,10 @@ class SequentialOutcome:
 
     @property
     def verdict(self) -> str:
-        """FAIL when a type failed, else INCONCLUSIVE when one is, else PASS."""
-        verdicts = {t.look.verdict for t in self.types}
-        if SequentialVerdict.FAIL in verdicts:
-            return "FAIL"
-        return "PASS" if verdicts <= {SequentialVerdict.PASS} else "INCONCLUSIVE"
+        """FAIL when a type failed (or is worse than the baseline by more than its margin),
+        else INCONCLUSIVE when one is, else PASS."""
+        gates = {t.look.verdict.gate for t in self.types}
+        return "FAIL" if "FAIL" in gates else "PASS" if gates <= {"PASS"} else "INCONCLUSIVE"
 
     def text(self) -> str:
         """``settled after n of N entries (k calls saved)`` (or ``not settled``)."""
@@ -113,14 +127,15 @@ class SequentialOutcome:
                 "summary": self.text(), "entries": self.entries,
                 "entries_called": self.entries_called, "calls_planned": self.calls_planned,
                 "calls_made": self.calls_made, "calls_saved": self.calls_saved,
-                "types": [t.to_json() for t in self.types], "order": list(self.order)}
+                "against": self.against, "types": [t.to_json() for t in self.types],
+                "order": list(self.order)}
 
 
 class _TypeStream:
     """One type's units in the drawn order, fed to its sequence as they complete."""
 
-    def __init__(self, test_type: str, units: list[tuple[int, ...]], sequence: MeanSequence
-                 ) -> None:
+    def __init__(self, test_type: str, units: list[tuple[int, ...]],
+                 sequence: MeanSequence | PairedSequence) -> None:
         self.test_type = test_type
         self.units = units
         """Each unit's entries (plan positions), in the order drawn."""
@@ -160,9 +175,14 @@ class SequentialGate:
         self._block_of = {index: block for block in self._blocks for index in block}
         self._taken: set[tuple[int, ...]] = set()
         self._outputs: dict[int, EntryOutputs] = {}
+        self._baseline = baseline = prepared.baseline
+        scope = SCOPES[question]
         self._streams = [
             _TypeStream(t, units, MeanSequence(len(units), thresholds[t].min_accuracy,
-                                               scope=SCOPES[question], confidence=confidence))
+                                               scope=scope, confidence=confidence)
+                        if baseline is None else
+                        PairedSequence(len(units), baseline.margin(t), scope=scope,
+                                       confidence=confidence))
             for t in plan.types if (units := self._units_of(t))]
 
     def _units_of(self, test_type: str) -> list[tuple[int, ...]]:
@@ -211,11 +231,15 @@ class SequentialGate:
                             look.high)
 
     def _value(self, test_type: str, unit: tuple[int, ...]) -> float:
-        """1.0 when the unit's verdict agrees with its annotation (as accuracy counts)."""
+        """1.0 when the unit's verdict agrees with its annotation (as accuracy counts), 0.0
+        when not; against a baseline, that less the baseline's (-1, 0 or 1)."""
         early = None if self._judging is None else self._judging.verdicts
         scored = score_run([self._outputs[i] for i in unit], (test_type,), self._scorers,
                            early, traces=self._traces)
-        return float(scored.types[0].items[0].correct)
+        item = scored.types[0].items[0]
+        if self._baseline is None:
+            return float(item.correct)
+        return float(item.correct) - float(bool(self._baseline.correct(test_type, item.id)))
 
     def outcome(self, calls_made: int) -> SequentialOutcome:
         """The run at its stop; ``calls_made``: component calls made (by every attempt)."""
@@ -223,9 +247,12 @@ class SequentialGate:
         return SequentialOutcome(
             self.question, self.confidence, self.seed,
             tuple(items[i].entry.id for i in self._order),
-            tuple(TypeSettlement(s.test_type, len(s.units), s.sequence.look)
+            tuple(TypeSettlement(s.test_type, len(s.units), s.sequence.look,
+                                 None if self._baseline is None
+                                 else self._baseline.margin(s.test_type))
                   for s in self._streams),
-            len(items), len(self._outputs), self._plan.total_calls, calls_made)
+            len(items), len(self._outputs), self._plan.total_calls, calls_made,
+            None if self._baseline is None else self._baseline.run_id)
 
 
 def _blocks(plan: RunPlan) -> list[tuple[int, ...]]:

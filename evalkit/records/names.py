@@ -3,7 +3,9 @@
 One module, so that what a run writes and what a reader looks for (reports, compare, history,
 plan, sync) cannot drift apart. Names of MLflow's own (``mlflow.*`` tags, assessment metadata)
 are here too where evalkit writes or reads them. Per test type names come from
-:class:`TypeNames`; a run's mode (the ``mode`` tag) is a :class:`Mode`.
+:class:`TypeNames`; a run's mode (the ``mode`` tag) is a :class:`Mode`. The names on traces
+(assessments, span attributes) are kept in :mod:`evalkit.records._trace_names` and are
+names of this module all the same.
 """
 
 from __future__ import annotations
@@ -11,6 +13,30 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, fields
 from enum import StrEnum
+
+from evalkit.records._trace_names import (  # noqa: F401 (names of this face)
+    ENTRY_ID_TRACE_TAG,
+    EXPECTATION_ASSESSMENT,
+    GOLDEN_SOURCE,
+    LABEL_WANTED_ASSESSMENT,
+    REVIEW_ASSESSMENT,
+    REVIEW_TRACE_TAG,
+    SOURCE_RUN_METADATA,
+    SPAN_COST,
+    SPAN_ERROR,
+    SPAN_JUDGE_MODEL,
+    SPAN_LATENCY_MS,
+    SPAN_LLM_MODEL,
+    SPAN_MESSAGE_FORMAT,
+    SPAN_PROMPT_USE,
+    SPAN_REPEAT,
+    SPAN_REPLICATE,
+    SPAN_SEED,
+    SPAN_TOKEN_USAGE,
+    TRACE_NAME_TAG,
+    TRACE_TAG_VALUE_LIMIT,
+    code_source,
+)
 
 
 class Mode(StrEnum):
@@ -91,6 +117,10 @@ BUDGET_SPENT_TAG = "budget_spent_usd"
 SEQUENTIAL_TAG = "sequential"
 """Set on a sequential run: the question it answers (``dataset`` or ``population``); a
 resume continues the run with it."""
+AGAINST_TAG = "against"
+"""Set on a sequential run against a recorded one (``--against``): the baseline's run id."""
+AGAINST_MARGIN_TAG = "against_margin"
+"""Its margins as ``--margin`` takes them: ``0.05``, ``0.05,functional=0.02``."""
 SEQUENTIAL_SEED_TAG = "sequential_seed"
 """The seed of a sequential run's order of entries (from ``ROOT_SEED`` and the run id)."""
 SEQUENTIAL_ARTIFACT = "sequential.json"
@@ -293,50 +323,6 @@ def interval_metrics(metric: str) -> tuple[str, str]:
     """The bounds of a metric's interval: ``<metric>_ci_lower``, ``<metric>_ci_upper``."""
     return f"{metric}_ci_lower", f"{metric}_ci_upper"
 
-
-# --- assessments on an entry's trace ---------------------------------------------------------
-
-EXPECTATION_ASSESSMENT = "expected_output"
-REVIEW_ASSESSMENT = "human_review"
-"""The reviewer's verdict on an entry flagged for review: feedback a person adds in the UI
-(Boolean: True pass, False fail). evalkit writes none of its own: the form's default type
-is Boolean only while the trace holds no other value under that name."""
-REVIEW_TRACE_TAG = "human_review"
-"""On the trace of an entry flagged for review; its value is the entry's instructions."""
-TRACE_TAG_VALUE_LIMIT = 4096
-"""Characters MLflow keeps of a trace tag's value."""
-LABEL_WANTED_ASSESSMENT = "label_wanted"
-"""On a trace drawn for a label; its value is the name of the feedback wanted
-(:attr:`TypeNames.label`, ``functional_label``)."""
-ENTRY_ID_TRACE_TAG = "evalkit.entry_id"
-TRACE_NAME_TAG = "mlflow.traceName"
-SOURCE_RUN_METADATA = "mlflow.assessment.sourceRunId"
-GOLDEN_SOURCE = "golden dataset"
-"""The source of an expectation assessment."""
-
-
-def code_source(part: str) -> str:
-    """The source id of an assessment evalkit's own code gave (a scorer, the replicates)."""
-    return f"evalkit.{part}"
-
-
-# --- attributes of a trace's spans -----------------------------------------------------------
-
-SPAN_REPEAT = "evalkit.repeat"
-SPAN_REPLICATE = "evalkit.replicate"
-SPAN_SEED = "evalkit.seed"
-SPAN_LATENCY_MS = "evalkit.latency_ms"
-SPAN_ERROR = "evalkit.error"
-SPAN_JUDGE_MODEL = "evalkit.judge_model"
-SPAN_PROMPT_USE = "evalkit.prompt_use"
-SPAN_MESSAGE_FORMAT = "mlflow.message.format"
-"""How the UI reads a chat span's inputs: ``openai`` for ``{"messages": [...]}``."""
-SPAN_LLM_MODEL = "mlflow.llm.model"
-SPAN_TOKEN_USAGE = "mlflow.chat.tokenUsage"
-"""``{input_tokens, output_tokens, total_tokens}``; the store sums a trace's spans into the
-trace's token usage."""
-SPAN_COST = "mlflow.llm.cost"
-"""``{input_cost, output_cost, total_cost}`` in US dollars."""
 
 # --- the evaluation dataset and the judge's prompts in MLflow's registries -------------------
 

@@ -9,7 +9,6 @@ Nothing here imports the call engine.
 
 from evalkit.review._compare import (
     FLOOR_MULTIPLE,
-    Margins,
     MetricComparison,
     Side,
     compare,
@@ -37,6 +36,7 @@ from evalkit.review._labelling import (
     label_new_run,
     read_labels,
 )
+from evalkit.review._margins import Margins
 from evalkit.review._planning import PlanOptions, build_plan, record_plan
 
 __all__ = [

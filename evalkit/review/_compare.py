@@ -39,8 +39,10 @@ from typing import Any
 
 from evalkit._errors import ConfigError
 from evalkit.records import ItemCell, Mode, RunRecord, RunUsage, SeriesItems, TypeNames, names
+from evalkit.review._margins import Margins
 from evalkit.stats import (
     CorrectedAccuracy,
+    Look,
     MarginCheck,
     MarginVerdict,
     PairedGap,
@@ -48,6 +50,7 @@ from evalkit.stats import (
     judge_checks,
     margin_check,
     paired_gap,
+    sequence_margin_check,
     two_sided_z,
 )
 from evalkit.tracking import RunReader
@@ -89,28 +92,6 @@ def noise_gate(gap: float, floor: float | None) -> ComparisonVerdict:
 
 
 @dataclass(frozen=True)
-class Margins:
-    """The non-inferiority margin of each test type: how much worse than A (the baseline) B
-    (the candidate) may be, as an accuracy difference from 0 to 1."""
-
-    default: float | None = None
-    """The margin of every type not in ``per_type`` (``None``: those types are not asked)."""
-    per_type: Mapping[str, float] = field(default_factory=dict)
-
-    def __post_init__(self) -> None:
-        named = [("every type", self.default), *self.per_type.items()]
-        for test_type, margin in named:
-            if margin is not None and not 0 <= margin <= 1:
-                raise ConfigError(
-                    f"--margin: the margin of {test_type} is {margin}, but a margin is an "
-                    "accuracy difference from 0 to 1 (e.g. 0.02: B may be at most 2 points "
-                    "below A)")
-
-    def of(self, test_type: str) -> float | None:
-        return self.per_type.get(test_type, self.default)
-
-
-@dataclass(frozen=True)
 class Side:
     """One side of a comparison: per test type its accuracy, item verdicts and noise floor."""
 
@@ -127,6 +108,11 @@ class Side:
     for a series recorded before parents logged them)."""
     run_url: str | None = None
     """The run's page in the MLflow UI, as the run recorded it."""
+    against: str | None = None
+    """The baseline's run id when this is a sequential run against one (``--against``)."""
+    sequences: Mapping[str, tuple[Look, float]] = field(default_factory=dict)
+    """Of such a run: type -> its paired gap's confidence sequence at the stop, and the
+    type's margin."""
 
 
 @dataclass(frozen=True)
@@ -197,10 +183,12 @@ class MetricComparison:
                 "margin": None if self.margin is None else self.margin.to_json()}
 
 
-def compare(a: Side, b: Side, margins: Margins = Margins()) -> tuple[MetricComparison, ...]:
+def compare(a: Side, b: Side, margins: Margins | None = None
+            ) -> tuple[MetricComparison, ...]:
     """Compare every test type the two sides share; a type with a margin is also checked for
     B no worse than A by more than it. A margin named for a type the sides do not share is
     refused (:class:`ConfigError`)."""
+    margins = margins or Margins()
     shared_types = [t for t in a.accuracy if t in b.accuracy]
     unknown = sorted(set(margins.per_type) - set(shared_types))
     if unknown:
@@ -218,6 +206,12 @@ def compare(a: Side, b: Side, margins: Margins = Margins()) -> tuple[MetricCompa
         both_right = sum(bool(items_a[i] and items_b[i]) for i in shared)
         neither = len(shared) - both_right - len(a_only) - len(b_only)
         margin = margins.of(test_type)
+        b_minus_a = paired_gap(both_right, len(b_only), len(a_only), neither)
+        sequence = b.sequences.get(test_type) if b.against == a.run_id else None
+        if sequence is not None:
+            check: MarginCheck | None = sequence_margin_check(b_minus_a, *sequence)
+        else:
+            check = None if margin is None else margin_check(b_minus_a, margin)
         results.append(MetricComparison(
             test_type, a.accuracy[test_type], b.accuracy[test_type],
             max(floors) if floors else None, len(shared), a_only, b_only,
@@ -225,8 +219,7 @@ def compare(a: Side, b: Side, margins: Margins = Margins()) -> tuple[MetricCompa
             if test_type in a.corrected and test_type in b.corrected else None,
             undecided_items=len(on_both) - len(shared),
             paired=paired_gap(both_right, len(a_only), len(b_only), neither),
-            margin=None if margin is None else margin_check(
-                paired_gap(both_right, len(b_only), len(a_only), neither), margin)))
+            margin=check))
     return tuple(results)
 
 
@@ -277,7 +270,16 @@ def load_side(reader: RunReader, reference: str) -> Side:
     label = f"{record.experiment_name} / {record.run_name}"
     return Side(run_id, label, accuracy, items,
                 {t: floor for t, floor in floors.items() if t in types}, corrected,
-                RunUsage.from_metrics(record.metrics), record.tags.get(names.RUN_URL_TAG))
+                RunUsage.from_metrics(record.metrics), record.tags.get(names.RUN_URL_TAG),
+                record.tags.get(names.AGAINST_TAG), _sequences(record))
+
+
+def _sequences(record: RunRecord) -> dict[str, tuple[Look, float]]:
+    """A run against a baseline: type -> its sequence at the stop and its margin."""
+    settled = record.documents.get(names.SEQUENTIAL_ARTIFACT)
+    if settled is None or settled.get("against") is None:
+        return {}
+    return {t["test_type"]: (Look.from_json(t), t["margin"]) for t in settled["types"]}
 
 
 def shared_item_floors(parent: RunRecord) -> dict[str, float]:

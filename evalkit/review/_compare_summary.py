@@ -56,7 +56,15 @@ _MARGIN_READING = {
 
 
 def margin_text(check: MarginCheck) -> str:
-    """B - A over the shared items with its interval, read against ``-margin``."""
+    """B - A over the shared items with its interval, read against ``-margin``; for B run
+    against A (``--against``), its confidence sequence at the stop."""
+    if check.sequence is not None:
+        look = check.sequence
+        at = (f"settled at {look.settled_at} of {look.total}" if look.settled_at
+              else f"after {look.n} of {look.total}")
+        return (f"B - A [{look.low:+.3f}, {look.high:+.3f}] ({look.confidence:.0%} confidence "
+                f"sequence of B's run against A, {at} items) against margin "
+                f"{check.margin:.3f}: {look.verdict}")
     if check.difference is None:
         return f"margin {check.margin:.3f}: INCONCLUSIVE: no item shared"
     d = check.difference

@@ -66,7 +66,14 @@ from evalkit.stats._one_run import (
     two_sided_z,
     wilson_interval,
 )
-from evalkit.stats._paired import MarginCheck, MarginVerdict, PairedGap, margin_check, paired_gap
+from evalkit.stats._paired import (
+    MarginCheck,
+    MarginVerdict,
+    PairedGap,
+    margin_check,
+    paired_gap,
+    sequence_margin_check,
+)
 from evalkit.stats._pass_k import (
     PASS_K_INTERVAL,
     ItemMean,
@@ -111,6 +118,7 @@ __all__ = [
     "latency_percentiles", "logged_latency", "two_sided_z", "wilson_interval",
     # two runs over the same items
     "MarginCheck", "MarginVerdict", "PairedGap", "margin_check", "paired_gap",
+    "sequence_margin_check",
     # anytime-valid: a verdict at every look of a sequential run (confidence sequences)
     "DEFAULT_GRID", "Look", "MeanSequence", "PairedSequence", "Scope", "SequentialVerdict",
     # replicates

@@ -29,6 +29,7 @@ from enum import StrEnum
 from typing import Any
 
 from evalkit.stats._one_run import wilson_bounds
+from evalkit.stats._sequences import Look
 
 
 @dataclass(frozen=True)
@@ -126,11 +127,26 @@ class MarginCheck:
     """Candidate - baseline (the candidate as A of :func:`paired_gap`); ``None`` without a
     shared item."""
     verdict: MarginVerdict
+    sequence: Look | None = None
+    """The candidate's sequential run against the baseline (``--against``) at its stop:
+    when given, its confidence sequence answered (valid at the look the run chose to stop
+    at, which the fixed interval of the items called is not)."""
 
     def to_json(self) -> dict[str, Any]:
         return {"margin": self.margin, "verdict": str(self.verdict),
                 "candidate_minus_baseline": None if self.difference is None
-                else self.difference.to_json()}
+                else self.difference.to_json(),
+                "sequence": None if self.sequence is None else self.sequence.to_json()}
+
+
+def sequence_margin_check(difference: PairedGap | None, look: Look, margin: float
+                          ) -> MarginCheck:
+    """The answer of a run against the baseline, from its :class:`PairedSequence` at the
+    stop: better or within the margin is no worse, worse by more than the margin is worse,
+    a sequence not settled is INCONCLUSIVE."""
+    verdict = {"PASS": MarginVerdict.NO_WORSE, "FAIL": MarginVerdict.WORSE}.get(
+        look.verdict.gate, MarginVerdict.INCONCLUSIVE)
+    return MarginCheck(margin, difference, verdict, look)
 
 
 def margin_check(difference: PairedGap | None, margin: float) -> MarginCheck:

@@ -69,6 +69,14 @@ class SequentialVerdict(StrEnum):
     def settled(self) -> bool:
         return self not in (SequentialVerdict.UNSETTLED, SequentialVerdict.INCONCLUSIVE)
 
+    @property
+    def gate(self) -> str:
+        """The gate's answer: PASS (PASS, better, within the margin), FAIL (FAIL, worse by
+        more than the margin), else INCONCLUSIVE (not settled)."""
+        if self in (SequentialVerdict.FAIL, SequentialVerdict.WORSE):
+            return "FAIL"
+        return "PASS" if self.settled else "INCONCLUSIVE"
+
 
 @dataclass(frozen=True)
 class Look:
@@ -92,8 +100,15 @@ class Look:
         return {"scope": self.scope.name.lower(), "n": self.n, "total": self.total,
                 "estimate": self.estimate, "low": self.low, "high": self.high,
                 "verdict": str(self.verdict), "settled_at": self.settled_at,
-                "confidence": self.confidence, "method":
+                "confidence": self.confidence, "grid": self.grid, "method":
                 f"betting confidence sequence (Waudby-Smith & Ramdas), grid 1/{self.grid}"}
+
+    @classmethod
+    def from_json(cls, doc: dict[str, Any]) -> Look:
+        """A look as :meth:`to_json` wrote it (a run's ``sequential.json``)."""
+        return cls(Scope[doc["scope"].upper()], doc["n"], doc["total"], doc["estimate"],
+                   doc["low"], doc["high"], SequentialVerdict(doc["verdict"]),
+                   doc["settled_at"], doc["confidence"], doc.get("grid", DEFAULT_GRID))
 
 
 class _Sequence:
