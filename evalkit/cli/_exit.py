@@ -76,8 +76,9 @@ def exit_status_of(error: EvalkitError) -> ExitStatus:
 EXIT_STATUSES = """\
 exit status:
   0    every threshold of the run was met
-  1    a metric is under its threshold (the reports say which); evalkit compare --margin:
-       B is worse than A by more than the margin on some test type
+  1    a metric is under its threshold (the reports say which); evalkit compare --margin
+       (or a run --against a baseline): B is worse than A by more than the margin on some
+       test type
   2    usage or configuration error (bad option, missing or misspelt constant in eval.py,
        a judge endpoint that refuses the key or the model, a tracking server that
        refuses the credentials or the permission on the experiment, a run that another
@@ -92,8 +93,8 @@ exit status:
        status: on some type B - A's 95% paired interval holds -margin (and on none is B
        worse by more than it; B no worse on every type given a margin: 0); or a
        sequential run could not settle: every entry was called and a type's interval at
-       SEQUENTIAL_CONFIDENCE still straddles its threshold (only --sequential=population
-       can end so; a failed type gives 1)
+       SEQUENTIAL_CONFIDENCE still straddles its threshold (or, --against a baseline, its
+       margin: only --sequential=population can end so; a failed type gives 1)
   6    the tracking server became unreachable mid-run: the run is saved as a local bundle
        (named in the message); upload it with evalkit sync BUNDLE
   7    stopped for budget: the next call would have taken the run's spending past

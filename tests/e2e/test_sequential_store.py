@@ -5,6 +5,8 @@ The run calls the entries in its seeded order and stops once the type's confiden
 settles; the verdict line, ``--json``, the run's metrics and ``sequential.json`` say where.
 An interrupt and ``--resume`` continue the same order and settle where an uninterrupted pass
 over that order settles (the sequence fed by hand, below).
+A run ``--against`` a recorded baseline calls only the candidate, stops once the paired gap
+settles, and ``evalkit compare`` gives that run's verdict.
 """
 
 from __future__ import annotations
@@ -21,9 +23,9 @@ from evalkit import Call, Entry, RunInterrupted
 from evalkit.calls import Selection
 from evalkit.config import EvalConfig
 from evalkit.evaluation import evaluate
-from evalkit.stats import MeanSequence, Scope
+from evalkit.stats import MeanSequence, PairedSequence, Scope
 from tests.support.builders import entry, write_dataset
-from tests.support.commands import eval_script
+from tests.support.commands import eval_script, evalkit_command
 
 ENTRIES = 2000
 THRESHOLD = 0.8
@@ -138,3 +140,67 @@ def test_an_interrupted_sequential_run_resumes_in_the_same_order(
     assert run.info.status == "FINISHED" and run.data.tags["resumed"] == "true"
     assert recorded["types"][0]["settled_at"] == n and recorded["verdict"] == "PASS"
     assert f"settled after {n} of {ENTRIES} entries ({ENTRIES - n} calls saved)" in shown
+
+
+class Worse(Component):
+    """Wrong also on one entry in five the baseline got right: a gap of -0.2 on those."""
+
+    def __call__(self, entry: Entry, call: Call) -> str:
+        answer = super().__call__(entry, call)
+        return "x" if int(entry.id[1:]) % 5 == 1 else answer
+
+
+def test_a_run_against_a_recorded_baseline_stops_early_and_compare_gives_its_verdict(
+        tmp_path: Path, dataset: Path, tracking_uri: str, monkeypatch: pytest.MonkeyPatch,
+        capsys: pytest.CaptureFixture[str]) -> None:
+    monkeypatch.chdir(tmp_path)
+    constants = _constants(tmp_path, dataset)
+    baseline = Component()
+    assert eval_script(constants, baseline, "--type=functional", "--json",
+                       str(tmp_path / "a.json")) == 0
+    base_id = json.loads((tmp_path / "a.json").read_text(encoding="utf-8"))["run_id"]
+    assert len(baseline.called) == ENTRIES
+
+    # the same component again: within the margin, long before the last item, baseline
+    # not called again
+    same = Component()
+    assert eval_script(constants, same, "--type=functional", "--against", base_id,
+                       "--margin", "0.05", "--json", str(tmp_path / "b.json")) == 0
+    shown = capsys.readouterr().out
+    summary = json.loads((tmp_path / "b.json").read_text(encoding="utf-8"))
+    settled, n = summary["sequential"], len(same.called)
+    assert settled["against"] == base_id and settled["entries_called"] == n
+    assert same.called == settled["order"][:n] and len(baseline.called) == ENTRIES
+    sequence = PairedSequence(ENTRIES, 0.05, scope=Scope.DATASET)
+    by_hand = next(k for k in range(1, ENTRIES + 1) if sequence.update(0.0).verdict.settled)
+    (functional,) = settled["types"]
+    assert (functional["verdict"], functional["settled_at"], functional["margin"]) == (
+        "within the margin", by_hand, 0.05)
+    assert n == by_hand < ENTRIES / 4
+    assert f"sequential against run {base_id} (dataset: " in shown
+    assert f"settled after {n} of {ENTRIES} entries ({ENTRIES - n} calls saved)" in shown
+
+    # evalkit compare A B answers from B's sequence (no --margin needed) and exits with it
+    b_id = summary["run_id"]
+    assert evalkit_command("compare", base_id, b_id, "--json") == 0
+    compared = json.loads(capsys.readouterr().out)
+    assert compared["margin_verdict"] == "no worse"
+    (metric,) = compared["metrics"]
+    assert metric["margin"]["sequence"]["settled_at"] == by_hand
+    assert metric["shared_items"] == n
+    assert evalkit_command("compare", base_id, b_id) == 0
+    assert (f"B - A [{functional['low']:+.3f}, {functional['high']:+.3f}] (95% confidence "
+            f"sequence of B's run against A, settled at {n} of {ENTRIES} items) against "
+            "margin 0.050: within the margin") in " ".join(capsys.readouterr().out.split())
+
+    # a worse candidate: worse by more than the margin, exit status 1, in compare too
+    worse = Worse()
+    assert eval_script(constants, worse, "--type=functional", "--against", base_id,
+                       "--json", str(tmp_path / "c.json")) == 1
+    summary = json.loads((tmp_path / "c.json").read_text(encoding="utf-8"))
+    (functional,) = summary["sequential"]["types"]
+    assert functional["verdict"] == "worse by more than the margin"
+    assert functional["high"] < -0.05 and len(worse.called) < ENTRIES / 4
+    assert evalkit_command("compare", base_id, summary["run_id"]) == 1
+    assert "margin verdict: B worse than A by more than the margin on functional" in \
+        capsys.readouterr().out
