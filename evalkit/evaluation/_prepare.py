@@ -169,26 +169,30 @@ def refuse_sequential_mode(config: EvalConfig, selection: Selection, mode: str) 
 def refuse_sequential(config: EvalConfig, plan: RunPlan, against: bool = False) -> None:
     """Refuse, before any call (and before the judge is asked anything), what a sequential
     run cannot keep valid: people's labels, a judge asked more than once, an F1 threshold
-    (except ``against`` a baseline, where no threshold is checked)."""
+    (except ``against`` a baseline, where no threshold is checked); every one found, in one
+    error."""
     if plan.selection.sequential is None:
         return
-    script = config.script
-    mode = "--against" if against else _SEQUENTIAL
+    reasons = []
     if config.labels_path is not None or config.label_sample:
-        raise ConfigError(
-            f"{script}: {mode} cannot be used with LABELS_PATH or LABEL_SAMPLE: a full "
-            "run checks the threshold on the accuracy corrected by people's labels, which a "
-            "sequence over the scorer's verdicts does not estimate. Remove LABELS_PATH and "
-            "LABEL_SAMPLE for sequential runs, or run without sequential")
+        reasons.append(
+            "LABELS_PATH or LABEL_SAMPLE: a full run checks the threshold on the accuracy "
+            "corrected by people's labels, which a sequence over the scorer's verdicts does "
+            "not estimate. Remove LABELS_PATH and LABEL_SAMPLE")
     if config.judge is not None and config.judge.repeats > 1:
-        raise ConfigError(
-            f"{script}: {mode} cannot be used with JUDGE_REPEATS="
-            f"{config.judge.repeats}: the sequence would settle on the majority of a judge "
-            "whose votes disagree, and measuring that disagreement needs the judge asked "
-            "about every entry. Set JUDGE_REPEATS = 1, or run without sequential")
+        reasons.append(
+            f"JUDGE_REPEATS={config.judge.repeats}: the sequence would settle on the majority "
+            "of a judge whose votes disagree, and measuring that disagreement needs the judge "
+            "asked about every entry. Set JUDGE_REPEATS = 1")
     with_f1 = [t for t in plan.types if config.threshold_for(t).min_f1 is not None]
     if with_f1 and not against:
+        reasons.append(
+            f"EVAL_MIN_F1 (set for {', '.join(with_f1)}): F1 is no mean of the entries, so no "
+            "sequence settles it. Remove EVAL_MIN_F1")
+    if reasons:
+        mode = "--against" if against else _SEQUENTIAL
         raise ConfigError(
-            f"{script}: {_SEQUENTIAL} gates each type's accuracy, and EVAL_MIN_F1 is set for "
-            f"{', '.join(with_f1)}: F1 is no mean of the entries, so no sequence settles it. "
-            "Remove EVAL_MIN_F1 for sequential runs, or run without sequential")
+            f"{config.script}: {mode} cannot be used with "
+            + "; nor with ".join(reasons)
+            + (" (for sequential runs), or run without sequential" if not against
+               else " (for runs against a baseline), or run without --against"))

@@ -19,11 +19,11 @@ import pytest
 from evalkit import EvalConfig, RunContext, Selection, evaluate
 from evalkit.evaluation import evaluate_calibration, evaluate_replicates
 from evalkit.records import names
-from evalkit.review import build_plan, record_plan
+from evalkit.review import build_plan, compare, load_side, margin_verdict, record_plan
 from evalkit.tracking import Tracker
 from tests.promises.test_cli import CONSTANTS
 from tests.support.builders import REPO, RecordingComponent, entry, write_dataset, write_eval_script
-from tests.support.commands import evalkit_command
+from tests.support.commands import eval_script, evalkit_command
 from tests.support.processes import run_eval, start_eval, wait_for
 
 pytestmark = pytest.mark.slow
@@ -246,3 +246,59 @@ def test_example_calibration_replicates_and_plan(example: tuple[Path, Tracker, A
     assert "| replicates |" in text and "| repeats |" in text
     assert "## Items or Replicates" in text
     assert path == folder / "reports" / "report-planning.md" and path.exists()
+
+
+def test_example_runs_sequentially_and_against_its_own_run_from_the_command_line(
+        example: tuple[Path, Tracker, Any], capsys: pytest.CaptureFixture[str],
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    folder, tracker, script = example
+    monkeypatch.setattr("evalkit.evaluation._context.Tracker", lambda *args, **kwargs: tracker)
+    monkeypatch.chdir(folder)
+    component = RecordingComponent()
+    example_component = script["invoke_component"]
+
+    def invoke_component(item: Any, call: Any) -> Any:
+        component(item, call)
+        return example_component(item, call)
+    # the example's labels and F1 threshold are gates no sequence settles: both refused in
+    # one error, and the run goes ahead once they are set aside
+    assert eval_script(script, invoke_component, "--type=all", "--sequential") == 2
+    err = " ".join(capsys.readouterr().err.split())
+    assert "cannot be used with LABELS_PATH or LABEL_SAMPLE" in err
+    assert "; nor with EVAL_MIN_F1 (set for " in err and not component.calls
+    unlabelled = {k: v for k, v in script.items()
+                  if k not in ("LABELS_PATH", "LABEL_SAMPLE", "EVAL_MIN_F1")}
+    out = folder / "sequential.json"
+    status = eval_script(unlabelled, invoke_component, "--type=all", "--sequential",
+                         "--json", str(out))
+    summary = json.loads(out.read_text())
+    settled = summary["sequential"]
+    assert status == {"PASS": 0, "FAIL": 1}[settled["verdict"]] == summary["exit_status"]
+    assert settled["calls_made"] == sum(component.count().values())
+    assert settled["calls_made"] + settled["calls_saved"] == settled["calls_planned"]
+    # entries of a type already settled are passed over, so those called are a subset of
+    # the order (taken in it; concurrent calls may start out of it)
+    called = set(component.count())
+    assert called < set(settled["order"]) and len(called) == settled["entries_called"]
+    last = max(settled["order"].index(e) for e in called)
+    assert len(called) < last + 1 or not settled["calls_saved"]
+    assert {t["test_type"] for t in settled["types"]} == {
+        t["test_type"] for t in summary["types"]}
+    assert f"; {settled['summary']};" in capsys.readouterr().out
+
+    # against the example's last full run: only the candidate is called, and compare agrees
+    baseline = evaluate(example_config(unlabelled), example_component, Selection.parse("all"),
+                        RunContext(tracker=tracker))
+    component.calls.clear()
+    status = eval_script(unlabelled, invoke_component, "--type=all", "--against",
+                         baseline.run_id, "--json", str(out))
+    against = json.loads(out.read_text())
+    assert against["sequential"]["against"] == baseline.run_id
+    assert status == {"PASS": 0, "FAIL": 1, "INCONCLUSIVE": 5}[against["verdict"]]
+    assert sum(component.count().values()) == against["sequential"]["calls_made"]
+    # compare (the store here is in memory, so through the library) answers from the run
+    results = compare(load_side(tracker.reader, baseline.run_id),
+                      load_side(tracker.reader, against["run_id"]))
+    assert all(r.margin is not None and r.margin.sequence is not None for r in results)
+    assert str(margin_verdict(results)) == {0: "no worse", 1: "worse by more than the margin",
+                                            5: "INCONCLUSIVE"}[status]

@@ -165,7 +165,15 @@ REFUSED = [
     ({"LABEL_SAMPLE": 5}, (), "cannot be used with LABELS_PATH or LABEL_SAMPLE"),
     ({"JUDGE_MODEL": "m", "SCORER": "llm_judge", "JUDGE_REPEATS": 3}, (),
      "cannot be used with JUDGE_REPEATS=3"),
-    ({"EVAL_MIN_F1": 0.5}, (), "EVAL_MIN_F1 is set for functional"),
+    ({"EVAL_MIN_F1": 0.5}, (), "cannot be used with EVAL_MIN_F1 (set for functional, "
+                               "repeatability): F1 is no mean of the entries"),
+    # every conflict in one error, as the example's eval.py would meet them
+    ({"LABEL_SAMPLE": 5, "EVAL_MIN_F1": 0.5}, (),
+     "cannot be used with LABELS_PATH or LABEL_SAMPLE: a full run checks the threshold on "
+     "the accuracy corrected by people's labels, which a sequence over the scorer's verdicts "
+     "does not estimate. Remove LABELS_PATH and LABEL_SAMPLE; nor with EVAL_MIN_F1 (set for "
+     "functional, repeatability): F1 is no mean of the entries, so no sequence settles it. "
+     "Remove EVAL_MIN_F1 (for sequential runs), or run without sequential"),
     ({}, ("--replicates",), "cannot be used with --replicates"),
     ({"REPEAT_COUNT": 2}, ("--calibrate",), "cannot be used with --calibrate"),
     ({"SEQUENTIAL": "yes"}, (), "SEQUENTIAL='yes' must be False, True"),
@@ -184,7 +192,7 @@ def test_what_a_sequential_run_cannot_keep_valid_is_refused_before_any_call(
               "EVAL_MIN_ACCURACY": 0.5, "EVAL_MIN_ACCURACY_REPEATABILITY": 0.5,
               "REPEAT_COUNT": 2, "SEQUENTIAL": True, **constants}
     status = eval_script(script, _never_called, "--type=all", *options)
-    err = capsys.readouterr().err
+    err = " ".join(capsys.readouterr().err.split())
     assert status == ExitStatus.USAGE, err
     assert message in err
     if "SEQUENTIAL" not in message:
