@@ -143,7 +143,18 @@ def sequence_margin_check(difference: PairedGap | None, look: Look, margin: floa
                           ) -> MarginCheck:
     """The answer of a run against the baseline, from its :class:`PairedSequence` at the
     stop: better or within the margin is no worse, worse by more than the margin is worse,
-    a sequence not settled is INCONCLUSIVE."""
+    a sequence not settled is INCONCLUSIVE.
+
+    Examples
+    --------
+    400 shared items, the candidate agreeing with the baseline on the first 200 called:
+
+    >>> from evalkit.stats import PairedSequence, sequence_margin_check
+    >>> look = PairedSequence(400, margin=0.05).update([0.0] * 200)
+    >>> check = sequence_margin_check(None, look, 0.05)
+    >>> print(look.verdict, look.settled_at, "->", check.verdict)
+    within the margin 119 -> no worse
+    """
     verdict = {"PASS": MarginVerdict.NO_WORSE, "FAIL": MarginVerdict.WORSE}.get(
         look.verdict.gate, MarginVerdict.INCONCLUSIVE)
     return MarginCheck(margin, difference, verdict, look)

@@ -9,7 +9,14 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from evalkit.stats import MarginVerdict, margin_check, paired_gap
+from evalkit.stats import (
+    Look,
+    MarginVerdict,
+    PairedSequence,
+    margin_check,
+    paired_gap,
+    sequence_margin_check,
+)
 
 NO_WORSE, WORSE, INCONCLUSIVE = (MarginVerdict.NO_WORSE, MarginVerdict.WORSE,
                                  MarginVerdict.INCONCLUSIVE)
@@ -66,7 +73,7 @@ def test_no_shared_item_settles_nothing_and_a_margin_is_from_0_to_1() -> None:
     check = margin_check(None, 0.02)
     assert check.verdict is INCONCLUSIVE
     assert check.to_json() == {"margin": 0.02, "verdict": "INCONCLUSIVE",
-                               "candidate_minus_baseline": None}
+                               "candidate_minus_baseline": None, "sequence": None}
     for margin in (-0.01, 1.5, float("nan")):
         with pytest.raises(ValueError, match="from 0 to 1"):
             margin_check(paired_gap(1, 0, 0, 0), margin)
@@ -106,3 +113,18 @@ def test_a_candidate_exactly_at_the_margin_is_called_no_worse_at_most_at_the_lev
                      for d in draws])
     assert wrong <= 0.025 + 0.0074
     assert wrong > 0.005  # the gate is not simply mute at the margin
+
+
+@pytest.mark.parametrize(("gaps", "answer"), [
+    ([0.0] * 200, "no worse"),          # within the margin
+    ([1.0] * 40, "no worse"),           # better
+    ([-1.0] * 40, "worse by more than the margin"),
+    ([0.0] * 5, "INCONCLUSIVE"),        # not settled yet
+])
+def test_a_run_against_the_baseline_answers_from_its_sequence(
+        gaps: list[float], answer: str) -> None:
+    look = PairedSequence(400, margin=0.05).update(gaps)
+    check = sequence_margin_check(paired_gap(1, 0, 0, 0), look, 0.05)
+    assert (str(check.verdict), check.sequence, check.margin) == (answer, look, 0.05)
+    assert check.to_json()["sequence"] == look.to_json()
+    assert Look.from_json(look.to_json()) == look
