@@ -31,7 +31,7 @@ JRSS-B 86 (2024), 1-27, section 4 (hedged capital, predictable plug-in bets).
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from enum import StrEnum
 from typing import Any
@@ -92,8 +92,15 @@ class Look:
         return {"scope": self.scope.name.lower(), "n": self.n, "total": self.total,
                 "estimate": self.estimate, "low": self.low, "high": self.high,
                 "verdict": str(self.verdict), "settled_at": self.settled_at,
-                "confidence": self.confidence, "method":
+                "confidence": self.confidence, "grid": self.grid, "method":
                 f"betting confidence sequence (Waudby-Smith & Ramdas), grid 1/{self.grid}"}
+
+    @classmethod
+    def from_json(cls, doc: Mapping[str, Any]) -> Look:
+        """The look :meth:`to_json` wrote."""
+        return cls(Scope[doc["scope"].upper()], doc["n"], doc["total"], doc["estimate"],
+                   doc["low"], doc["high"], SequentialVerdict(doc["verdict"]),
+                   doc["settled_at"], doc["confidence"], doc["grid"])
 
 
 class _Sequence:
