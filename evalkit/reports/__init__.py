@@ -51,8 +51,8 @@ def render_reports(record: RunRecord) -> dict[str, str]:
             record, Plan.from_json(record.documents[names.PLAN_ARTIFACT]))}
     assert record.evaluation is not None
     reports = {}
-    sequential = None if record.sequential is None \
-        else SequentialOutcome.from_json(record.sequential)
+    sequential = SequentialOutcome.from_json(record.documents[names.SEQUENTIAL_ARTIFACT]) \
+        if names.SEQUENTIAL_ARTIFACT in record.documents else None
     checks = judge_checks(record)
     typed = list(zip(record.evaluation.types,
                      corrected_metrics(recorded_metrics(record), checks), strict=True))

@@ -31,7 +31,7 @@ JRSS-B 86 (2024), 1-27, section 4 (hedged capital, predictable plug-in bets).
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable
 from dataclasses import dataclass
 from enum import StrEnum
 from typing import Any
@@ -96,11 +96,11 @@ class Look:
                 f"betting confidence sequence (Waudby-Smith & Ramdas), grid 1/{self.grid}"}
 
     @classmethod
-    def from_json(cls, doc: Mapping[str, Any]) -> Look:
-        """The look :meth:`to_json` wrote."""
+    def from_json(cls, doc: dict[str, Any]) -> Look:
+        """A look as :meth:`to_json` wrote it (a run's ``sequential.json``)."""
         return cls(Scope[doc["scope"].upper()], doc["n"], doc["total"], doc["estimate"],
                    doc["low"], doc["high"], SequentialVerdict(doc["verdict"]),
-                   doc["settled_at"], doc["confidence"], doc["grid"])
+                   doc["settled_at"], doc["confidence"], doc.get("grid", DEFAULT_GRID))
 
 
 class _Sequence:

@@ -8,7 +8,6 @@ summary and the JUnit XML read it back from the run's ``sequential.json``
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -57,9 +56,10 @@ class TypeSettlement:
                 "not_called": list(self.not_called)}
 
     @classmethod
-    def from_json(cls, doc: Mapping[str, Any]) -> TypeSettlement:
+    def from_json(cls, doc: dict[str, Any]) -> TypeSettlement:
+        # a run recorded before the units not called were listed lists none
         return cls(doc["test_type"], doc["units"], Look.from_json(doc),
-                   tuple(doc["not_called"]))
+                   tuple(doc.get("not_called", ())))
 
 
 @dataclass(frozen=True)
@@ -119,7 +119,7 @@ class SequentialOutcome:
                 "types": [t.to_json() for t in self.types], "order": list(self.order)}
 
     @classmethod
-    def from_json(cls, doc: Mapping[str, Any]) -> SequentialOutcome:
+    def from_json(cls, doc: dict[str, Any]) -> SequentialOutcome:
         """The outcome :meth:`to_json` wrote (``sequential.json``); the verdict, summary and
         calls saved follow from the rest."""
         return cls(doc["question"], doc["asks"], doc["confidence"], doc["seed"],

@@ -166,7 +166,9 @@ def build_record(run: StoredRun, experiment_name: str, *, read_json: Callable[[s
     documents = {path: read_json(path) for path in (
         *MODE_DOCUMENTS.get(mode, ()),
         *((names.LABEL_DRAWS_ARTIFACT,) if names.LABEL_DRAWS_TAG in run.tags else ()),
-        *((names.SEQUENTIAL_ARTIFACT,) if names.SEQUENTIAL_TAG in run.tags else ()))}
+        # written with the verdict: a sequential run stopped before it has none yet
+        *((names.SEQUENTIAL_ARTIFACT,) if names.SEQUENTIAL_TAG in run.tags
+          and names.VERDICT_TAG in run.tags else ()))}
     histories = {key: history(key) for result in (evaluation.types if evaluation else ())
                  for n in (TypeNames.of(result.test_type),)
                  for key in (n.cumulative_accuracy, n.cumulative_f1)}
