@@ -7,7 +7,9 @@ verdict line, one line naming the run (linked to the MLflow UI), then one table 
 type, failing types first: the metric its threshold is checked on, that metric's value with
 the interval the reports compute (Wilson over the type's entries, bias: its groups; the
 interval of the accuracy corrected by people's labels where labels correct it), the threshold
-and the verdict. Over replicates a type's row lists each replicate's value. Only what the
+and the verdict. Over replicates a type's row lists each replicate's value; a sequential
+run's rows say where each type's confidence sequence settled, and its verdict is the
+sequence's, with the settle line under the table. Only what the
 reports already show appears; every name and line goes through :func:`inline` (:func:`cell`,
 and ``$`` escaped too: GitHub reads a pair of them as inline math), so no name can break the
 table.
