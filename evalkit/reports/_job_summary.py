@@ -9,10 +9,9 @@ the interval the reports compute (Wilson over the type's entries, bias: its grou
 interval of the accuracy corrected by people's labels where labels correct it), the threshold
 and the verdict. Over replicates a type's row lists each replicate's value; a sequential
 run's rows say where each type's confidence sequence settled, and its verdict is the
-sequence's, with the settle line under the table. Only what the
-reports already show appears; every name and line goes through :func:`inline` (:func:`cell`,
-and ``$`` escaped too: GitHub reads a pair of them as inline math), so no name can break the
-table.
+sequence's, with the settle line under the table. Only what the reports already show
+appears; every name and line goes through :func:`inline` (:func:`cell`, and ``$`` escaped
+too: GitHub reads a pair of them as inline math), so no name can break the table.
 
 >>> from evalkit.records import Threshold
 >>> from evalkit.stats import TypeMetrics
