@@ -11,20 +11,20 @@ from __future__ import annotations
 
 import json
 import xml.etree.ElementTree as ET
+from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from evalkit.config import SEQUENTIAL_QUESTIONS
-from evalkit.evaluation import EvaluationOutcome, RunEstimate, SequentialOutcome
+from evalkit.evaluation import EvaluationOutcome, RunEstimate
 from evalkit.records import (
     ItemResult,
     RunUsage,
     TypeResult,
     as_text,
 )
-from evalkit.stats import PassK, TypeMetrics
+from evalkit.stats import PassK, SequentialOutcome, TypeMetrics, TypeSettlement
 
 _REASON_LIMIT = 500
 
@@ -64,6 +64,11 @@ class RunSummary:
             else "INCONCLUSIVE"
 
     @property
+    def sequential(self) -> SequentialOutcome | None:
+        """A sequential run's settlement (replicates are never sequential)."""
+        return self.runs[0].sequential if len(self.runs) == 1 else None
+
+    @property
     def entries(self) -> int:
         return len({e for t in self.runs[0].scored.types for i in t.items for e in i.entry_ids})
 
@@ -71,7 +76,7 @@ class RunSummary:
         """The verdict, types passed and failed, counts and duration; then the run's URL."""
         failed = [t for t in self.types if not self.type_passed(t)]
         passed = len(self.types) - len(failed)
-        sequential = self.runs[0].sequential if len(self.runs) == 1 else None
+        sequential = self.sequential
         calls = sum(r.scored.calls for r in self.runs)
         errors = sum(r.scored.component_errors for r in self.runs)
         replicates = f" x {len(self.runs)} replicates" if self.mode == "replicates" else ""
@@ -100,8 +105,7 @@ class RunSummary:
             "replicate_run_ids": [r.run_id for r in self.runs] if self.mode == "replicates"
             else [],
             "types": [self._type_json(t) for t in self.types],
-            "sequential": self.runs[0].sequential.to_json()
-            if len(self.runs) == 1 and self.runs[0].sequential else None,
+            "sequential": None if self.sequential is None else self.sequential.to_json(),
         }
 
     def _type_json(self, test_type: str) -> dict[str, Any]:
@@ -143,21 +147,10 @@ def _type_json(test_type: str, runs: Sequence[tuple[TypeMetrics, TypeResult]],
 def sequential_lines(outcome: SequentialOutcome) -> list[str]:
     """A sequential run's settlement: the question, then per type its verdict, the look it
     settled at and its interval there."""
-    against = "" if outcome.against is None else f" against run {outcome.against}"
-    lines = [f"sequential{against} ({outcome.question}: "
-             f"{SEQUENTIAL_QUESTIONS[outcome.question]}) at {outcome.confidence:.0%}: "
-             f"{outcome.text()}"]
-    for t in outcome.types:
-        look = t.look
-        at = (f"settled at {look.settled_at} of {t.units}" if look.settled_at
-              else f"after all {t.units}")
-        if t.margin is None:
-            lines.append(f"  {t.test_type}: {look.verdict} {at} units, interval "
-                         f"[{look.low:.3f}, {look.high:.3f}]")
-        else:
-            lines.append(f"  {t.test_type}: {look.verdict} (margin {t.margin:g}) {at} units, "
-                         f"gap candidate - baseline [{look.low:+.3f}, {look.high:+.3f}]")
-    return lines
+    return [outcome.line(), *(f"  {t.test_type}: {t.point()} units, interval {t.interval()}"
+                              + ("" if t.margin is None else
+                                 f" (gap candidate - baseline, margin {t.margin:g})")
+                              for t in outcome.types)]
 
 
 def write_json(summary: RunSummary, path: Path) -> None:
@@ -172,34 +165,77 @@ def write_estimate_json(estimate: RunEstimate, path: Path) -> None:
                                indent=1) + "\n", encoding="utf-8")
 
 
+NOT_CALLED = "not called: the verdict settled first"
+"""Why a sequential run's JUnit XML skips an entry (bias: a group) it never called."""
+
+
 def write_junit(summary: RunSummary, path: Path) -> None:
     """A ``testsuite`` per test type, a ``testcase`` per entry (bias: per group) and type;
-    over replicates, a case per replicate of each. A failure or error carries its reason."""
+    over replicates, a case per replicate of each. A failure or error carries its reason.
+
+    A sequential run's suite also holds its type's settlement as ``properties`` and as a
+    first case, the type's verdict, which fails unless the sequence passed it (INCONCLUSIVE
+    too, as the exit status does), and skips each entry never called."""
     root = ET.Element("testsuites", name=f"evalkit {summary.experiment_name}",
                       time=f"{summary.duration_s:.3f}")
     for test_type in summary.types:
         suite = ET.SubElement(root, "testsuite", name=test_type)
-        cases = failures = errors = 0
+        counts = Counter[str]()
+        settled = None if summary.sequential is None \
+            else summary.sequential.settlement(test_type)
+        if summary.sequential is not None and settled is not None:
+            _settlement_cases(suite, summary.sequential, settled, counts)
         for index, run in enumerate(summary.runs):
             suffix = f" [replicate {index}]" if summary.mode == "replicates" else ""
             for item in run.scored.type_result(test_type).items:
-                case = ET.SubElement(suite, "testcase", classname=f"evalkit.{test_type}",
-                                     name=f"{item.id}{suffix}")
-                cases += 1
-                if item.error is not None:
-                    errors += 1
-                    ET.SubElement(case, "error", message=_short(item.error),
-                                  type="component_error").text = item.error
-                elif not item.correct:
-                    failures += 1
-                    reason = failure_reason(item)
-                    ET.SubElement(case, "failure", message=_short(reason),
-                                  type="score").text = reason
-        suite.set("tests", str(cases))
-        suite.set("failures", str(failures))
-        suite.set("errors", str(errors))
+                _item_case(suite, test_type, item, suffix, counts)
+        for entry_id in () if settled is None else settled.not_called:
+            case = ET.SubElement(suite, "testcase", classname=f"evalkit.{test_type}",
+                                 name=entry_id)
+            ET.SubElement(case, "skipped", message=NOT_CALLED)
+            counts.update(("tests", "skipped"))
+        skipped = ("skipped",) if settled is not None else ()
+        for count in ("tests", "failures", "errors", *skipped):
+            suite.set(count, str(counts[count]))
     path.parent.mkdir(parents=True, exist_ok=True)
     ET.ElementTree(root).write(path, encoding="utf-8", xml_declaration=True)
+
+
+def _item_case(suite: ET.Element, test_type: str, item: ItemResult, suffix: str,
+               counts: Counter[str]) -> None:
+    """One scored item's case: passed, failed (with why) or in error."""
+    case = ET.SubElement(suite, "testcase", classname=f"evalkit.{test_type}",
+                         name=f"{item.id}{suffix}")
+    counts["tests"] += 1
+    if item.error is not None:
+        counts["errors"] += 1
+        ET.SubElement(case, "error", message=_short(item.error),
+                      type="component_error").text = item.error
+    elif not item.correct:
+        counts["failures"] += 1
+        reason = failure_reason(item)
+        ET.SubElement(case, "failure", message=_short(reason), type="score").text = reason
+
+
+def _settlement_cases(suite: ET.Element, outcome: SequentialOutcome, settled: TypeSettlement,
+                      counts: Counter[str]) -> None:
+    """A sequential run's type: its settlement as properties (they come first in a suite),
+    and its verdict as a case of its own."""
+    properties = ET.SubElement(suite, "properties")
+    for name, value in (("sequential", outcome.line()), ("sequential.verdict", settled.verdict),
+                        ("sequential.settled", settled.point()),
+                        ("sequential.interval", settled.interval()),
+                        ("sequential.not_called", str(len(settled.not_called)))):
+        ET.SubElement(properties, "property", name=name, value=value)
+    case = ET.SubElement(suite, "testcase", classname=f"evalkit.{settled.test_type}",
+                         name=f"{settled.test_type} sequential verdict")
+    counts["tests"] += 1
+    if settled.gate != "PASS":
+        counts["failures"] += 1
+        text = (f"{settled.point()}, confidence sequence {settled.interval()} at "
+                f"{outcome.confidence:.0%}" + ("" if settled.look.verdict.settled else
+                                               ": every unit was seen and it is not settled"))
+        ET.SubElement(case, "failure", message=text, type=settled.gate.lower()).text = text
 
 
 def failure_reason(item: ItemResult) -> str:

@@ -248,7 +248,7 @@ def _finish(args: argparse.Namespace, started: float, mode: str,
         print(f"junit: {args.junit_path}")
     verdict, _ = summary.verdict_lines()
     markdown = run_markdown(verdict, run_id, ran.run_url, ran.experiment_name,
-                            [run.metrics for run in runs])
+                            [run.metrics for run in runs], summary.sequential)
     for line in write_markdown(args, markdown, EVAL_COMMENT_MARKER):
         print(line)
     for line in summary.verdict_lines():

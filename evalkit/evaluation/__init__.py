@@ -17,7 +17,8 @@ from evalkit.evaluation._evaluate import evaluate, resume
 from evalkit.evaluation._outcome import EvaluationOutcome
 from evalkit.evaluation._replicates import ReplicatesOutcome, evaluate_replicates
 from evalkit.evaluation._rescore import rescore
-from evalkit.evaluation._sequential import SequentialGate, SequentialOutcome, TypeSettlement
+from evalkit.evaluation._sequential import SequentialGate
+from evalkit.stats import SequentialOutcome, TypeSettlement
 
 __all__ = [
     "DEFAULT_MARGIN", "Against", "Baseline", "CalibrationOutcome", "EvaluationOutcome",

@@ -11,7 +11,7 @@ from evalkit.records import RunUsage, ScoredRun
 from evalkit.stats import JudgeCheck, TypeMetrics
 
 if TYPE_CHECKING:
-    from evalkit.evaluation._sequential import SequentialOutcome
+    from evalkit.stats import SequentialOutcome
 
 
 @dataclass(frozen=True)
@@ -39,10 +39,9 @@ class EvaluationOutcome:
 
     def type_verdict(self, test_type: str) -> str:
         """PASS or FAIL (or, for a sequential run, INCONCLUSIVE) of one type."""
-        if self.sequential is not None:
-            for settled in self.sequential.types:
-                if settled.test_type == test_type:
-                    return settled.look.verdict.gate
+        settled = None if self.sequential is None else self.sequential.settlement(test_type)
+        if settled is not None:
+            return settled.gate
         return "PASS" if all(m.passed for m in self.metrics if m.test_type == test_type) \
             else "FAIL"
 
@@ -56,14 +55,9 @@ class EvaluationOutcome:
     @property
     def failures(self) -> tuple[str, ...]:
         if self.sequential is not None:
-            against = self.sequential.against
-            return tuple(f"{t.test_type}: {t.look.verdict} at look {t.look.n} of "
-                         f"{t.look.total}, interval [{t.look.low:.3f}, {t.look.high:.3f}] "
-                         + (f"against min_accuracy {m.threshold.min_accuracy}"
-                            if against is None else
-                            f"of the gap to run {against}, margin {t.margin:g}")
+            return tuple(t.failure(m.threshold.min_accuracy)
                          for t in self.sequential.types for m in self.metrics
-                         if m.test_type == t.test_type and t.look.verdict.gate != "PASS")
+                         if m.test_type == t.test_type and t.gate != "PASS")
         return tuple(f for m in self.metrics for f in m.failures)
 
     @property

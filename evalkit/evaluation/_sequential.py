@@ -1,6 +1,6 @@
 """A sequential run: entries called in a seeded random order until every gated type's verdict
 is settled at the stated level (:class:`SequentialGate`), and what it found
-(:class:`SequentialOutcome`).
+(:class:`~evalkit.stats.SequentialOutcome`).
 
 The sampled unit of a type is what one item of it is scored on: an entry (with all its
 ``REPEAT_COUNT`` calls for repeatability), or a bias group (all its variants, called one
@@ -38,7 +38,6 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Sequence
-from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -49,7 +48,14 @@ from evalkit.dataset import BIAS
 from evalkit.evaluation._prepare import PreparedEvaluation
 from evalkit.evaluation._scoring import CallTraces, EarlyJudging, score_run
 from evalkit.records import MetricPoint, names
-from evalkit.stats import Look, MeanSequence, PairedSequence, Scope, replicate_seed
+from evalkit.stats import (
+    MeanSequence,
+    PairedSequence,
+    Scope,
+    SequentialOutcome,
+    TypeSettlement,
+    replicate_seed,
+)
 
 logger = logging.getLogger("evalkit")
 
@@ -61,74 +67,6 @@ def sequential_seed(root_seed: int, run_id: str) -> int:
     """The seed of a sequential run's order: ``replicate_seed(root_seed,
     "sequential:<run id>", 0)`` (a resume has the same run id, so the same order)."""
     return replicate_seed(root_seed, f"sequential:{run_id}", 0)
-
-
-@dataclass(frozen=True)
-class TypeSettlement:
-    """One gated type of a sequential run at its stop."""
-
-    test_type: str
-    units: int
-    """Its units in the plan (entries, or bias groups)."""
-    look: Look
-    """Its sequence at the stop: the last look it took (of the paired gap candidate -
-    baseline, against a baseline)."""
-    margin: float | None = None
-    """Against a baseline: how much worse than it the type may be."""
-
-    def to_json(self) -> dict[str, Any]:
-        return {"test_type": self.test_type, "units": self.units, "margin": self.margin,
-                **self.look.to_json()}
-
-    @classmethod
-    def from_json(cls, doc: dict[str, Any]) -> TypeSettlement:
-        return cls(doc["test_type"], doc["units"], Look.from_json(doc), doc.get("margin"))
-
-
-@dataclass(frozen=True)
-class SequentialOutcome:
-    """What a sequential run found: each type's settlement, the calls made and saved."""
-
-    question: str
-    confidence: float
-    seed: int
-    order: tuple[str, ...]
-    """Every entry's id, in the order the run calls them."""
-    types: tuple[TypeSettlement, ...]
-    entries: int
-    """The entries of the plan."""
-    entries_called: int
-    calls_planned: int
-    """The component calls of every entry of the plan."""
-    calls_made: int
-    against: str | None = None
-    """The baseline's run id, for a run against one (``--against``)."""
-
-    @property
-    def calls_saved(self) -> int:
-        return self.calls_planned - self.calls_made
-
-    @property
-    def verdict(self) -> str:
-        """FAIL when a type failed (or is worse than the baseline by more than its margin),
-        else INCONCLUSIVE when one is, else PASS."""
-        gates = {t.look.verdict.gate for t in self.types}
-        return "FAIL" if "FAIL" in gates else "PASS" if gates <= {"PASS"} else "INCONCLUSIVE"
-
-    def text(self) -> str:
-        """``settled after n of N entries (k calls saved)`` (or ``not settled``)."""
-        how = "settled" if self.verdict != "INCONCLUSIVE" else "not settled"
-        return (f"{how} after {self.entries_called} of {self.entries} entries "
-                f"({self.calls_saved} calls saved)")
-
-    def to_json(self) -> dict[str, Any]:
-        return {"question": self.question, "asks": SEQUENTIAL_QUESTIONS[self.question],
-                "confidence": self.confidence, "seed": self.seed, "verdict": self.verdict,
-                "summary": self.text(), "entries": self.entries,
-                "entries_called": self.entries_called, "calls_planned": self.calls_planned,
-                "calls_made": self.calls_made, "calls_saved": self.calls_saved,
-                "against": self.against, "types": [t.to_json() for t in self.types],
-                "order": list(self.order)}
 
 
 class _TypeStream:
@@ -245,14 +183,23 @@ class SequentialGate:
         """The run at its stop; ``calls_made``: component calls made (by every attempt)."""
         items = self._plan.items
         return SequentialOutcome(
-            self.question, self.confidence, self.seed,
+            self.question, SEQUENTIAL_QUESTIONS[self.question], self.confidence, self.seed,
             tuple(items[i].entry.id for i in self._order),
             tuple(TypeSettlement(s.test_type, len(s.units), s.sequence.look,
+                                 self._not_called(s.test_type, s.units),
                                  None if self._baseline is None
                                  else self._baseline.margin(s.test_type))
                   for s in self._streams),
             len(items), len(self._outputs), self._plan.total_calls, calls_made,
             None if self._baseline is None else self._baseline.run_id)
+
+    def _not_called(self, test_type: str, units: list[tuple[int, ...]]) -> tuple[str, ...]:
+        """The type's units never called, named as its results name them: an entry by its
+        id, a bias group by the group's (a block is called whole, so a unit is all in or
+        all out)."""
+        entry = [self._plan.items[unit[0]].entry for unit in units
+                 if unit[0] not in self._outputs]
+        return tuple(e.bias_id if test_type == BIAS else e.id for e in entry)
 
 
 def _blocks(plan: RunPlan) -> list[tuple[int, ...]]:

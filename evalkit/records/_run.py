@@ -6,6 +6,8 @@ The artifact layout of a run (the names are in :mod:`evalkit.records.names`)::
     results/entries.json        per-entry results table (mlflow.log_table), for the UI
     raw/raw-results.jsonl       every component call as it happened
     reports/report-<type>.md    the reports of the run
+    sequential.json             a sequential run's settlement (``sequential`` tag), with its
+                                verdict
 
 and of the parent run of a replicate series (``mode`` tag ``replicates``)::
 
@@ -61,7 +63,8 @@ class RunRecord:
     evaluation: ScoredRun | None
     """Scored items; ``None`` for runs that call no component (a replicate parent, a plan)."""
     documents: Mapping[str, Any] = field(default_factory=dict)
-    """The JSON artifacts of the run's mode (see :data:`MODE_DOCUMENTS`), by artifact path."""
+    """The JSON artifacts of the run's mode (see :data:`MODE_DOCUMENTS`), the label draw and
+    a finished sequential run's settlement, by artifact path."""
     reviewer_verdicts: tuple[ReviewerVerdict, ...] = ()
     """Human feedback on the run's traces, by entry, time and reviewer (for a run with
     entries for human review)."""

@@ -33,6 +33,7 @@ from evalkit.reports._summary import summary_report
 from evalkit.stats import (
     Calibration,
     Plan,
+    SequentialOutcome,
     StabilityDocument,
     corrected_metrics,
     judge_checks,
@@ -50,14 +51,17 @@ def render_reports(record: RunRecord) -> dict[str, str]:
             record, Plan.from_json(record.documents[names.PLAN_ARTIFACT]))}
     assert record.evaluation is not None
     reports = {}
+    sequential = SequentialOutcome.from_json(record.documents[names.SEQUENTIAL_ARTIFACT]) \
+        if names.SEQUENTIAL_ARTIFACT in record.documents else None
     checks = judge_checks(record)
     typed = list(zip(record.evaluation.types,
                      corrected_metrics(recorded_metrics(record), checks), strict=True))
     for result, metrics in typed:
-        reports[names.report_name(result.test_type)] = type_report(record, result, metrics)
+        reports[names.report_name(result.test_type)] = type_report(
+            record, result, metrics, sequential)
     reports[names.SUMMARY_REPORT] = summary_report(
         record, typed, [names.report_name(r.test_type) for r, _ in typed],
-        judge=names.JUDGE_REPORT if checks else None)
+        judge=names.JUDGE_REPORT if checks else None, sequential=sequential)
     if checks:
         reports[names.JUDGE_REPORT] = judge_report(
             record, checks, {m.test_type: m for _, m in typed})

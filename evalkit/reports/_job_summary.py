@@ -7,10 +7,11 @@ verdict line, one line naming the run (linked to the MLflow UI), then one table 
 type, failing types first: the metric its threshold is checked on, that metric's value with
 the interval the reports compute (Wilson over the type's entries, bias: its groups; the
 interval of the accuracy corrected by people's labels where labels correct it), the threshold
-and the verdict. Over replicates a type's row lists each replicate's value. Only what the
-reports already show appears; every name and line goes through :func:`inline` (:func:`cell`,
-and ``$`` escaped too: GitHub reads a pair of them as inline math), so no name can break the
-table.
+and the verdict. Over replicates a type's row lists each replicate's value; a sequential
+run's rows say where each type's confidence sequence settled, and its verdict is the
+sequence's, with the settle line under the table. Only what the reports already show
+appears; every name and line goes through :func:`inline` (:func:`cell`, and ``$`` escaped
+too: GitHub reads a pair of them as inline math), so no name can break the table.
 
 >>> from evalkit.records import Threshold
 >>> from evalkit.stats import TypeMetrics
@@ -35,7 +36,8 @@ from urllib.parse import quote
 from evalkit.records import TypeNames
 from evalkit.reports._common import accuracy_text, corrected_text, number, threshold_text
 from evalkit.reports._markdown import cell, table
-from evalkit.stats import TypeMetrics
+from evalkit.reports._settlement import type_verdict
+from evalkit.stats import SequentialOutcome, TypeMetrics
 
 EVAL_COMMENT_MARKER = "<!-- evalkit: eval.py verdict -->"
 """The first line of ``eval.py --pr-comment``'s body: a CI step finds its earlier comment by
@@ -70,8 +72,8 @@ def pr_comment(markdown: str, marker: str) -> str:
 
 _Column = tuple[str, Callable[[Sequence[TypeMetrics]], str]]
 """A column of the verdict table: its header and its cell from one type's figures, one per
-run (a run, or each replicate). A sequential run's settle point is one more of these, once a
-run records it."""
+run (a run, or each replicate). A sequential run's settle point is one more of these
+(:func:`_sequential_columns`)."""
 
 
 def _metric(runs: Sequence[TypeMetrics]) -> str:
@@ -108,19 +110,41 @@ RUN_COLUMNS: tuple[_Column, ...] = (
 )
 
 
+def _sequential_columns(sequential: SequentialOutcome) -> tuple[_Column, ...]:
+    """A sequential run's columns: the value covers the entries called, ``Settled`` says
+    where the type's sequence stopped and its interval there, and the verdict is the
+    sequence's (INCONCLUSIVE too), not the value's threshold check."""
+    def settled(runs: Sequence[TypeMetrics]) -> str:
+        found = sequential.settlement(runs[0].test_type)
+        return "—" if found is None else f"{found.point()}; {found.interval()}"
+
+    def verdict(runs: Sequence[TypeMetrics]) -> str:
+        shown = type_verdict(runs[0], sequential)
+        return shown if shown == "PASS" else f"**{shown}**"
+
+    level = f"{sequential.confidence:.0%}"
+    return (*RUN_COLUMNS[:-1], (f"Settled [{level} confidence sequence]", settled),
+            ("Verdict", verdict))
+
+
 def run_markdown(verdict_line: str, run_id: str, run_url: str | None, experiment: str,
-                 runs: Sequence[Sequence[TypeMetrics]]) -> str:
+                 runs: Sequence[Sequence[TypeMetrics]],
+                 sequential: SequentialOutcome | None = None) -> str:
     """The job summary of one ``eval.py`` invocation.
 
     ``verdict_line`` is the line the terminal ends with (the heading), ``run_id`` and
     ``run_url`` the run's (a replicate series: its parent's), ``runs`` the figures of each
-    evaluated run, one tuple of types per replicate. A type passes when it passes in every
-    run; failing types come first. Ends with a blank line, so that appended sections stay
-    apart."""
+    evaluated run, one tuple of types per replicate, ``sequential`` a sequential run's
+    settlement (its verdicts are its sequences'; a line under the table says where it
+    stopped). A type passes when it passes in every run; failing types come first. Ends with
+    a blank line, so that appended sections stay apart."""
     types = [[m for run in runs for m in run if m.test_type == t.test_type] for t in runs[0]]
-    ordered = sorted(types, key=lambda figures: all(m.passed for m in figures))
-    rows = [[render(figures) for _, render in RUN_COLUMNS] for figures in ordered]
+    ordered = sorted(types, key=lambda figures: all(
+        type_verdict(m, sequential) == "PASS" for m in figures))
+    columns = RUN_COLUMNS if sequential is None else _sequential_columns(sequential)
+    rows = [[render(figures) for _, render in columns] for figures in ordered]
+    below = [] if sequential is None else [inline(sequential.line(), _LINE_LIMIT), ""]
     return "\n".join([
         f"### {inline(verdict_line, _LINE_LIMIT)}", "",
         f"Run {link(run_id, run_url)} in experiment {inline(experiment)}", "",
-        table([header for header, _ in RUN_COLUMNS], rows), ""])
+        table([header for header, _ in columns], rows), "", *below])

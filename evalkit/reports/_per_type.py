@@ -14,7 +14,14 @@ from evalkit.records import (
 )
 from evalkit.reports._common import FAIL, MAX_ROWS, PASS, distinct, header, number
 from evalkit.reports._markdown import cell, table
-from evalkit.stats import STABILITY_TOLERANCE_PP, TypeMetrics, chart_points
+from evalkit.reports._settlement import (
+    asked,
+    missed,
+    settled_line,
+    type_verdict,
+    verdict_mark,
+)
+from evalkit.stats import STABILITY_TOLERANCE_PP, SequentialOutcome, TypeMetrics, chart_points
 
 
 def _thresholds(metrics: TypeMetrics) -> str:
@@ -41,7 +48,9 @@ def _scoring(record: RunRecord, result: TypeResult) -> str:
 # --- per-type reports -----------------------------------------------------------------------
 
 
-def type_report(record: RunRecord, result: TypeResult, metrics: TypeMetrics) -> str:
+def type_report(record: RunRecord, result: TypeResult, metrics: TypeMetrics,
+                sequential: SequentialOutcome | None = None) -> str:
+    """The type's report; a sequential run's (``sequential``) gives its sequence's verdict."""
     extra = [("Thresholds", _thresholds(metrics)), ("Scoring", _scoring(record, result))]
     if result.test_type == REPEATABILITY:
         extra.insert(0, ("Repeat count", record.params.get(names.REPEAT_COUNT_PARAM, "—")))
@@ -51,27 +60,32 @@ def type_report(record: RunRecord, result: TypeResult, metrics: TypeMetrics) -> 
                    "with each other"),
                   ("Groups evaluated", str(len(result.items))),
                   ("Groups skipped", f"{len(result.skipped)} ({skipped})")]
+    if sequential is not None:
+        extra.append(("Sequential", asked(sequential)))
     lines = header(record, f"Eval Report: {result.test_type}", extra)
-    lines += _overall(metrics)
+    lines += _overall(metrics, type_verdict(metrics, sequential))
+    if sequential is not None:
+        lines += settled_line(sequential, metrics)
     lines += _convergence(metrics)
     lines += _per_item(result)
-    lines += _notes(result, metrics, _also_repeated(record, result))
+    lines += _notes(result, metrics, _also_repeated(record, result),
+                    missed(metrics, sequential))
     return "\n".join(lines).rstrip("\n") + "\n"
 
 
-def _overall(metrics: TypeMetrics) -> list[str]:
+def _overall(metrics: TypeMetrics, verdict: str) -> list[str]:
     if metrics.samples:
         accuracy = f"{metrics.accuracy:.3f} [{metrics.ci_low:.3f}, {metrics.ci_high:.3f}]"
         figures = [number(metrics.f1), number(metrics.precision), number(metrics.recall)]
     else:
         accuracy, figures = "—", ["—", "—", "—"]
     row = [TypeNames.of(metrics.test_type).accuracy, accuracy, *figures, str(metrics.samples),
-           _thresholds(metrics), PASS if metrics.passed else FAIL]
+           _thresholds(metrics), verdict_mark(verdict)]
     return [
         "## Overall Results", "",
         table(["Metric", "Accuracy (95% CI)", "F1", "Precision", "Recall", "Samples",
                "Threshold", "Status"], [row]),
-        "", f"**Overall: {'PASS' if metrics.passed else 'FAIL'}**", "",
+        "", f"**Overall: {verdict}**", "",
     ]
 
 
@@ -185,7 +199,8 @@ def _also_repeated(record: RunRecord, result: TypeResult) -> list[str]:
     return [i.id for i in result.items if i.id in repeated]
 
 
-def _notes(result: TypeResult, metrics: TypeMetrics, also_repeated: Sequence[str]) -> list[str]:
+def _notes(result: TypeResult, metrics: TypeMetrics, also_repeated: Sequence[str],
+           missed: Sequence[str]) -> list[str]:
     unit = "bias groups" if result.test_type == BIAS else "entries"
     notes = [f"Accuracy is the share of {unit} whose score matched its expectation; the 95% "
              f"interval is a Wilson score interval over n = {metrics.samples} {unit}."]
@@ -214,6 +229,6 @@ def _notes(result: TypeResult, metrics: TypeMetrics, also_repeated: Sequence[str
     notes += [f"Error in {cell(i.id)}: {cell(i.error, 300)}" for i in errors[:MAX_ROWS]]
     if len(errors) > MAX_ROWS:
         notes.append(f"{len(errors) - MAX_ROWS} more errors are in results/evaluation.json.")
-    for failure in metrics.failures:
+    for failure in missed:
         notes.append(f"Threshold missed: {cell(failure, 200)}.")
     return ["## Notes", "", *(f"- {n}" for n in notes), ""]

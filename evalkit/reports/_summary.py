@@ -12,22 +12,32 @@ from evalkit.records import (
     names,
 )
 from evalkit.reports._common import (
-    FAIL,
-    PASS,
     accuracy_text,
     corrected_text,
     header,
     threshold_text,
 )
 from evalkit.reports._markdown import cell, table
-from evalkit.stats import TypeMetrics
+from evalkit.reports._settlement import (
+    asked,
+    missed,
+    sequential_section,
+    type_verdict,
+    verdict_mark,
+)
+from evalkit.stats import SequentialOutcome, TypeMetrics
 
 
 def summary_report(record: RunRecord, results: Sequence[tuple[TypeResult, TypeMetrics]],
-                   report_names: Sequence[str], judge: str | None = None) -> str:
+                   report_names: Sequence[str], judge: str | None = None,
+                   sequential: SequentialOutcome | None = None) -> str:
     """The run's verdict and one row per test type (failing types first); ``report_names``
-    are the type reports in the order of ``results``, ``judge`` the judge report if any."""
-    passed = all(m.passed for _, m in results)
+    are the type reports in the order of ``results``, ``judge`` the judge report if any.
+    A sequential run's verdicts are its sequences' (``sequential``), and a section says where
+    each settled."""
+    verdicts = {m.test_type: type_verdict(m, sequential) for _, m in results}
+    verdict = (sequential.verdict if sequential is not None
+               else "PASS" if all(m.passed for _, m in results) else "FAIL")
     url = record.tags.get(names.RUN_URL_TAG)
     run_link = f"[{record.run_id}]({url})" if url else record.run_id
     metrics = record.metrics
@@ -37,12 +47,13 @@ def summary_report(record: RunRecord, results: Sequence[tuple[TypeResult, TypeMe
         if key in metrics)
     usage = RunUsage.from_metrics(metrics).text()
     lines = header(record, "Eval Summary", [
-        ("Verdict", f"**{'PASS' if passed else 'FAIL'}**"), ("Calls", counts or "—"),
+        ("Verdict", f"**{verdict}**"), ("Calls", counts or "—"),
+        *([("Sequential", asked(sequential))] if sequential is not None else []),
         *([("Tokens and cost", usage)] if usage else []), ("Run in the MLflow UI", run_link)])
     ordered = sorted(zip(results, report_names, strict=True),
-                     key=lambda r: r[0][1].passed)
+                     key=lambda r: verdicts[r[0][1].test_type] == "PASS")
     corrected = any(m.corrected for (_, m), _ in ordered)
-    rows = [[cell(m.test_type), PASS if m.passed else FAIL, accuracy_text(m),
+    rows = [[cell(m.test_type), verdict_mark(verdicts[m.test_type]), accuracy_text(m),
              *([corrected_text(m)] if corrected else []), threshold_text(m), _failed_items(result),
              f"[{name}]({name})"]
             for (result, m), name in ordered]
@@ -50,11 +61,14 @@ def summary_report(record: RunRecord, results: Sequence[tuple[TypeResult, TypeMe
               table(["Type", "Verdict", "Accuracy (95% CI)",
                      *(["Corrected by labels (95% CI)"] if corrected else []), "Threshold",
                      "Failed items", "Report"], rows), ""]
-    misses = [f for (_, m), _ in ordered for f in m.failures]
+    if sequential is not None:
+        lines += sequential_section(sequential, [m for (_, m), _ in ordered])
+    misses = [f for (_, m), _ in ordered for f in missed(m, sequential)]
     if misses:
         lines += ["## Thresholds Missed", "", *(f"- {cell(f, 200)}" for f in misses), ""]
-    lines += ["Accuracy intervals are 95% Wilson intervals over the type's entries (bias: its "
-              "groups). Each report lists its items failures first.", ""]
+    called = " called" if sequential is not None else ""
+    lines += [f"Accuracy intervals are 95% Wilson intervals over the type's entries{called} "
+              "(bias: its groups). Each report lists its items failures first.", ""]
     if judge:
         lines += [("Corrected accuracies take the scorer's errors, measured by people's labels, "
                    "into account; a type with one is checked against its threshold by it. "

@@ -92,6 +92,7 @@ from evalkit.stats._sequences import (
     Scope,
     SequentialVerdict,
 )
+from evalkit.stats._settlement import SequentialOutcome, TypeSettlement
 from evalkit.stats._stability import (
     ReplicateStability,
     VarianceComponents,
@@ -120,7 +121,8 @@ __all__ = [
     "MarginCheck", "MarginVerdict", "PairedGap", "margin_check", "paired_gap",
     "sequence_margin_check",
     # anytime-valid: a verdict at every look of a sequential run (confidence sequences)
-    "DEFAULT_GRID", "Look", "MeanSequence", "PairedSequence", "Scope", "SequentialVerdict",
+    "DEFAULT_GRID", "Look", "MeanSequence", "PairedSequence", "Scope", "SequentialOutcome",
+    "SequentialVerdict", "TypeSettlement",
     # replicates
     "SEED_DERIVATION", "ReplicateStability", "StabilityDocument", "StabilitySummary",
     "VarianceComponents", "replicate_seed", "replicate_stability",

@@ -2,7 +2,8 @@
 generated dataset of 2,000 entries and a deterministic component.
 
 The run calls the entries in its seeded order and stops once the type's confidence sequence
-settles; the verdict line, ``--json``, the run's metrics and ``sequential.json`` say where.
+settles; the verdict line, ``--json``, the run's metrics, ``sequential.json``, the reports and
+the JUnit XML say where.
 An interrupt and ``--resume`` continue the same order and settle where an uninterrupted pass
 over that order settles (the sequence fed by hand, below).
 A run ``--against`` a recorded baseline calls only the candidate, stops once the paired gap
@@ -14,6 +15,7 @@ from __future__ import annotations
 import json
 import re
 import uuid
+import xml.etree.ElementTree as ET
 from pathlib import Path
 from typing import Any
 
@@ -91,9 +93,9 @@ def test_a_sequential_run_stops_early_and_says_so(
     monkeypatch.chdir(tmp_path)
     constants = _constants(tmp_path, dataset, SEQUENTIAL=True)
     component = Component()
-    out_json = tmp_path / "out.json"
+    out_json, junit = tmp_path / "out.json", tmp_path / "junit.xml"
     assert eval_script(constants, component, "--type=functional", "--json",
-                       str(out_json)) == 0
+                       str(out_json), "--junit-xml", str(junit)) == 0
     shown = capsys.readouterr().out
     run, recorded = _run(tracking_uri, constants["EXPERIMENT_NAME"])
     n = len(component.called)
@@ -116,6 +118,33 @@ def test_a_sequential_run_stops_early_and_says_so(
     assert metrics["functional_settled_at"] == n
     assert metrics["calls"] == n  # only the entries called are scored
     assert run.data.tags["sequential"] == "dataset" and run.data.tags["verdict"] == "PASS"
+
+    # the reports written and the JUnit XML carry the settle point and the interval there
+    settled = f"PASS at {n} of {ENTRIES}"
+    interval = f"[{functional['low']:.3f}, {functional['high']:.3f}]"
+    stop = f"settled after {n} of {ENTRIES} entries ({ENTRIES - n} calls saved)"
+    reports = tmp_path / "reports"
+    summary_report = (reports / "summary.md").read_text(encoding="utf-8")
+    assert f"- **Sequential:** dataset (*would the whole dataset pass?*) at 95%; {stop}\n" \
+        in summary_report
+    assert (f"| functional | {settled} | {interval} | accuracy ≥ 0.8 | {ENTRIES - n} |\n"
+            in summary_report)
+    assert f"**Sequential verdict:** {settled}, confidence sequence {interval} at 95%" in \
+        (reports / "report-functional.md").read_text(encoding="utf-8")
+    (suite,) = ET.parse(junit).getroot()
+    assert (suite.attrib["tests"], suite.attrib["skipped"]) == (str(ENTRIES + 1),
+                                                                str(ENTRIES - n))
+    properties = {p.attrib["name"]: p.attrib["value"] for p in suite.iter("property")}
+    assert (properties["sequential.settled"], properties["sequential.interval"]) == (
+        settled, interval)
+    assert properties["sequential"].endswith(stop)
+    skipped = [c.attrib["name"] for c in suite.iter("testcase") if c.find("skipped") is not None]
+    assert skipped == recorded["order"][n:]
+    # evalkit report renders the same from the store alone
+    assert evalkit_command("report", run.info.run_id, "--output", tmp_path / "again") == 0
+    for name in ("summary.md", "report-functional.md"):
+        assert (tmp_path / "again" / name).read_text(encoding="utf-8") == \
+            (reports / name).read_text(encoding="utf-8")
 
 
 def test_an_interrupted_sequential_run_resumes_in_the_same_order(

@@ -14,6 +14,7 @@ import pytest
 from evalkit import Call, ConfigError, Entry, RunContext, RunInterrupted, Selection, evaluate
 from evalkit.cli._exit import ExitStatus
 from evalkit.evaluation import Against, EvaluationOutcome, resume
+from evalkit.reports import render_reports
 from evalkit.review import Margins, compare, load_side, margin_verdict
 from evalkit.stats import MarginVerdict, PairedSequence, Scope
 from evalkit.tracking import Tracker
@@ -83,10 +84,16 @@ def test_only_the_candidate_is_called_and_each_gap_settles_where_the_sequence_do
     look = by_type["functional"].look
     assert outcome.failures == (
         f"functional: worse by more than the margin at look {look.n} of 60, interval "
-        f"[{look.low:.3f}, {look.high:.3f}] of the gap to run {baseline.run_id}, margin 0.05",)
+        f"[{look.low:+.3f}, {look.high:+.3f}] of the gap candidate - baseline, margin 0.05",)
     stored = tracker.reader.stored(outcome.run_id)
     assert (stored.tags["against"], stored.tags["against_margin"], stored.tags["sequential"]
             ) == (baseline.run_id, "0.05", "dataset")
+
+    # its summary report says where each gap settled, against the margin, and fails it
+    summary = render_reports(tracker.reader.fetch(outcome.run_id))["summary.md"]
+    assert "- **Verdict:** **FAIL**" in summary
+    assert (f"| functional | worse by more than the margin at {look.settled_at} of 60 | "
+            f"[{look.low:+.3f}, {look.high:+.3f}] | candidate - baseline ≥ -0.05 |") in summary
 
     # compare shows the run's own answer, from its sequence, and gives it as the margin's
     a, b = load_side(tracker.reader, baseline.run_id), load_side(tracker.reader, outcome.run_id)

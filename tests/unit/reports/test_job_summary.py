@@ -9,7 +9,15 @@ import doctest
 from evalkit.records import Threshold
 from evalkit.reports import EVAL_COMMENT_MARKER, inline, link, pr_comment, run_markdown
 from evalkit.reports import _job_summary as job_summary
-from evalkit.stats import CorrectedAccuracy, TypeMetrics
+from evalkit.stats import (
+    CorrectedAccuracy,
+    Look,
+    Scope,
+    SequentialOutcome,
+    SequentialVerdict,
+    TypeMetrics,
+    TypeSettlement,
+)
 from tests.support.markdown import html, tables
 
 COLUMNS = ("Type", "Metric", "Value [95% interval]", "Threshold", "Verdict")
@@ -77,6 +85,56 @@ def test_a_corrected_type_is_gated_on_its_corrected_interval_and_f1_shows_when_g
     assert table.rows == (("functional", "functional_accuracy_corrected",
                            "0.620 [0.522, 0.718] (40 labels); uncorrected 0.750; F1 0.857",
                            "accuracy ≥ 0.6, F1 ≥ 0.7", "PASS"),)
+
+
+def settlement(test_type: str, verdict: SequentialVerdict, n: int, units: int,
+               interval: tuple[float, float], not_called: tuple[str, ...] = ()
+               ) -> TypeSettlement:
+    """A type's sequence stopped at look ``n`` (settled there unless INCONCLUSIVE)."""
+    settled_at = n if verdict.settled else None
+    return TypeSettlement(test_type, units, Look(Scope.POPULATION, n, units, 0.9, *interval,
+                                                 verdict, settled_at, 0.95, 1000), not_called)
+
+
+# 2000 entries, 412 called: functional settled PASS at its 412th, smoke ran out INCONCLUSIVE
+SEQUENTIAL = SequentialOutcome(
+    "population", "does the component pass on the population the dataset samples?", 0.95, 7,
+    (), (settlement("functional", SequentialVerdict.PASS, 412, 2000, (0.8124, 0.8711)),
+         settlement("smoke", SequentialVerdict.INCONCLUSIVE, 4, 4, (0.41, 1.0))),
+    2000, 412, 2000, 412)
+
+
+def test_a_sequential_run_shows_where_each_type_settled_and_the_sequences_verdict() -> None:
+    # smoke's 4 of 4 pass its threshold, but its sequence is undecided: the verdict is the
+    # sequence's, and the undecided type comes first
+    markdown = run_markdown("INCONCLUSIVE: 1/2 types passed (not passed: smoke); not settled "
+                            "after 412 of 2000 entries (1588 calls saved)", "r", None, "r/g",
+                            [[SMOKE, figures("functional", 340, 412, (0.785, 0.859),
+                                             Threshold(0.8))]], SEQUENTIAL)
+    assert markdown.endswith(
+        "| Type | Metric | Value [95% interval] | Threshold | Settled [95% confidence sequence] "
+        "| Verdict |\n"
+        "|---|---|---|---|---|---|\n"
+        "| smoke | smoke\\_accuracy | 1.000 [0.510, 1.000] (n = 4) | accuracy ≥ 0.5 "
+        "| INCONCLUSIVE after 4 of 4; [0.410, 1.000] | **INCONCLUSIVE** |\n"
+        "| functional | functional\\_accuracy | 0.825 [0.785, 0.859] (n = 412) | accuracy ≥ 0.8 "
+        "| PASS at 412 of 2000; [0.812, 0.871] | PASS |\n"
+        "\n"
+        "sequential (population: does the component pass on the population the dataset "
+        "samples?) at 95%: not settled after 412 of 2000 entries (1588 calls saved)\n")
+    (table,) = tables(markdown)
+    assert [row[4:] for row in table.rows] == [
+        ("INCONCLUSIVE after 4 of 4; [0.410, 1.000]", "INCONCLUSIVE"),
+        ("PASS at 412 of 2000; [0.812, 0.871]", "PASS")]
+
+
+def test_a_sequential_outcome_reads_back_from_its_json() -> None:
+    assert SequentialOutcome.from_json(SEQUENTIAL.to_json()) == SEQUENTIAL
+    # as a run recorded before the grid and the units not called were written has it
+    older = SEQUENTIAL.to_json()
+    for settled in older["types"]:
+        del settled["grid"], settled["not_called"]
+    assert SequentialOutcome.from_json(older) == SEQUENTIAL
 
 
 def test_names_cannot_break_the_table_or_the_heading() -> None:
