@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import replace
 
 from evalkit._errors import ConfigError
 from evalkit.calls import Component, Selection
@@ -19,7 +18,7 @@ from evalkit.config import EvalConfig
 from evalkit.evaluation._context import RunContext
 from evalkit.evaluation._evaluation import evaluation_in
 from evalkit.evaluation._outcome import EvaluationOutcome
-from evalkit.evaluation._prepare import PreparedEvaluation, prepare
+from evalkit.evaluation._prepare import PreparedEvaluation, prepare, with_sequential
 from evalkit.records import CallRecord, Mode, names
 from evalkit.tracking import StoredRun, TrackedRun, Tracker
 
@@ -36,9 +35,7 @@ def evaluate(config: EvalConfig, component: Component, selection: Selection,
     sequential selection (or ``SEQUENTIAL`` in the constants) stops calling once every type's
     verdict is settled (:mod:`evalkit.evaluation._sequential`)."""
     context = context or RunContext()
-    if selection.sequential is None and config.sequential is not None:  # SEQUENTIAL
-        selection = replace(selection, sequential=config.sequential)
-    prepared = prepare(config, selection)
+    prepared = prepare(config, with_sequential(config, selection))
     warn_unsynced(context.store)
     opening = new_run(context, prepared, prepared.run_name(), prepared.params(),
                       prepared.tags())
