@@ -99,8 +99,9 @@ def run_eval_script(constants: Mapping[str, Any], component: Component,
                         help="call nothing: print the calls the run would make (component and "
                              "judge), and its tokens and cost with a 95%% interval, predicted "
                              "from the usage per call of the experiment's last finished run "
-                             "priced by TOKEN_PRICES (with --replicates: the series); with "
-                             "--json, write them there")
+                             "priced by TOKEN_PRICES (with --replicates: the series; with "
+                             "--sequential or SEQUENTIAL: also the range a sequential run "
+                             "calls and costs); with --json, write them there")
     parser.add_argument("--ignore-estimate", action="store_true",
                         help="start the run even when its estimate is above MAX_COST_USD "
                              "(refused otherwise, exit status 7); MAX_COST_USD still stops it")
