@@ -11,6 +11,10 @@ is the most the run makes.
 
 The tokens and the cost come from the last run's calls, one figure per call (component calls
 and judge calls apart), by :func:`predicted_total`.
+
+A sequential run (``--sequential`` or ``SEQUENTIAL``) also gets the range it is expected to
+call and cost (:mod:`evalkit.evaluation._sequential_estimate`); ``MAX_COST_USD`` holds it to
+the full run's estimate all the same, since at a type's threshold it reads every entry.
 """
 
 from __future__ import annotations
