@@ -23,10 +23,11 @@ The range is the 5th to the 95th percentile over the simulated runs, with their 
 component calls follow from the entries called (each its planned calls: ``REPEAT_COUNT`` for
 repeatability), the judge calls likewise (a bias group judged by an LLM twice, once for the
 stopping rule and once when the run is scored). A simulated run calls one block after the
-other; a real one has up to ``MAX_CONCURRENCY`` calls in flight, which are made even when
-the type that took them settles meanwhile: the upper ends let each type take
-``MAX_CONCURRENCY - 1`` units past its settling one. A component whose verdicts change from
-run to run may stop outside the range: the next run's outcomes are taken to be the last's.
+other; a real one keeps up to ``MAX_CONCURRENCY`` calls in flight, which are made even when
+the type that took them settles meanwhile: the median and the upper end let each type take
+``MAX_CONCURRENCY - 1`` units past its settling one, the lower end none. A component whose
+verdicts change from run to run may stop outside the range: the next run's outcomes are taken
+to be the last's.
 """
 
 from __future__ import annotations
@@ -213,9 +214,10 @@ def simulate_sequential(plan: RunPlan, config: EvalConfig, outcomes: Outcomes,  
 
 
 def _range(called: np.ndarray, per_block: np.ndarray) -> CountRange:
-    """A per-block count summed over the blocks each simulated run called: the median and
-    the low end of runs without calls in flight, the high end of runs with them."""
+    """A per-block count summed over the blocks each simulated run called: the low end of
+    runs without calls in flight (the fewest a run can call), the median and the high end of
+    runs with them (a window that keeps its places full has them in flight)."""
     alone, in_flight = called @ per_block
-    return CountRange(int(np.percentile(alone, 50, method="nearest")),
+    return CountRange(int(np.percentile(in_flight, 50, method="nearest")),
                       int(np.percentile(alone, LOW, method="lower")),
                       int(np.percentile(in_flight, HIGH, method="higher")))
