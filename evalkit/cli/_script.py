@@ -114,8 +114,9 @@ def run_eval_script(constants: Mapping[str, Any], component: Component,
                         help="call nothing: print the calls the run would make (component and "
                              "judge), and its tokens and cost with a 95%% interval, predicted "
                              "from the usage per call of the experiment's last finished run "
-                             "priced by TOKEN_PRICES (with --replicates: the series); with "
-                             "--json, write them there")
+                             "priced by TOKEN_PRICES (with --replicates: the series; with "
+                             "--sequential or SEQUENTIAL: also the range a sequential run "
+                             "calls and costs); with --json, write them there")
     parser.add_argument("--ignore-estimate", action="store_true",
                         help="start the run even when its estimate is above MAX_COST_USD "
                              "(refused otherwise, exit status 7); MAX_COST_USD still stops it")
@@ -212,7 +213,8 @@ def _run_calls(config: EvalConfig, component: Component, args: argparse.Namespac
 
 def _estimate(config: EvalConfig, args: argparse.Namespace, context: RunContext) -> int:
     """``--estimate``: what the run would call and cost, printed (and written to --json)."""
-    selection = Selection.parse(args.test_type, args.groups, args.human_review)
+    selection = Selection.parse(args.test_type, args.groups, args.human_review,
+                                args.sequential)
     estimate = estimate_run(config, selection, args.replicates, context)
     for line in estimate.lines():
         print(line)
@@ -220,7 +222,9 @@ def _estimate(config: EvalConfig, args: argparse.Namespace, context: RunContext)
         per_run = estimate.cost.estimate / estimate.runs
         print(f"estimate: MAX_COST_USD = {config.max_cost_usd:g}: the run would "
               + ("be refused (--ignore-estimate starts it)" if per_run > config.max_cost_usd
-                 else "start"))
+                 else "start")
+              + (" (held to the full run's estimate: a sequential run may read every entry)"
+                 if estimate.sequential is not None else ""))
     if args.json_path is not None:
         write_estimate_json(estimate, args.json_path)
         print(f"json: {args.json_path}")

@@ -12,9 +12,10 @@ pipeline; it drives the others.
 from evalkit.evaluation._against import DEFAULT_MARGIN, Against, Baseline
 from evalkit.evaluation._calibrate import CalibrationOutcome, evaluate_calibration
 from evalkit.evaluation._context import RunContext
-from evalkit.evaluation._estimate import RunEstimate, Spread, check_budget, estimate_run
+from evalkit.evaluation._estimate import RunEstimate, check_budget, estimate_run
 from evalkit.evaluation._evaluate import evaluate, resume
 from evalkit.evaluation._outcome import EvaluationOutcome
+from evalkit.evaluation._prediction import Spread
 from evalkit.evaluation._replicates import ReplicatesOutcome, evaluate_replicates
 from evalkit.evaluation._rescore import rescore
 from evalkit.evaluation._sequential import SequentialGate

@@ -11,17 +11,19 @@ is the most the run makes.
 
 The tokens and the cost come from the last run's calls, one figure per call (component calls
 and judge calls apart), by :func:`predicted_total`.
+
+A sequential run (``--sequential`` or ``SEQUENTIAL``) also gets the range it is expected to
+call and cost (:mod:`evalkit.evaluation._sequential_estimate`); ``MAX_COST_USD`` holds it to
+the full run's estimate all the same, since at a type's threshold it reads every entry.
 """
 
 from __future__ import annotations
 
 import logging
-import math
 import os
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
-from statistics import fmean, stdev
 from typing import Any
 
 from evalkit._errors import NotFound, OverBudget
@@ -29,7 +31,20 @@ from evalkit.calls import RunPlan, Selection, plan_run
 from evalkit.config import EvalConfig
 from evalkit.dataset import BIAS
 from evalkit.evaluation._context import RunContext
-from evalkit.evaluation._prepare import dataset_of
+from evalkit.evaluation._prediction import LEVEL, Spread, predicted_total, summed
+from evalkit.evaluation._prepare import (
+    dataset_of,
+    refuse_sequential,
+    refuse_sequential_mode,
+    with_sequential,
+)
+from evalkit.evaluation._sequential import judged_items, plan_blocks
+from evalkit.evaluation._sequential_estimate import (
+    CountRange,
+    SequentialEstimate,
+    recorded_outcomes,
+    simulate_sequential,
+)
 from evalkit.records import (
     Mode,
     Prices,
@@ -39,79 +54,10 @@ from evalkit.records import (
     names,
     usd,
 )
+from evalkit.stats import replicate_seed
 from evalkit.tracking import StoredRun
 
 logger = logging.getLogger("evalkit")
-
-LEVEL = 0.95
-"""The level of every interval an estimate states."""
-
-
-@dataclass(frozen=True)
-class Spread:
-    """A predicted total and its interval (``low``/``high`` are ``None`` when the last run
-    made a single call of the kind: one call gives no spread)."""
-
-    estimate: float
-    low: float | None
-    high: float | None
-
-    def contains(self, value: float) -> bool:
-        """Whether ``value`` is inside the interval (within float rounding)."""
-        low = self.estimate if self.low is None else self.low
-        high = self.estimate if self.high is None else self.high
-        slack = 1e-9 * max(1.0, abs(high))
-        return low - slack <= value <= high + slack
-
-    def to_json(self) -> dict[str, float | None]:
-        return {"estimate": self.estimate, "low": self.low, "high": self.high}
-
-
-def predicted_total(per_call: Sequence[float], calls: int, level: float = LEVEL) -> Spread:
-    """The total of ``calls`` new calls, from the figure (tokens or dollars) of each of the
-    ``n = len(per_call)`` calls of the last run, taken as draws from one distribution.
-
-    Estimate ``calls * mean``; interval ``calls * mean ± t · s · sqrt(calls · (1 + calls/n))``
-    (clamped at 0), with ``s`` the sample standard deviation and ``t`` Student's quantile at
-    ``(1 + level) / 2`` with ``n - 1`` degrees of freedom: the prediction interval of a sum of
-    ``calls`` future draws, whose variance is ``calls · σ²`` (the new draws) plus
-    ``calls² · σ² / n`` (the mean is itself estimated); see e.g. Hahn & Meeker, *Statistical
-    Intervals* (1991), section 4.7 (prediction of a future total).
-
-    Example, hand-worked: per-call costs 1, 2, 3 (mean 2, s 1) and 3 calls: estimate 6;
-    t(0.975, 2) = 4.3027, sqrt(3 · (1 + 1)) = 2.4495, half-width 10.539, so [0, 16.539]::
-
-        >>> spread = predicted_total([1.0, 2.0, 3.0], 3)
-        >>> spread.estimate, spread.low, round(spread.high, 3)
-        (6.0, 0.0, 16.539)
-    """
-    if not per_call:
-        raise ValueError("no call to predict from")
-    mean = fmean(per_call)
-    estimate = calls * mean
-    if len(per_call) < 2:
-        return Spread(estimate, None, None)
-    half = _half_width(per_call, calls, level)
-    return Spread(estimate, max(0.0, estimate - half), estimate + half)
-
-
-def _half_width(per_call: Sequence[float], calls: int, level: float) -> float:
-    from scipy.stats import t as student_t
-
-    n = len(per_call)
-    quantile = float(student_t.ppf((1 + level) / 2, n - 1))
-    return quantile * stdev(per_call) * math.sqrt(calls * (1 + calls / n))
-
-
-def summed(spreads: Sequence[Spread]) -> Spread:
-    """Totals of independent parts (the component's calls, the judge's) added: estimates
-    add, and half-widths add in quadrature (each part's own Student quantile kept). A part
-    without a spread leaves the sum without one."""
-    estimate = sum(s.estimate for s in spreads)
-    if any(s.low is None or s.high is None for s in spreads):
-        return Spread(estimate, None, None)
-    half = math.sqrt(sum(((s.high or 0.0) - s.estimate) ** 2 for s in spreads))
-    return Spread(estimate, max(0.0, estimate - half), estimate + half)
 
 
 @dataclass(frozen=True)
@@ -147,9 +93,10 @@ class RunEstimate:
     """Why tokens and cost are not predicted, when they are not."""
     unpriced: tuple[str, ...] = ()
     """Models the last run's calls reported that ``TOKEN_PRICES`` does not price."""
-    sequential: Spread | None = None
-    """The expected cost range of a sequential run (one that stops once its verdicts are
-    settled): filled by sequential runs; not shown while ``None``."""
+    sequential: SequentialEstimate | None = None
+    """The range of a sequential run (one that stops once its verdicts are settled): its
+    entries, calls and cost; ``None`` for a full run, or without an earlier run to simulate
+    it from."""
 
     @property
     def tokens(self) -> Spread | None:
@@ -165,8 +112,9 @@ class RunEstimate:
         judge = f", {self.judge.calls:,} judge calls at most" if self.judge.calls else ""
         lines = [f"estimate: {self.entries:,} entries, {self.component.calls:,} component "
                  f"calls{judge}{over}; nothing was called"]
+        sequential = [] if self.sequential is None else self.sequential.lines()
         if self.note is not None:
-            return [*lines, f"estimate: {self.note}: calls only"]
+            return [*lines, f"estimate: {self.note}: calls only", *sequential]
         for name, part in (("component", self.component), ("judge", self.judge)):
             if part.calls and part.tokens is not None:
                 lines.append(f"estimate: {name} {_figures(part.tokens, part.cost)} (from "
@@ -184,7 +132,7 @@ class RunEstimate:
         if self.unpriced:
             lines.append("estimate: TOKEN_PRICES prices no " + ", ".join(
                 repr(m) for m in self.unpriced) + ": their tokens are left out of the cost")
-        return lines
+        return [*lines, *sequential]
 
     def to_json(self) -> dict[str, Any]:
         doc: dict[str, Any] = {
@@ -195,7 +143,9 @@ class RunEstimate:
             "cost_usd": None if self.cost is None else self.cost.to_json(),
             "unpriced_models": list(self.unpriced)}
         if self.sequential is not None:
-            doc["sequential_cost_usd"] = self.sequential.to_json()
+            doc["sequential"] = self.sequential.to_json()
+            cost = self.sequential.cost
+            doc["sequential_cost_usd"] = None if cost is None else cost.to_json()
         return doc
 
 
@@ -221,10 +171,20 @@ def estimate_run(config: EvalConfig, selection: Selection, replicates: bool = Fa
                  context: RunContext | None = None) -> RunEstimate:
     """The calls, tokens and cost of a run of ``selection`` (a series of ``REPLICATES`` runs
     with ``replicates``), predicted from the last finished evaluation run of the experiment
-    in the context's store. Lints the dataset and checks the constants as a run would;
-    makes no call, creates no run (and no local store)."""
-    context = context or RunContext()
+    in the context's store; for a sequential run (``--sequential``, or ``SEQUENTIAL``) also
+    its range (:mod:`evalkit.evaluation._sequential_estimate`). Lints the dataset and checks
+    the constants as a run would; makes no call, creates no run (and no local store)."""
+    return _estimated(config, selection, replicates, context or RunContext(), sequential=True)
+
+
+def _estimated(config: EvalConfig, selection: Selection, replicates: bool,
+               context: RunContext, *, sequential: bool) -> RunEstimate:
+    """The full run's estimate, with a sequential run's range when ``sequential``."""
+    selection = with_sequential(config, selection)
+    if replicates:
+        refuse_sequential_mode(config, selection, "--replicates")
     plan = plan_run(dataset_of(config), selection, config)
+    refuse_sequential(config, plan)
     runs = config.replicates if replicates else 1
     component_calls = plan.total_calls * runs
     judge_calls = judge_calls_of(plan, config) * runs
@@ -233,18 +193,49 @@ def estimate_run(config: EvalConfig, selection: Selection, replicates: bool = Fa
         return RunEstimate(len(plan.items), runs, PartEstimate(component_calls, 0),
                            PartEstimate(judge_calls, 0), None,
                            "no earlier finished run in this experiment")
-    run, component_usage, judge_usage = last
     prices = config.token_prices
-    if not any(component_usage) and not any(judge_usage):
+    in_sequence = (None if not sequential or selection.sequential is None
+                   else _sequential_range(config, plan, last))
+    if not any(last.component) and not any(last.judge):
         return RunEstimate(len(plan.items), runs, PartEstimate(component_calls, 0),
-                           PartEstimate(judge_calls, 0), run.run_id,
-                           f"the last finished run ({run.run_id}) recorded no token usage")
-    unpriced = sorted({u.model or "(no model named)" for call in (*component_usage,
-                                                                  *judge_usage)
+                           PartEstimate(judge_calls, 0), last.run.run_id,
+                           f"the last finished run ({last.run.run_id}) recorded no token "
+                           "usage", sequential=in_sequence)
+    unpriced = sorted({u.model or "(no model named)" for call in (*last.component, *last.judge)
                        for u in call if prices and u.model not in prices})
-    return RunEstimate(len(plan.items), runs, _part(component_usage, component_calls, prices),
-                       _part(judge_usage, judge_calls, prices), run.run_id,
-                       unpriced=tuple(unpriced))
+    return RunEstimate(len(plan.items), runs, _part(last.component, component_calls, prices),
+                       _part(last.judge, judge_calls, prices), last.run.run_id,
+                       unpriced=tuple(unpriced), sequential=in_sequence)
+
+
+def _sequential_range(config: EvalConfig, plan: RunPlan, last: _LastRun) -> SequentialEstimate:
+    """A sequential run's range, simulated from the last run's outcomes (seeded by
+    ``ROOT_SEED``: the same estimate twice gives the same range), its cost priced as the full
+    run's: a component and a judge part, each from the last run's calls of its kind."""
+    simulated = simulate_sequential(
+        plan, config, recorded_outcomes(last.scored), last.run.run_id,
+        from_sequential=names.SEQUENTIAL_TAG in last.run.tags,
+        seed=replicate_seed(config.root_seed, "sequential-estimate", 0))
+    prices = config.token_prices
+    parts = [_cost_within(costs, calls) for costs, calls in (
+        (_costs(last.component, prices), simulated.component_calls),
+        (_costs(last.judge, prices), simulated.judge_calls)) if costs is not None]
+    if not parts:
+        return simulated
+    # the parts move together (both follow the entries called): their ends add
+    return replace(simulated, cost=Spread(
+        sum(p.estimate for p in parts), sum(p.low or 0.0 for p in parts),
+        sum(p.high or 0.0 for p in parts)))
+
+
+def _cost_within(per_call: Sequence[float], calls: CountRange) -> Spread:
+    """The cost of a count of calls in a range: the low end's prediction interval's low end,
+    the median's estimate, the high end's prediction interval's high end (each end its
+    estimate when one call gives no interval)."""
+    low, middle, high = (predicted_total(per_call, n) for n in
+                         (calls.low, calls.median, calls.high))
+    return Spread(middle.estimate, low.estimate if low.low is None else low.low,
+                  high.estimate if high.high is None else high.high)
 
 
 def check_budget(config: EvalConfig, selection: Selection, replicates: bool = False,
@@ -255,7 +246,10 @@ def check_budget(config: EvalConfig, selection: Selection, replicates: bool = Fa
     limit = config.max_cost_usd
     if limit is None:
         return None
-    estimate = estimate_run(config, selection, replicates, context)
+    # a sequential run too is held to the full run's estimate: it may read every entry (at a
+    # type's threshold it does)
+    estimate = _estimated(config, selection, replicates, context or RunContext(),
+                          sequential=False)
     cost = estimate.cost
     if cost is not None and cost.estimate / estimate.runs > limit:
         per_run = " per run" if estimate.runs > 1 else ""
@@ -275,10 +269,18 @@ def _part(per_call: Sequence[Sequence[TokenUsage]], calls: int, prices: Prices
     if not calls or not per_call or not any(per_call):
         return PartEstimate(calls, 0)
     tokens = predicted_total([float(sum(u.total_tokens for u in c)) for c in per_call], calls)
-    costs = [cost_of(c, prices) for c in per_call]
-    cost = None if all(c is None for c in costs) else predicted_total(
-        [0.0 if c is None else c.total_usd for c in costs], calls)
+    costs = _costs(per_call, prices)
+    cost = None if costs is None else predicted_total(costs, calls)
     return PartEstimate(calls, len(per_call), tokens, cost)
+
+
+def _costs(per_call: Sequence[Sequence[TokenUsage]], prices: Prices) -> list[float] | None:
+    """Each call's cost (0 for a call whose models are not priced); ``None`` when no call
+    reported usage, or none of its models is priced."""
+    costs = [cost_of(c, prices) for c in per_call]
+    if not any(per_call) or all(c is None for c in costs):
+        return None
+    return [0.0 if c is None else c.total_usd for c in costs]
 
 
 def judge_calls_of(plan: RunPlan, config: EvalConfig, bias: bool = True) -> int:
@@ -286,27 +288,24 @@ def judge_calls_of(plan: RunPlan, config: EvalConfig, bias: bool = True) -> int:
     times (without the bias groups', judged after the calls, unless ``bias``)."""
     if config.judge is None:
         return 0
-    items = 0
-    for test_type in plan.types:
-        if config.scorer_for(test_type) != "llm_judge" or (test_type == BIAS and not bias):
-            continue
-        members = [p.entry for p in plan.items if test_type in p.types]
-        if test_type == BIAS:
-            groups: dict[Any, int] = {}
-            for entry in members:
-                groups[entry.bias_key] = groups.get(entry.bias_key, 0) + 1
-            items += sum(1 for size in groups.values() if size >= 2)
-        else:
-            items += len(members)
-    return items * config.judge.repeats
+    types = [t for t in plan.types if bias or t != BIAS]
+    return sum(judged_items(plan, config, block, types)
+               for block in plan_blocks(plan)) * config.judge.repeats
 
 
-Usages = list[tuple[TokenUsage, ...]]
+@dataclass(frozen=True)
+class _LastRun:
+    """The run an estimate rests on: the usage of each of its component calls and each of
+    its judge calls, and what it scored."""
+
+    run: StoredRun
+    component: list[tuple[TokenUsage, ...]]
+    judge: list[tuple[TokenUsage, ...]]
+    scored: ScoredRun
 
 
-def _last_run(experiment: str, context: RunContext) -> tuple[StoredRun, Usages, Usages] | None:
-    """The experiment's last finished evaluation run that made its own calls, with the usage
-    of each of its component calls and each of its judge calls."""
+def _last_run(experiment: str, context: RunContext) -> _LastRun | None:
+    """The experiment's last finished evaluation run that made its own calls."""
     if not _store_exists(context):
         return None
     reader = context.store.reader
@@ -320,7 +319,7 @@ def _last_run(experiment: str, context: RunContext) -> tuple[StoredRun, Usages, 
             component = [c.usage for c in reader.raw_results(run.run_id).records]
             scored = ScoredRun.from_json(reader.read_json(run.run_id,
                                                           names.EVALUATION_ARTIFACT))
-            return run, component, list(_judge_usages(scored))
+            return _LastRun(run, component, list(_judge_usages(scored)), scored)
     return None
 
 

@@ -20,7 +20,7 @@ from evalkit.evaluation._against import Against, load_baseline, recorded_against
 from evalkit.evaluation._context import RunContext
 from evalkit.evaluation._evaluation import evaluation_in
 from evalkit.evaluation._outcome import EvaluationOutcome
-from evalkit.evaluation._prepare import PreparedEvaluation, prepare
+from evalkit.evaluation._prepare import PreparedEvaluation, prepare, with_sequential
 from evalkit.records import CallRecord, Mode, names
 from evalkit.tracking import RunReader, StoredRun, TrackedRun, Tracker
 
@@ -40,8 +40,7 @@ def evaluate(config: EvalConfig, component: Component, selection: Selection,
     sequential comparison with a recorded run (:mod:`evalkit.evaluation._against`), on the
     question of ``SEQUENTIAL`` or the selection, else ``dataset``."""
     context = context or RunContext()
-    if selection.sequential is None and config.sequential is not None:  # SEQUENTIAL
-        selection = replace(selection, sequential=config.sequential)
+    selection = with_sequential(config, selection)
     baseline = None
     if against is not None:
         selection = replace(selection,

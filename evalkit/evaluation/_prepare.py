@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 
 from evalkit._distribution import VERSION
@@ -151,6 +151,14 @@ def prepare(config: EvalConfig, selection: Selection, baseline: Baseline | None 
 
 
 _SEQUENTIAL = "--sequential (or SEQUENTIAL in eval.py)"
+
+
+def with_sequential(config: EvalConfig, selection: Selection) -> Selection:
+    """The selection a run makes: ``SEQUENTIAL``'s question unless ``--sequential`` names
+    one."""
+    if selection.sequential is None and config.sequential is not None:
+        return replace(selection, sequential=config.sequential)
+    return selection
 
 
 def refuse_sequential_mode(config: EvalConfig, selection: Selection, mode: str) -> None:

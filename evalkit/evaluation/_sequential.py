@@ -23,13 +23,13 @@ its verdict less the baseline's on the same item (-1, 0 or 1), and each type's s
 :class:`~evalkit.stats.PairedSequence` against its margin: it settles better, worse by more
 than the margin, or within the margin.
 
-Example: entries e0..e3 of one ordinary type, threshold 0.5; after e0, e1 and e2 pass
-(in the drawn order) the whole dataset's accuracy is at least 3/4 whatever e3 gives, so
-the type settles at the third look and e3 is not called (on four entries the betting interval
-itself settles nothing: the deterministic bounds do)::
+Example: entries e0..e3 of one ordinary type, threshold 0.6; after e0, e1 and e2 pass
+(in the drawn order) the whole dataset's accuracy is at least 3/4 whatever e3 gives (after
+two, 2/4 is below 0.6), so the type settles at the third look and e3 is not called (on four
+entries the betting interval itself settles nothing: the deterministic bounds do)::
 
     >>> from evalkit.stats import MeanSequence, Scope
-    >>> sequence = MeanSequence(4, 0.5, scope=Scope.DATASET)
+    >>> sequence = MeanSequence(4, 0.6, scope=Scope.DATASET)
     >>> [str(sequence.update(1.0).verdict) for _ in range(3)]
     ['unsettled', 'unsettled', 'PASS']
 """
@@ -37,13 +37,14 @@ itself settles nothing: the deterministic bounds do)::
 from __future__ import annotations
 
 import logging
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
 from evalkit.calls import EntryOutputs, RunPlan
-from evalkit.config import SEQUENTIAL_QUESTIONS
+from evalkit.config import SEQUENTIAL_QUESTIONS, EvalConfig
 from evalkit.dataset import BIAS
 from evalkit.evaluation._prepare import PreparedEvaluation
 from evalkit.evaluation._scoring import CallTraces, EarlyJudging, score_run
@@ -106,31 +107,23 @@ class SequentialGate:
         self.question, self.seed = question, seed
         self.confidence = confidence = prepared.config.sequential_confidence
         thresholds = prepared.thresholds
-        blocks = _blocks(plan)
-        drawn = np.random.default_rng(seed).permutation(len(blocks))
-        self._blocks = [blocks[int(i)] for i in drawn]
-        self._order = [index for block in self._blocks for index in block]
-        self._block_of = {index: block for block in self._blocks for index in block}
+        design = SequentialDesign.of(plan)
+        drawn = design.draw(np.random.default_rng(seed))
+        blocks = [design.blocks[int(b)] for b in drawn]
+        self._order = [index for block in blocks for index in block]
+        self._block_of = {index: block for block in blocks for index in block}
         self._taken: set[tuple[int, ...]] = set()
         self._outputs: dict[int, EntryOutputs] = {}
         self._baseline = baseline = prepared.baseline
         scope = SCOPES[question]
         self._streams = [
-            _TypeStream(t, units, MeanSequence(len(units), thresholds[t].min_accuracy,
-                                               scope=scope, confidence=confidence)
+            _TypeStream(t, [units[int(u)] for u in design.unit_order(t, drawn)],
+                        MeanSequence(len(units), thresholds[t].min_accuracy, scope=scope,
+                                     confidence=confidence)
                         if baseline is None else
                         PairedSequence(len(units), baseline.margin(t), scope=scope,
                                        confidence=confidence))
-            for t in plan.types if (units := self._units_of(t))]
-
-    def _units_of(self, test_type: str) -> list[tuple[int, ...]]:
-        """The type's units in the drawn order: bias groups of two or more variants (one of
-        fewer is skipped, as scoring skips it), else entries."""
-        if test_type == BIAS:
-            return [tuple(i for i in block if BIAS in self._plan.items[i].types)
-                    for block in self._blocks
-                    if sum(BIAS in self._plan.items[i].types for i in block) >= 2]
-        return [(i,) for i in self._order if test_type in self._plan.items[i].types]
+            for t, units in design.units.items()]
 
     def order(self) -> Sequence[int]:
         return self._order
@@ -202,7 +195,85 @@ class SequentialGate:
         return tuple(e.bias_id if test_type == BIAS else e.id for e in entry)
 
 
-def _blocks(plan: RunPlan) -> list[tuple[int, ...]]:
+@dataclass(frozen=True)
+class SequentialDesign:
+    """What a sequential run draws its order from, before any draw or call: the plan's blocks
+    (called together) and each type's units (scored together), in plan order. The gate
+    drives a run by it; :mod:`evalkit.evaluation._sequential_estimate` simulates runs by it."""
+
+    blocks: tuple[tuple[int, ...], ...]
+    """The plan's entries (positions) as blocks: a bias group's, else one entry's."""
+    units: dict[str, tuple[tuple[int, ...], ...]]
+    """Each type's units (its entries' positions), for the types that have any: bias groups
+    of two or more variants (one of fewer is skipped, as scoring skips it), else entries."""
+    unit_blocks: dict[str, np.ndarray]
+    """The block of each of a type's units."""
+
+    @classmethod
+    def of(cls, plan: RunPlan) -> SequentialDesign:
+        blocks = plan_blocks(plan)
+        block_of = {index: b for b, block in enumerate(blocks) for index in block}
+        units: dict[str, tuple[tuple[int, ...], ...]] = {}
+        for test_type in plan.types:
+            if test_type == BIAS:
+                members = [tuple(i for i in block if BIAS in plan.items[i].types)
+                           for block in blocks]
+                found = tuple(m for m in members if len(m) >= 2)
+            else:
+                found = tuple((i,) for block in blocks for i in block
+                              if test_type in plan.items[i].types)
+            if found:
+                units[test_type] = found
+        return cls(tuple(blocks), units,
+                   {t: np.array([block_of[u[0]] for u in found], dtype=np.intp)
+                    for t, found in units.items()})
+
+    def draw(self, rng: np.random.Generator) -> np.ndarray:
+        """An order of the blocks, drawn: block numbers, the first called first."""
+        return rng.permutation(len(self.blocks))
+
+    def unit_order(self, test_type: str, drawn: np.ndarray) -> np.ndarray:
+        """The type's units (numbers into ``units[test_type]``) in the order they arrive when
+        the blocks are called in the ``drawn`` order (a block's own in plan order)."""
+        position = np.empty(len(drawn), dtype=np.intp)
+        position[drawn] = np.arange(len(drawn))
+        return np.argsort(position[self.unit_blocks[test_type]], kind="stable")
+
+
+def units_to_settle(sequence: MeanSequence, values: np.ndarray) -> int:
+    """How many of ``values`` (in the order drawn) a run that stops once the sequence settles
+    feeds it: up to its first settled look, else all of them. Fed in doubling batches (a
+    look costs as much one at a time as in a batch, and few are needed past the settling
+    one)."""
+    fed, size = 0, FIRST_BATCH
+    while fed < len(values):
+        sequence.update(values[fed:fed + size])
+        fed, size = fed + size, 2 * size
+        if sequence.settled_at is not None:
+            return sequence.settled_at
+    return len(values)
+
+
+FIRST_BATCH = 32
+"""Values fed at once first by :func:`units_to_settle`, then twice as many each time."""
+
+
+def judged_items(plan: RunPlan, config: EvalConfig, block: Sequence[int],
+                 types: Iterable[str]) -> int:
+    """The items of a block the LLM judge is asked about once, over ``types``: each entry of
+    a type it judges, and a bias group of two or more variants once."""
+    if config.judge is None:
+        return 0
+    items = 0
+    for test_type in types:
+        if config.scorer_for(test_type) != "llm_judge":
+            continue
+        members = sum(test_type in plan.items[i].types for i in block)
+        items += int(members >= 2) if test_type == BIAS else members
+    return items
+
+
+def plan_blocks(plan: RunPlan) -> list[tuple[int, ...]]:
     """The plan's entries as blocks called together: a bias group's, else one entry's."""
     groups: dict[Any, list[int]] = {}
     blocks: list[list[int]] = []
@@ -216,7 +287,6 @@ def _blocks(plan: RunPlan) -> list[tuple[int, ...]]:
             groups[key] = [index]
             blocks.append(groups[key])
     return [tuple(b) for b in blocks]
-
 
 
 def sequential_points(outcome: SequentialOutcome) -> list[MetricPoint]:

@@ -146,6 +146,12 @@ class _Sequence:
         return self.look
 
     @property
+    def settled_at(self) -> int | None:
+        """The first look whose interval settled a verdict, whatever later looks say
+        (``None`` while none has): where a run that stops once settled stops."""
+        return self._settled_at
+
+    @property
     def look(self) -> Look:
         """The sequence now."""
         b = self._betting

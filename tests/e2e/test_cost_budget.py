@@ -2,8 +2,9 @@
 store, the component and the judge behind the OpenAI-compatible stub over real HTTP.
 
 ``--estimate`` makes no request (counted at the stub) and predicts the cost the next run then
-logs; ``MAX_COST_USD`` stops a run (KILLED, tagged, resumable), ``--resume`` finishes it, and
-a run whose estimate is above the limit is refused unless ``--ignore-estimate``.
+logs, a sequential run's within the range it states; ``MAX_COST_USD`` stops a run (KILLED,
+tagged, resumable), ``--resume`` finishes it, and a run whose estimate is above the limit is
+refused unless ``--ignore-estimate``.
 """
 
 from __future__ import annotations
@@ -102,7 +103,7 @@ def test_the_estimate_calls_nothing_and_predicts_what_the_next_run_logs(
     assert cost["estimate"] == pytest.approx(logged, rel=1e-9)
     assert estimate["tokens"]["estimate"] == pytest.approx(
         latest["tokens_total"] + latest["judge_tokens_total"])
-    assert "sequential_cost_usd" not in estimate  # filled once sequential runs exist
+    assert "sequential_cost_usd" not in estimate  # a sequential run's only
     assert f"estimate: total {estimate['tokens']['estimate']:,.0f} tokens" in shown
     assert "95% prediction intervals" in shown
 
@@ -144,3 +145,43 @@ def test_max_cost_usd_stops_a_run_that_resume_finishes_and_refuses_one_over_its_
         assert eval_script(constants, component, "--type=all", "--ignore-estimate") == 7
         assert len(stub.chat_requests()) == 14
         assert _runs(tracking_uri, experiment)[0].info.status == "KILLED"
+
+
+def test_the_estimate_of_a_sequential_run_calls_nothing_and_holds_what_the_run_logs(
+        tmp_path: Path, tracking_uri: str, monkeypatch: pytest.MonkeyPatch,
+        capsys: pytest.CaptureFixture[str]) -> None:
+    # 60 entries of one to four words, every fifth also a repeatability entry; the stub's
+    # judge and the component both answer "1": every verdict right, so each type settles early
+    entries = {f"e{i:02d}": entry("functional", *(("repeatability",) if i % 5 == 0 else ()),
+                                  input=" ".join(["word"] * (1 + i % 4))) for i in range(60)}
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-judge-key")
+    with OpenAIStub() as stub:
+        monkeypatch.setenv("OPENAI_BASE_URL", stub.base_url)
+        constants = _constants(tmp_path, entries, SCORER="llm_judge",
+                               SCORER_REPEATABILITY="exact", JUDGE_MODEL="stub-judge",
+                               EVAL_MIN_ACCURACY=0.5, EVAL_MIN_ACCURACY_REPEATABILITY=0.5)
+        component = _component(stub)
+        assert eval_script(constants, component, "--type=all") == 0  # the run it rests on
+        requests = len(stub.chat_requests())
+        capsys.readouterr()
+
+        path = tmp_path / "estimate.json"
+        assert eval_script(constants, component, "--type=all", "--estimate", "--sequential",
+                           "--json", str(path)) == 0
+        assert len(stub.chat_requests()) == requests  # nothing called, not even the preflight
+        shown = capsys.readouterr().out
+        estimate = json.loads(path.read_text(encoding="utf-8"))
+        assert len(_runs(tracking_uri, constants["EXPERIMENT_NAME"])) == 1  # no run made
+
+        assert eval_script(constants, component, "--type=all", "--sequential") == 0
+    latest = _runs(tracking_uri, constants["EXPERIMENT_NAME"])[0]
+    assert latest.data.tags["sequential"] == "dataset"
+    metrics = latest.data.metrics
+    sequential = estimate["sequential"]
+    called = sequential["entries_called"]
+    assert called["low"] <= metrics["sequential_entries_called"] <= called["high"] < 60
+    logged = metrics["cost_usd"] + metrics["judge_cost_usd"]
+    cost = estimate["sequential_cost_usd"]
+    assert cost["low"] <= logged <= cost["high"] < estimate["cost_usd"]["estimate"]
+    assert (f"estimate: sequential (dataset): {called['low']}-{called['high']} of 60 entries "
+            f"(median {called['median']})") in shown

@@ -63,3 +63,16 @@ def test_help_documents_the_budget_status_and_the_options(
     assert eval_script({}, _never_called, "--help") == 0
     shown = capsys.readouterr().out
     assert "--estimate" in shown and "--ignore-estimate" in shown and "  7    " in shown
+
+
+def test_estimate_takes_sequential_and_refuses_it_with_replicates(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    constants = _constants(tmp_path)
+    assert eval_script(constants, _never_called, "--type=all", "--estimate",
+                       "--sequential") == ExitStatus.OK
+    # nothing to simulate from: the full run's calls, the most a sequential run makes
+    assert "1 entries, 1 component calls; nothing was called" in capsys.readouterr().out
+    status = eval_script({**constants, "SEQUENTIAL": True}, _never_called, "--type=all",
+                         "--estimate", "--replicates")
+    assert status == ExitStatus.USAGE
+    assert "cannot be used with --replicates" in capsys.readouterr().err

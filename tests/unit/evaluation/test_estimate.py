@@ -25,7 +25,7 @@ from evalkit import (
     evaluate,
 )
 from evalkit.evaluation import check_budget, estimate_run
-from evalkit.evaluation._estimate import Spread, predicted_total, summed
+from evalkit.evaluation._prediction import Spread, predicted_total, summed
 from evalkit.evaluation._spending import Spending
 from evalkit.records import TokenPrice, TokenUsage
 from evalkit.tracking import Tracker
@@ -308,8 +308,8 @@ def test_the_constants_are_checked_before_an_invalid_dataset(tmp_path: Path,
 def test_the_modules_examples_hold() -> None:
     import doctest
 
-    from evalkit.evaluation import _estimate, _spending
+    from evalkit.evaluation import _prediction, _spending
 
-    for module in (_estimate, _spending):
+    for module in (_prediction, _spending):
         result = doctest.testmod(module)
         assert result.attempted and not result.failed, module.__name__
