@@ -256,15 +256,17 @@ def test_a_run_stops_for_budget_and_says_what_it_spent(tmp_path: Path,
     assert len(tracker.reader.raw_results(run.run_id).records) == 4
 
 
+JUDGED_ENTRIES = {"f1": entry("functional"), "f2": entry("functional"),
+                  "f3": entry("functional"),
+                  "b1": entry("bias", bias_group="g", input="x"),
+                  "b2": entry("bias", bias_group="g", input="y"),
+                  "b3": entry("bias", bias_group="h", input="x"),
+                  "b4": entry("bias", bias_group="h", input="y")}
+"""Three functional entries and two bias groups of two variants, for the judge's counts."""
+
 def test_judge_calls_are_counted_per_judged_item_and_repeat(tmp_path: Path,
                                                             tracker: Tracker) -> None:
-    entries = {"f1": entry("functional"), "f2": entry("functional"),
-               "f3": entry("functional"),
-               "b1": entry("bias", bias_group="g", input="x"),
-               "b2": entry("bias", bias_group="g", input="y"),
-               "b3": entry("bias", bias_group="h", input="x"),
-               "b4": entry("bias", bias_group="h", input="y")}
-    config = config_for(tmp_path, write_dataset(tmp_path / "ds", entries),
+    config = config_for(tmp_path, write_dataset(tmp_path / "ds", JUDGED_ENTRIES),
                         SCORER="llm_judge", JUDGE_MODEL="judge", JUDGE_REPEATS=3)
     estimate = estimate_run(config, Selection("all"), context=RunContext(tracker=tracker))
     # 3 functional entries + 2 bias groups, each asked 3 times

@@ -25,6 +25,7 @@ from evalkit.records import ScoredRun, names
 from evalkit.stats import MeanSequence, Scope
 from evalkit.tracking import Tracker
 from tests.support.builders import RecordingComponent, config_for, entry, write_dataset
+from tests.unit.evaluation.test_estimate import JUDGED_ENTRIES
 
 PRICES = {"m": (1000.0, 0.0)}  # $0.001 per input token
 
@@ -172,13 +173,7 @@ def test_a_sequential_last_run_lends_the_outcomes_of_the_entries_it_called(
 
 def test_a_type_never_scored_reads_every_unit_and_the_judge_counts_follow(
         tmp_path: Path) -> None:
-    entries = {"f1": entry("functional"), "f2": entry("functional"),
-               "f3": entry("functional"),
-               "b1": entry("bias", bias_group="g", input="x"),
-               "b2": entry("bias", bias_group="g", input="y"),
-               "b3": entry("bias", bias_group="h", input="x"),
-               "b4": entry("bias", bias_group="h", input="y")}
-    config = config_for(tmp_path, write_dataset(tmp_path / "ds", entries),
+    config = config_for(tmp_path, write_dataset(tmp_path / "ds", JUDGED_ENTRIES),
                         SCORER="llm_judge", JUDGE_MODEL="judge", MAX_CONCURRENCY=1)
     plan = plan_run(load_dataset(config.dataset_path), Selection("all", sequential="dataset"),
                     config)
