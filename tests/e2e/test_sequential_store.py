@@ -194,7 +194,8 @@ def test_a_run_against_a_recorded_baseline_stops_early_and_compare_gives_its_ver
     # not called again
     same = Component()
     assert eval_script(constants, same, "--type=functional", "--against", base_id,
-                       "--margin", "0.05", "--json", str(tmp_path / "b.json")) == 0
+                       "--margin", "0.05", "--json", str(tmp_path / "b.json"),
+                       "--summary-md", str(tmp_path / "b.md")) == 0
     shown = capsys.readouterr().out
     summary = json.loads((tmp_path / "b.json").read_text(encoding="utf-8"))
     settled, n = summary["sequential"], len(same.called)
@@ -207,6 +208,10 @@ def test_a_run_against_a_recorded_baseline_stops_early_and_compare_gives_its_ver
         "within the margin", by_hand, 0.05)
     assert n == by_hand < ENTRIES / 4
     assert f"sequential against run {base_id} (dataset: " in shown
+    job = (tmp_path / "b.md").read_text(encoding="utf-8")
+    assert (f"| within the margin at {n} of {ENTRIES}; [{functional['low']:+.3f}, "
+            f"{functional['high']:+.3f}] | PASS |") in job
+    assert f"sequential against run {base_id} (dataset: " in job
     assert f"settled after {n} of {ENTRIES} entries ({ENTRIES - n} calls saved)" in shown
 
     # evalkit compare A B answers from B's sequence (no --margin needed) and exits with it
