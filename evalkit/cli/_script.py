@@ -81,17 +81,20 @@ def run_eval_script(constants: Mapping[str, Any], component: Component,
                              "the component pass on the population the dataset samples? may "
                              "end INCONCLUSIVE, exit status 5); as SEQUENTIAL in the script")
     parser.add_argument("--against", metavar="RUN_ID",
-                        help="a sequential comparison with a recorded run (a run id, or an "
-                             "experiment name: its latest finished run): only this component "
-                             "is called, on the baseline's items in a seeded random order, "
-                             "until each type's paired gap is settled better, worse by more "
-                             "than its margin (exit status 1) or within it (0), at "
+                        help="a sequential comparison with a recorded run (a run id or its "
+                             "first 4+ hex digits, or an experiment name: its latest finished "
+                             "run not made --against another): only this component is called, "
+                             "on the baseline's items in a seeded random order, until each "
+                             "type's paired gap is settled better, worse by more than its "
+                             "margin (exit status 1) or within it (0), at "
                              "SEQUENTIAL_CONFIDENCE; --sequential's QUESTION applies "
-                             "('dataset' by default)")
+                             "('population' by default here: may end INCONCLUSIVE, 5); "
+                             "refused with LABELS_PATH and JUDGE_REPEATS > 1")
     parser.add_argument("--margin", metavar="MARGIN|TYPE=MARGIN,...", action="append",
                         help="with --against: how much worse than the baseline a type may be, "
-                             f"an accuracy difference (default {DEFAULT_MARGIN:g}); 0.02 sets "
-                             "every type's, functional=0.02 one type's; repeatable")
+                             f"an accuracy difference from 0 to 1 (default {DEFAULT_MARGIN:g} "
+                             "for every type not named); 0.02 sets every type's, "
+                             "functional=0.02 one type's; repeatable")
     modes = parser.add_mutually_exclusive_group()
     modes.add_argument("--replicates", action="store_true",
                        help="run the selection REPLICATES times (a constant, default 2) with "
@@ -143,7 +146,8 @@ def run_eval_script(constants: Mapping[str, Any], component: Component,
                      "--against")
     if args.margin and not args.against:
         parser.error("--margin is the margin of a comparison: give --against RUN_ID too (or "
-                     "use evalkit compare --margin on two finished runs)")
+                     "use evalkit compare --margin on two finished runs; a resume takes the "
+                     "run's own margins)")
     if args.against and (args.replicates or args.calibrate or args.estimate):
         parser.error("--against is one sequential run against a recorded one: it cannot be "
                      "used with --replicates, --calibrate or --estimate")

@@ -15,6 +15,7 @@ each entry the types it has one in.
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 
@@ -25,9 +26,17 @@ from evalkit.records import names
 from evalkit.review import Margins, Side, load_side
 from evalkit.tracking import RunReader
 
+logger = logging.getLogger("evalkit")
+
 DEFAULT_MARGIN = 0.05
 """The margin of a type ``--margin`` does not name: the candidate may be at most 5 points
 below the baseline."""
+DEFAULT_QUESTION = "population"
+"""The question of a run against a baseline unless ``--sequential`` (or ``SEQUENTIAL``) names
+one: the gap on the population the items sample. On the baseline's items themselves
+(``dataset``) the sequence ends exact, so a type of few items fails on one item that flipped
+between two calls of the same component; the population's question counts the items as a
+sample and says INCONCLUSIVE there instead."""
 
 
 def _default_margins() -> Margins:
@@ -78,14 +87,34 @@ def item_id(entry: Entry, test_type: str) -> str:
 def load_baseline(reader: RunReader, against: Against, script: str) -> Baseline:
     """The baseline as MLflow holds it; a run that has not finished is refused (its items
     may change when it is resumed)."""
-    run_id = reader.resolve(against.reference)
-    status = reader.stored(run_id).status
-    if status != "FINISHED":
+    run_id = _baseline_id(reader, against.reference, script)
+    stored = reader.stored(run_id)
+    if stored.status != "FINISHED":
         raise ConfigError(
-            f"{script} --against {against.reference}: run {run_id} is {status}, not "
+            f"{script} --against {against.reference}: run {run_id} is {stored.status}, not "
             "finished: its recorded items are not final. Resume it first, or name a "
             "finished run")
-    return Baseline(load_side(reader, run_id), against.margins)
+    baseline = Baseline(load_side(reader, run_id), against.margins)
+    logger.info("against run %s (%s), margins %s", run_id, baseline.side.label,
+                against.margins.text())
+    if names.SEQUENTIAL_TAG in stored.tags:
+        logger.warning("run %s is a sequential run: it recorded items for the entries it "
+                       "called only, and only those are compared", run_id)
+    return baseline
+
+
+def _baseline_id(reader: RunReader, reference: str, script: str) -> str:
+    """A run id as :meth:`RunReader.resolve` reads it; of an experiment, its latest finished
+    run that was not itself made against a baseline (a pull request's run logged to the
+    same experiment is no baseline for the next)."""
+    if not reader.is_experiment(reference):
+        return reader.resolve(reference)
+    for run in reader.evaluation_runs(reference):
+        if run.status == "FINISHED" and names.AGAINST_TAG not in run.tags:
+            return run.run_id
+    raise ConfigError(f"{script} --against {reference}: the experiment has no finished run "
+                      "that was not made --against another: name a run id, or evaluate a "
+                      "baseline first")
 
 
 def recorded_against(tags: Mapping[str, str]) -> Against | None:

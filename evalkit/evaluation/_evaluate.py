@@ -15,8 +15,13 @@ from dataclasses import replace
 
 from evalkit._errors import ConfigError
 from evalkit.calls import Component, Selection
-from evalkit.config import DEFAULT_SEQUENTIAL_QUESTION, EvalConfig
-from evalkit.evaluation._against import Against, load_baseline, recorded_against
+from evalkit.config import EvalConfig
+from evalkit.evaluation._against import (
+    DEFAULT_QUESTION,
+    Against,
+    load_baseline,
+    recorded_against,
+)
 from evalkit.evaluation._context import RunContext
 from evalkit.evaluation._evaluation import evaluation_in
 from evalkit.evaluation._outcome import EvaluationOutcome
@@ -38,13 +43,12 @@ def evaluate(config: EvalConfig, component: Component, selection: Selection,
     sequential selection (or ``SEQUENTIAL`` in the constants) stops calling once every type's
     verdict is settled (:mod:`evalkit.evaluation._sequential`); ``against`` makes it a
     sequential comparison with a recorded run (:mod:`evalkit.evaluation._against`), on the
-    question of ``SEQUENTIAL`` or the selection, else ``dataset``."""
+    question of ``SEQUENTIAL`` or the selection, else ``population``."""
     context = context or RunContext()
     selection = with_sequential(config, selection)
     baseline = None
     if against is not None:
-        selection = replace(selection,
-                            sequential=selection.sequential or DEFAULT_SEQUENTIAL_QUESTION)
+        selection = replace(selection, sequential=selection.sequential or DEFAULT_QUESTION)
         context.store.check_reachable()
         baseline = load_baseline(context.store.reader, against, config.script)
     prepared = prepare(config, selection, baseline)

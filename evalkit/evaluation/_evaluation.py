@@ -319,7 +319,8 @@ class Evaluation:
         accuracies = {TypeNames.of(m.test_type).accuracy for m in self.metrics}
         # first: MLflow's run lists show metric columns in the order they were logged
         points = [p for p in typed if p.key in accuracies]
-        points += [MetricPoint(names.ENTRIES_METRIC, len(plan.items)),
+        # the entries called: a sequential run's never called are no part of its figures
+        points += [MetricPoint(names.ENTRIES_METRIC, len(self.outputs)),
                   MetricPoint(names.CALLS_METRIC, scored.calls),
                   MetricPoint(names.COMPONENT_ERRORS_METRIC, scored.component_errors)]
         if REPEATABILITY in plan.types:

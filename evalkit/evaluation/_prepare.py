@@ -197,6 +197,13 @@ def refuse_sequential(config: EvalConfig, plan: RunPlan, against: bool = False) 
         reasons.append(
             f"EVAL_MIN_F1 (set for {', '.join(with_f1)}): F1 is no mean of the entries, so no "
             "sequence settles it. Remove EVAL_MIN_F1")
+    perfect = [t for t in plan.types if config.threshold_for(t).min_accuracy >= 1]
+    if perfect and plan.selection.sequential == "population" and not against:
+        reasons.append(
+            f"the population's question and a min_accuracy of 1 ({', '.join(perfect)}): no "
+            "interval for a population reaches 1, so such a type could end FAIL or "
+            "INCONCLUSIVE but never PASS, after every entry. Ask the dataset's question "
+            "(--sequential=dataset), which settles every entry passing exactly")
     if reasons:
         mode = "--against" if against else _SEQUENTIAL
         raise ConfigError(

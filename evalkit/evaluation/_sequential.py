@@ -37,7 +37,7 @@ entries the betting interval itself settles nothing: the deterministic bounds do
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -124,6 +124,8 @@ class SequentialGate:
                         PairedSequence(len(units), baseline.margin(t), scope=scope,
                                        confidence=confidence))
             for t, units in design.units.items()]
+        if baseline is not None:
+            _warn_of_coarse_gaps(self._streams, baseline.margin)
 
     def order(self) -> Sequence[int]:
         return self._order
@@ -287,6 +289,20 @@ def plan_blocks(plan: RunPlan) -> list[tuple[int, ...]]:
             groups[key] = [index]
             blocks.append(groups[key])
     return [tuple(b) for b in blocks]
+
+
+def _warn_of_coarse_gaps(streams: Sequence[_TypeStream], margin_of: Callable[[str], float]
+                         ) -> None:
+    """Say when a type has too few items for its margin: one item's flip moves its gap by
+    more than the margin, so the gap may be settled (or left open) by the component's
+    run-to-run noise on a single item."""
+    for stream in streams:
+        step, margin = 1 / len(stream.units), margin_of(stream.test_type)
+        if step > margin:
+            logger.warning(
+                "%s has %d items against a margin of %g: one item that flips moves its gap by "
+                "%.3f, more than the margin; add items, or give it a wider --margin %s=...",
+                stream.test_type, len(stream.units), margin, step, stream.test_type)
 
 
 def sequential_points(outcome: SequentialOutcome) -> list[MetricPoint]:

@@ -38,8 +38,9 @@ def missed(metrics: TypeMetrics, sequential: SequentialOutcome | None) -> tuple[
 
 def asked(sequential: SequentialOutcome) -> str:
     """The question, the level and where the run stopped, for a report's header."""
-    return (f"{cell(sequential.question)} (*{cell(sequential.asks)}*) at "
-            f"{sequential.confidence:.0%}; {sequential.text()}")
+    return (f"{cell(sequential.question)} (*{cell(sequential.asked())}*)"
+            f"{cell(sequential.against_text())} at {sequential.confidence:.0%}; "
+            f"{sequential.text()}")
 
 
 def sequential_section(sequential: SequentialOutcome, metrics: Sequence[TypeMetrics]
@@ -53,14 +54,16 @@ def sequential_section(sequential: SequentialOutcome, metrics: Sequence[TypeMetr
     level = f"{sequential.confidence:.0%}"
     return [
         "## Sequential Verdict", "",
-        f"Asked: *{cell(sequential.asks)}* ({cell(sequential.question)}), at {level}. The "
+        f"Asked: *{cell(sequential.asked())}* ({cell(sequential.question)})"
+        f"{cell(sequential.against_text())}, at {level}. The "
         f"entries were called in a seeded random order until every type's verdict was "
         f"settled: {sequential.text()}.", "",
         table(["Type", "Verdict at the stop", f"Confidence sequence ({level})", "Threshold",
                "Units not called"], rows), "",
         "A type's verdict is its confidence sequence's (valid at whichever look the run "
         "stopped), not its accuracy's threshold check: that accuracy covers only the entries "
-        "called. A type settles at the first look whose interval clears its threshold; "
+        "called. A type settles at the first look whose interval clears its threshold ("
+        "against a baseline: lies above 0, inside the margin or below minus the margin); "
         "INCONCLUSIVE: every unit was seen and the interval still straddles it.", ""]
 
 

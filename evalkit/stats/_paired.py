@@ -135,8 +135,16 @@ class MarginCheck:
     def to_json(self) -> dict[str, Any]:
         return {"margin": self.margin, "verdict": str(self.verdict),
                 "candidate_minus_baseline": None if self.difference is None
-                else self.difference.to_json(),
+                else _by_side(self.difference.to_json()),
                 "sequence": None if self.sequence is None else self.sequence.to_json()}
+
+
+def _by_side(gap: dict[str, Any]) -> dict[str, Any]:
+    """Candidate - baseline's counts named by side: its A is the candidate, which a reader of
+    the comparison (whose A is the baseline) would otherwise take the other way round."""
+    renamed = {"right_in_a_only": "right_in_candidate_only",
+               "right_in_b_only": "right_in_baseline_only"}
+    return {renamed.get(key, key): value for key, value in gap.items()}
 
 
 def sequence_margin_check(difference: PairedGap | None, look: Look, margin: float

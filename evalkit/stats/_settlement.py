@@ -116,15 +116,26 @@ class SequentialOutcome:
     def text(self) -> str:
         """``settled after n of N entries (k calls saved)`` (or ``not settled``)."""
         how = "settled" if self.verdict != "INCONCLUSIVE" else "not settled"
-        return (f"{how} after {self.entries_called} of {self.entries} entries "
-                f"({self.calls_saved} calls saved)")
+        saved = f"{self.calls_saved} call{'' if self.calls_saved == 1 else 's'} saved"
+        return f"{how} after {self.entries_called} of {self.entries} entries ({saved})"
 
     def line(self) -> str:
         """The question, the level and :meth:`text`: ``sequential (dataset: would the whole
         dataset pass?) at 95%: settled after 412 of 2000 entries (2210 calls saved)``."""
-        against = "" if self.against is None else f" against run {self.against}"
-        return (f"sequential{against} ({self.question}: {self.asks}) at "
+        return (f"sequential{self.against_text()} ({self.question}: {self.asked()}) at "
                 f"{self.confidence:.0%}: {self.text()}")
+
+    def against_text(self) -> str:
+        """`` against run <id>`` for a run against a baseline, else nothing."""
+        return "" if self.against is None else f" against run {self.against}"
+
+    def asked(self) -> str:
+        """The question in words: against a baseline, of the gap to it."""
+        if self.against is None:
+            return self.asks
+        among = ("the baseline's items" if self.question == "dataset"
+                 else "the population the items sample")
+        return f"is the candidate no worse than the baseline by more than the margin, on {among}?"
 
     def to_json(self) -> dict[str, Any]:
         return {"question": self.question, "asks": self.asks,

@@ -201,17 +201,18 @@ def test_a_run_against_a_recorded_baseline_stops_early_and_compare_gives_its_ver
     settled, n = summary["sequential"], len(same.called)
     assert settled["against"] == base_id and settled["entries_called"] == n
     assert same.called == settled["order"][:n] and len(baseline.called) == ENTRIES
-    sequence = PairedSequence(ENTRIES, 0.05, scope=Scope.DATASET)
+    # the population's question: the default against a baseline
+    sequence = PairedSequence(ENTRIES, 0.05, scope=Scope.POPULATION)
     by_hand = next(k for k in range(1, ENTRIES + 1) if sequence.update(0.0).verdict.settled)
     (functional,) = settled["types"]
     assert (functional["verdict"], functional["settled_at"], functional["margin"]) == (
         "within the margin", by_hand, 0.05)
     assert n == by_hand < ENTRIES / 4
-    assert f"sequential against run {base_id} (dataset: " in shown
+    assert f"sequential against run {base_id} (population: is the candidate no worse " in shown
     job = (tmp_path / "b.md").read_text(encoding="utf-8")
     assert (f"| within the margin at {n} of {ENTRIES}; [{functional['low']:+.3f}, "
             f"{functional['high']:+.3f}] | PASS |") in job
-    assert f"sequential against run {base_id} (dataset: " in job
+    assert f"sequential against run {base_id} (population: " in job
     assert f"settled after {n} of {ENTRIES} entries ({ENTRIES - n} calls saved)" in shown
 
     # evalkit compare A B answers from B's sequence (no --margin needed) and exits with it

@@ -33,10 +33,10 @@ UNSTABLE = {f"r{i:02d}": (lambda e, c: f"x{c.repeat}") for i in range(30)}
 
 def _evaluate(tmp_path: Path, tracker: Tracker, component: Any, against: Against | None = None,
               test_type: str = "all", entries: dict[str, Any] = ENTRIES,
-              **constants: Any) -> EvaluationOutcome:
+              question: str | None = None, **constants: Any) -> EvaluationOutcome:
     config = config_for(tmp_path, write_dataset(tmp_path / "ds", entries), **{
         "REPEAT_COUNT": 3, "MAX_CONCURRENCY": 1, "EVAL_MIN_ACCURACY_BIAS": 0.5, **constants})
-    return evaluate(config, component, Selection.parse(test_type),
+    return evaluate(config, component, Selection.parse(test_type, sequential=question),
                     RunContext(tracker=tracker, runs_dir=tmp_path / ".evalkit" / "runs"),
                     against)
 
@@ -57,7 +57,8 @@ def test_only_the_candidate_is_called_and_each_gap_settles_where_the_sequence_do
     # stable (+1 on every one), bias alike (0)
     wrong = {f"f{i:02d}" for i in range(0, 60, 2)}
     candidate = RecordingComponent({e: "x" for e in wrong})
-    outcome = _evaluate(tmp_path, tracker, candidate, Against(baseline.run_id))
+    outcome = _evaluate(tmp_path, tracker, candidate, Against(baseline.run_id),
+                        question="dataset", EXPERIMENT_NAME=baseline.experiment_name)
     settled = outcome.sequential
     assert settled is not None and settled.against == baseline.run_id
     by_type = {t.test_type: t for t in settled.types}
@@ -94,6 +95,12 @@ def test_only_the_candidate_is_called_and_each_gap_settles_where_the_sequence_do
     assert "- **Verdict:** **FAIL**" in summary
     assert (f"| functional | worse by more than the margin at {look.settled_at} of 60 | "
             f"[{look.low:+.3f}, {look.high:+.3f}] | candidate - baseline ≥ -0.05 |") in summary
+
+    # by experiment name: its latest finished run not itself made against another
+    again = _evaluate(tmp_path, tracker, RecordingComponent(UNSTABLE),
+                      Against(baseline.experiment_name), question="dataset",
+                      EXPERIMENT_NAME=baseline.experiment_name)
+    assert again.sequential.against == baseline.run_id
 
     # compare shows the run's own answer, from its sequence, and gives it as the margin's
     a, b = load_side(tracker.reader, baseline.run_id), load_side(tracker.reader, outcome.run_id)
@@ -140,7 +147,8 @@ def test_an_interrupted_run_against_a_baseline_resumes_against_it(
         return first(item, call)
     first = RecordingComponent()
     with pytest.raises(RunInterrupted):
-        evaluate(config, breaks_at_the_fifth, Selection.parse("functional"), context,
+        evaluate(config, breaks_at_the_fifth,
+                 Selection.parse("functional", sequential="dataset"), context,
                  Against(baseline.run_id, Margins(0.02)))
     (run,) = [r for r in tracker.reader.evaluation_runs(config.experiment_name)
               if r.status != "FINISHED"]
@@ -200,3 +208,25 @@ def test_bad_against_options_are_usage_errors(
               "EVAL_MIN_ACCURACY": 0.5, "TRACKING_URI": f"sqlite:///{tmp_path}/mlflow.db"}
     assert eval_script(script, RecordingComponent(), *options) == ExitStatus.USAGE
     assert message in " ".join(capsys.readouterr().err.split())
+
+
+def test_the_default_question_is_the_population_and_a_coarse_type_is_warned_of(
+        tmp_path: Path, tracker: Tracker, caplog: pytest.LogCaptureFixture) -> None:
+    # six items, one flipped between two runs: on the six items themselves the gap is exactly
+    # -1/6, worse than a margin of 0.05; as a sample of a population it is not settled
+    entries = {f"e{i}": entry("functional", input=f"q{i}") for i in range(6)}
+    baseline = _evaluate(tmp_path, tracker, RecordingComponent(), test_type="functional",
+                         entries=entries)
+    flipped = RecordingComponent({"e3": "x"})
+    outcome = _evaluate(tmp_path, tracker, flipped, Against(baseline.run_id),
+                        test_type="functional", entries=entries)
+    (settled,) = outcome.sequential.types
+    assert outcome.sequential.question == "population"
+    assert (settled.verdict, settled.look.n, outcome.verdict) == ("INCONCLUSIVE", 6,
+                                                                   "INCONCLUSIVE")
+    assert ("functional has 6 items against a margin of 0.05: one item that flips moves its "
+            "gap by 0.167, more than the margin") in caplog.text
+    exact = _evaluate(tmp_path, tracker, flipped, Against(baseline.run_id),
+                      test_type="functional", entries=entries, question="dataset")
+    assert str(exact.sequential.types[0].look.verdict) == "worse by more than the margin"
+    assert exact.sequential.types[0].look.estimate == pytest.approx(-1 / 6)

@@ -174,6 +174,9 @@ REFUSED = [
      "does not estimate. Remove LABELS_PATH and LABEL_SAMPLE; nor with EVAL_MIN_F1 (set for "
      "functional, repeatability): F1 is no mean of the entries, so no sequence settles it. "
      "Remove EVAL_MIN_F1 (for sequential runs), or run without sequential"),
+    ({"EVAL_MIN_ACCURACY": 1.0, "SEQUENTIAL": "population"}, (),
+     "cannot be used with the population's question and a min_accuracy of 1 (functional): "
+     "no interval for a population reaches 1"),
     ({}, ("--replicates",), "cannot be used with --replicates"),
     ({"REPEAT_COUNT": 2}, ("--calibrate",), "cannot be used with --calibrate"),
     ({"SEQUENTIAL": "yes"}, (), "SEQUENTIAL='yes' must be False, True"),
