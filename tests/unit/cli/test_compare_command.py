@@ -218,6 +218,11 @@ def test_the_margin_gives_three_answers_and_their_exit_statuses(
     assert check["candidate_minus_baseline"]["gap"] == (0.0 if b_right else -1.0)
     assert check["candidate_minus_baseline"]["high"] == pytest.approx(
         0.27753 if b_right else -0.60751, abs=5e-6)
+    # the counts named by side, as the metric's own item lists (A the baseline) read them
+    assert {k: check["candidate_minus_baseline"][k] for k in (
+        "right_in_candidate_only", "right_in_baseline_only")} == {
+        "right_in_candidate_only": len(metric["right_in_b_only"]),
+        "right_in_baseline_only": len(metric["right_in_a_only"])}
     assert code == status
 
 
