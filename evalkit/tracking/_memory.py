@@ -181,5 +181,6 @@ class MemoryBackend:
 
     def _journal(self, run_id: str) -> RunJournal:
         if run_id not in self.journals:
-            raise NotFound(f"run {run_id} not found at {self.tracking_uri}")
+            raise NotFound(f"run {run_id} not found at {self.tracking_uri} (evalkit history "
+                           "EXPERIMENT lists an experiment's runs)")
         return self.journals[run_id]

@@ -119,8 +119,10 @@ class MlflowBackend:
             return _stored(self._client.get_run(run_id))
         except MlflowException as err:
             if err.error_code in ("RESOURCE_DOES_NOT_EXIST", "INVALID_PARAMETER_VALUE"):
-                raise NotFound(f"run {run_id} not found at {self.tracking_uri}: "
-                                    f"{self.hide_password(err.message)}") from None
+                raise NotFound(f"run {run_id} not found at {self.tracking_uri} (is "
+                               "MLFLOW_TRACKING_URI the store it was logged to? evalkit "
+                               "history EXPERIMENT lists an experiment's runs): "
+                               f"{self.hide_password(err.message)}") from None
             raise self._unreachable(err) from None
 
     def metric_history(self, run_id: str, key: str) -> list[LoggedPoint]:

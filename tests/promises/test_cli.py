@@ -161,7 +161,8 @@ def test_resuming_an_unknown_run_is_a_usage_error(
     monkeypatch.setattr("evalkit.evaluation._context.Tracker", lambda *args, **kwargs: tracker)
     component = RecordingComponent()
     assert eval_script(CONSTANTS, component, "--resume", "f" * 32) == 2
-    assert f"error: run {'f' * 32} not found at memory" in capsys.readouterr().err
+    assert (f"error: run {'f' * 32} not found at memory: (evalkit history EXPERIMENT lists an "
+            "experiment's runs)") in capsys.readouterr().err
     assert component.calls == []
 
 

@@ -151,7 +151,9 @@ def test_evalkit_report_renders_a_run_again_byte_for_byte(
         assert {p.name: p.read_bytes() for p in out.iterdir()} == original
     capsys.readouterr()
     assert evalkit_command("report", "0" * 32) == 2  # the store answered: a usage error
-    assert f"error: run {'0' * 32} not found" in capsys.readouterr().err
+    err = " ".join(capsys.readouterr().err.split())
+    assert f"error: run {'0' * 32} not found" in err
+    assert "(is MLFLOW_TRACKING_URI the store it was logged to? evalkit history" in err
     assert evalkit_command("report", "ffff0000") == 2
     err = capsys.readouterr().err
     assert "no run at" in err and "'ffff0000'" in err and "Traceback" not in err
