@@ -55,11 +55,20 @@ class HistoryRow:
     """The run whose recorded outputs this run scored again (``evalkit rescore``)."""
     usage: RunUsage = RunUsage()
     """The tokens and cost of the run's LLM calls (of a series, every replicate's summed)."""
+    sequential: str | None = None
+    """The question a sequential run answered (``dataset``, ``population``)."""
+    against: str | None = None
+    """The baseline of a run made ``--against`` one."""
 
     @property
     def shown_mode(self) -> str:
-        """The mode column: ``rescore`` for a rescored evaluation, else the mode."""
-        return "rescore" if self.rescored_from is not None else self.mode
+        """The mode column: ``rescore`` for a rescored evaluation, ``against`` and
+        ``sequential`` for those runs, else the mode."""
+        if self.rescored_from is not None:
+            return "rescore"
+        if self.against is not None:
+            return "against"
+        return "sequential" if self.sequential is not None else self.mode
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -72,6 +81,7 @@ class HistoryRow:
             "dataset_digest": self.dataset_digest, "git_commit": self.git_commit,
             "git_dirty": self.git_dirty, "verdict": self.verdict, "mode": self.mode,
             "rescored_from": self.rescored_from, "usage": self.usage.to_json(),
+            "sequential": self.sequential, "against": self.against,
         }
 
 
@@ -113,7 +123,8 @@ def _row(run: StoredRun, usage: RunUsage) -> HistoryRow:
         verdict=tags.get(names.VERDICT_TAG, run.status) if run.status == "FINISHED"
         else run.status,
         mode=tags.get(names.MODE_TAG) or Mode.EVALUATION,
-        rescored_from=tags.get(names.RESCORED_FROM_TAG), usage=usage)
+        rescored_from=tags.get(names.RESCORED_FROM_TAG), usage=usage,
+        sequential=tags.get(names.SEQUENTIAL_TAG), against=tags.get(names.AGAINST_TAG))
 
 
 WIDTH = 100

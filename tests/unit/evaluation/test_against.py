@@ -17,7 +17,7 @@ from evalkit.evaluation import Against, EvaluationOutcome, resume
 from evalkit.reports import render_reports
 from evalkit.review import Margins, compare, load_side, margin_verdict
 from evalkit.stats import MarginVerdict, PairedSequence, Scope
-from evalkit.tracking import Tracker
+from evalkit.tracking import Tracker, history
 from tests.support.builders import RecordingComponent, config_for, entry, write_dataset
 from tests.support.commands import eval_script
 
@@ -95,6 +95,12 @@ def test_only_the_candidate_is_called_and_each_gap_settles_where_the_sequence_do
     assert "- **Verdict:** **FAIL**" in summary
     assert (f"| functional | worse by more than the margin at {look.settled_at} of 60 | "
             f"[{look.low:+.3f}, {look.high:+.3f}] | candidate - baseline ≥ -0.05 |") in summary
+
+    # evalkit history tells the run against a baseline from the baseline
+    rows = {r.run_id: r for r in history(tracker.reader, baseline.experiment_name)}
+    assert (rows[outcome.run_id].shown_mode, rows[baseline.run_id].shown_mode) == (
+        "against", "evaluation")
+    assert rows[outcome.run_id].to_json()["against"] == baseline.run_id
 
     # by experiment name: its latest finished run not itself made against another
     again = _evaluate(tmp_path, tracker, RecordingComponent(UNSTABLE),

@@ -21,7 +21,7 @@ from evalkit import Call, ConfigError, Entry, RunContext, Selection, evaluate
 from evalkit.cli._exit import EXIT_STATUSES, ExitStatus
 from evalkit.evaluation import evaluate_calibration, evaluate_replicates
 from evalkit.stats import MeanSequence, Scope
-from evalkit.tracking import Tracker
+from evalkit.tracking import Tracker, history
 from tests.support.builders import RecordingComponent, config_for, entry, write_dataset
 from tests.support.commands import eval_script
 
@@ -108,6 +108,8 @@ def test_each_type_takes_its_units_in_the_drawn_order_and_stops_once_settled(
     assert stored.tags["sequential"] == "dataset" and stored.tags["verdict"] == "FAIL"
     assert stored.metrics["sequential_calls_saved"] == 170 - made
     assert stored.metrics["repeatability_settled_at"] == expected["repeatability"]
+    (row,) = history(tracker.reader, outcome.experiment_name)
+    assert (row.shown_mode, row.to_json()["sequential"]) == ("sequential", "dataset")
 
 
 def test_an_entry_of_a_settled_type_is_still_called_for_a_type_that_is_not(
