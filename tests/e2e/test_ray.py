@@ -374,12 +374,13 @@ def test_a_worker_node_killed_mid_run_loses_no_call_and_records_none_twice(
     assert kept_at_kill < ENTRIES - 4  # the kill came well before the end
     (run_dir,) = (folder / ".evalkit" / "runs").iterdir()
     _assert_complete(_records(folder, run_dir.name))
-    # The one call the worker node was making was made again on the head's worker.
+    # The one call the worker node was making was made again on the head's worker, unless
+    # its result was already on its way back when the node died (the kill cannot be timed
+    # closer than the check before it): never any other call twice, never on the worker.
     started = _started(calls)
-    assert len(started) == ENTRIES + 1
     made_twice = [e for e in sorted({e for _, e in started})
                   if [node for node, made in started if made == e] == [WORKER, HEAD]]
-    assert len(made_twice) == 1
+    assert len(started) - ENTRIES == len(made_twice) <= 1
 
 
 def test_ctrl_c_on_the_driver_then_resume_on_the_cluster_reuses_the_calls_made(
