@@ -247,7 +247,8 @@ def test_a_units_value_is_its_accuracy_count_and_the_metrics_cover_the_entries_c
     assert t.look.verdict == "PASS" and t.look.settled_at == n
     assert list(dict.fromkeys(e for e, _ in component.calls)) == order[:n]
     assert (m.samples, m.accuracy) == (n, t.look.estimate) and t.look.low >= 0.5
-    assert outcome.sequential.text() == f"settled after {n} of 4 entries ({4 - n} calls saved)"
+    saved = f"{4 - n} call{'' if 4 - n == 1 else 's'} saved"  # the order, so n, is the run's
+    assert outcome.sequential.text() == f"settled after {n} of 4 entries ({saved})"
 
 
 def test_a_sequential_run_is_not_rescored(tmp_path: Path, tracker: Tracker) -> None:
