@@ -46,6 +46,7 @@ import numpy as np
 from evalkit.calls import EntryOutputs, RunPlan
 from evalkit.config import SEQUENTIAL_QUESTIONS, EvalConfig
 from evalkit.dataset import BIAS
+from evalkit.evaluation._against import item_id
 from evalkit.evaluation._prepare import PreparedEvaluation
 from evalkit.evaluation._scoring import CallTraces, EarlyJudging, score_run
 from evalkit.records import MetricPoint, names
@@ -192,9 +193,8 @@ class SequentialGate:
         """The type's units never called, named as its results name them: an entry by its
         id, a bias group by the group's (a block is called whole, so a unit is all in or
         all out)."""
-        entry = [self._plan.items[unit[0]].entry for unit in units
-                 if unit[0] not in self._outputs]
-        return tuple(e.bias_id if test_type == BIAS else e.id for e in entry)
+        return tuple(item_id(self._plan.items[unit[0]].entry, test_type) for unit in units
+                     if unit[0] not in self._outputs)
 
 
 @dataclass(frozen=True)
@@ -297,7 +297,8 @@ def _warn_of_coarse_gaps(streams: Sequence[_TypeStream], margin_of: Callable[[st
     more than the margin, so the gap may be settled (or left open) by the component's
     run-to-run noise on a single item."""
     for stream in streams:
-        step, margin = 1 / len(stream.units), margin_of(stream.test_type)
+        step = 1 / len(stream.units)
+        margin = margin_of(stream.test_type)
         if step > margin:
             logger.warning(
                 "%s has %d items against a margin of %g: one item that flips moves its gap by "

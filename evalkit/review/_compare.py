@@ -46,6 +46,7 @@ from evalkit.stats import (
     MarginCheck,
     MarginVerdict,
     PairedGap,
+    SequentialOutcome,
     StabilityDocument,
     judge_checks,
     margin_check,
@@ -276,10 +277,11 @@ def load_side(reader: RunReader, reference: str) -> Side:
 
 def _sequences(record: RunRecord) -> dict[str, tuple[Look, float]]:
     """A run against a baseline: type -> its sequence at the stop and its margin."""
-    settled = record.documents.get(names.SEQUENTIAL_ARTIFACT)
-    if settled is None or settled.get("against") is None:
+    doc = record.documents.get(names.SEQUENTIAL_ARTIFACT)
+    settled = None if doc is None else SequentialOutcome.from_json(doc)
+    if settled is None or settled.against is None:
         return {}
-    return {t["test_type"]: (Look.from_json(t), t["margin"]) for t in settled["types"]}
+    return {t.test_type: (t.look, t.margin) for t in settled.types if t.margin is not None}
 
 
 def shared_item_floors(parent: RunRecord) -> dict[str, float]:
